@@ -1,7 +1,15 @@
 """The event protocol: typed events in the seed-003 envelope and their wire encodings."""
 
-from .encoding import catalogue_schema, decode_event, encode_json, sse_error_frame, sse_frame, ws_batch
+from .encoding import (
+    catalogue_schema,
+    decode_event,
+    encode_json,
+    sse_error_frame,
+    sse_frame,
+    ws_batch,
+)
 from .models import (
+    TERMINAL_EVENT_TYPES,
     AgentEvent,
     AgentStatusData,
     AttachmentData,
@@ -28,7 +36,6 @@ from .models import (
     SupplementaryInputData,
     SuspendReason,
     SuspendType,
-    TERMINAL_EVENT_TYPES,
     TextData,
     TodoData,
     TodoItem,

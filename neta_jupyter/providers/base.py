@@ -1,0 +1,174 @@
+"""The model seam: what the runtime sends a model and the stream parts a model yields back.
+
+Exceptions (who raises → who catches)::
+
+    ProviderError                 raised by providers, caught by the runtime loop
+    ├── ProviderInvalidRequest    the provider rejected the request; retrying cannot help
+    ├── ContextTooLong            the request exceeds the model's context window
+    └── ProviderUnavailable       transient: network, rate limit, overload (recoverable)
+    ScriptExhausted               a scripted model called more often than scripted (tests)
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A complete tool call as the model made it."""
+
+    id: str
+    name: str
+    arguments: str
+    """JSON text, exactly as the model produced it."""
+
+
+@dataclass(slots=True)
+class Message:
+    """One message of the conversation, provider-neutral."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    """For ``tool`` messages: the call answered."""
+    name: str | None = None
+    """For ``tool`` messages: the tool's name."""
+    reasoning: str | None = None
+    """For ``assistant`` messages: the reasoning that preceded the answer."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A compact dict for storage."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        if self.reasoning:
+            out["reasoning"] = self.reasoning
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Message:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            role=obj["role"],
+            content=obj.get("content", ""),
+            tool_calls=[ToolCall(**c) for c in obj.get("tool_calls", [])],
+            tool_call_id=obj.get("tool_call_id"),
+            name=obj.get("name"),
+            reasoning=obj.get("reasoning"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A tool as offered to the model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments object."""
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """Everything a provider needs for one attempt."""
+
+    system: str
+    messages: list[Message]
+    tools: list[ToolDefinition]
+    max_output_tokens: int | None = None
+
+
+# --- stream parts ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """An increment of answer text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """An increment of reasoning text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """A fragment of a tool call; ``index`` ties fragments of one call together."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePart:
+    """Token usage the provider reported for the attempt."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+StreamPart = TextPart | ReasoningPart | ToolCallPart | UsagePart
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A model the runtime can stream from."""
+
+    @property
+    def name(self) -> str:
+        """``provider:model`` as the user selected it."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        """Yield the parts of one reply; raise :class:`ProviderError` on failure."""
+        ...
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+class ProviderError(Exception):
+    """A model call failed."""
+
+    recoverable: bool = False
+    network_error: bool = False
+
+
+class ProviderInvalidRequest(ProviderError):
+    """The provider rejected the request; the same request will fail again."""
+
+
+class ContextTooLong(ProviderInvalidRequest):
+    """The request does not fit the model's context window."""
+
+
+class ProviderUnavailable(ProviderError):
+    """A transient failure: retrying later may succeed."""
+
+    recoverable = True
+
+    def __init__(self, message: str, *, network_error: bool = False) -> None:
+        super().__init__(message)
+        self.network_error = network_error
+
+
+class ScriptExhausted(ProviderError):
+    """A scripted model was called more often than it was scripted."""

@@ -1,0 +1,38 @@
+"""Builds a run's envelopes (step, running token total) and appends them to the log."""
+
+from __future__ import annotations
+
+from ..events import AgentEvent, EventData, EventType
+from ..store import EventLog
+
+
+class RunEmitter:
+    """The only way the runtime publishes: every event goes to the log first."""
+
+    def __init__(self, log: EventLog, request_id: str) -> None:
+        self._log = log
+        self.request_id = request_id
+        self.step: int | None = None
+        self.total_tokens: int | None = None
+
+    def emit(self, event_type: EventType, data: EventData) -> int:
+        """Append without waiting for durability (streaming deltas); returns the seq."""
+        return self._log.append_nowait(
+            AgentEvent(
+                event_type=event_type,
+                request_id=self.request_id,
+                data=data,
+                step=self.step,
+                total_tokens=self.total_tokens,
+            )
+        )
+
+    async def emit_durable(self, event_type: EventType, data: EventData) -> int:
+        """Append and wait until it (and everything before it) is durable."""
+        seq = self.emit(event_type, data)
+        await self._log.flush()
+        return seq
+
+    async def flush(self) -> None:
+        """Wait until everything emitted is durable."""
+        await self._log.flush()

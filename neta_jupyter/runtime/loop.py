@@ -1,0 +1,330 @@
+"""One activation of a run: explicit steps, each returning the next (seed 004's main path).
+
+``CallModel`` streams one reply and persists it; ``RunTools`` executes the reply's tool calls,
+persisting each result; the loop ends on ``Suspend`` or ``Finish``. Everything a later activation
+needs (step, phase, pending ask, decisions, usage) lives in ``run.state`` and the session tree, so
+resume, retry and restart continue from the last completed step without re-running tools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+from ..events import (
+    EventType,
+    FinishReason,
+    PermissionAskData,
+    SessionEntryData,
+    SupplementaryInputData,
+    SuspendReason,
+    SuspendType,
+    TextData,
+)
+from ..providers.base import Message, Model, ModelRequest, ToolCall, UsagePart
+from ..store import Entry, RunRecord, Store, new_id
+from ..tools import Tool, ToolContext, ToolError, decide
+from ..tools.registry import KernelBridge
+from .config import MAX_STEPS_TEXT, RuntimeConfig
+from .emitter import RunEmitter
+from .streaming import Reply, ReplyStreamer
+from .tooling import ToolRunner, VirtualTool
+
+
+@dataclass(frozen=True, slots=True)
+class CallModel:
+    """Ask the model for the next reply."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunTools:
+    """Execute the last reply's tool calls that have no result yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Suspend:
+    """Stop and wait for the user (the run keeps its requestId)."""
+
+    reason: SuspendReason
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The run is complete."""
+
+    reason: FinishReason
+    message: str | None = None
+
+
+Step = CallModel | RunTools | Suspend | Finish
+
+
+def first_step(state: dict[str, Any]) -> CallModel | RunTools:
+    """Where an activation starts, from the persisted phase."""
+    return RunTools() if state.get("phase") == "tools" else CallModel()
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough count (4 characters a token) for when a provider reports no usage."""
+    return max(1, len(text) // 4)
+
+
+class RunLoop:
+    """Drives one run until it suspends or finishes; exceptions propagate to the runtime."""
+
+    def __init__(
+        self,
+        run: RunRecord,
+        *,
+        store: Store,
+        config: RuntimeConfig,
+        model: Model,
+        tools: list[Tool],
+        virtual_tools: list[VirtualTool],
+        kernel: KernelBridge | None,
+        emitter: RunEmitter,
+    ) -> None:
+        self.run = run
+        self.state = run.state
+        self._records = store.records
+        self._config = config
+        self._model = model
+        self._tools = {t.name: t for t in tools}
+        self._virtual = {v.name: v for v in virtual_tools}
+        self._kernel = kernel
+        self._emitter = emitter
+        self._runner = ToolRunner(
+            run,
+            emitter,
+            store.records,
+            attachments_dir=config.attachments_dir,
+            max_event_output=config.max_event_output,
+        )
+
+    async def drive(self, step: Step) -> Suspend | Finish:
+        """Run steps until one ends the activation."""
+        while True:
+            match step:
+                case CallModel():
+                    step = await self._call_model()
+                case RunTools():
+                    step = await self._run_tools()
+                case Suspend() | Finish():
+                    return step
+                case _:
+                    assert_never(step)
+
+    # --- model step
+
+    async def _call_model(self) -> Step:
+        max_steps = int(self.run.options.get("maxSteps") or self._config.max_steps)
+        if self.state["step"] >= max_steps:
+            return self._max_steps_reached(max_steps)
+        self._consume_inputs()
+        step = self.state["step"] + 1
+        self._emitter.step = step
+        request = self._build_request()
+        streamer = ReplyStreamer(self._emitter, f"call_{self.run.request_id[-6:]}_{step}")
+        reply = await streamer.consume(self._model.stream(request))
+        self._account(request, reply)
+        entry = self._add_entry("assistant", _assistant_message(reply))
+        self.state.update(step=step, last_assistant=entry.entry_id)
+        self.state["phase"] = "tools" if reply.tool_calls else "model"
+        self._records.save_run(self.run)
+        return RunTools() if reply.tool_calls else Finish(FinishReason.STOP)
+
+    def _max_steps_reached(self, max_steps: int) -> Finish:
+        text = MAX_STEPS_TEXT.format(max_steps=max_steps)
+        self._emitter.emit(EventType.TEXT_START, TextData(text=text, synthetic=True))
+        self._emitter.emit(EventType.TEXT_END, TextData())
+        entry = self._add_entry("assistant", {"role": "assistant", "content": text})
+        self.state["last_assistant"] = entry.entry_id
+        return Finish(FinishReason.MAX_STEPS, text)
+
+    def _consume_inputs(self) -> None:
+        for input_id, content in self._records.pending_inputs(self.run.request_id):
+            entry = self._add_entry("user", {"role": "user", "content": content})
+            self._records.mark_input_consumed(input_id)
+            self._emitter.emit(
+                EventType.SUPPLEMENTARY_INPUT_CONSUMED,
+                SupplementaryInputData(
+                    input_id=input_id,
+                    content=content,
+                    user_message_id=entry.entry_id,
+                    assistant_message_id=self.state.get("assistant_message_id"),
+                ),
+            )
+
+    def _build_request(self) -> ModelRequest:
+        path = self._records.path(self.run.session_id, self.state.get("leaf"))
+        definitions = [t.definition for t in self._tools.values()]
+        definitions += [v.definition for v in self._virtual.values()]
+        return ModelRequest(
+            system=self._config.system_prompt,
+            messages=[Message.from_json(e.message) for e in path],
+            tools=definitions,
+        )
+
+    def _account(self, request: ModelRequest, reply: Reply) -> None:
+        usage = reply.usage or UsagePart(
+            estimate_tokens(request.system + "".join(m.content for m in request.messages)),
+            estimate_tokens(
+                reply.text + reply.reasoning + "".join(c.arguments for c in reply.tool_calls)
+            ),
+        )
+        totals = self.state.setdefault("usage", {})
+        for key, value in (
+            ("promptTokens", usage.input_tokens),
+            ("completionTokens", usage.output_tokens),
+            ("cachedTokens", usage.cached_tokens),
+            ("reasoningTokens", usage.reasoning_tokens),
+        ):
+            totals[key] = totals.get(key, 0) + value
+        totals["totalTokens"] = totals["promptTokens"] + totals["completionTokens"]
+        self._emitter.total_tokens = totals["totalTokens"]
+
+    # --- tool step
+
+    async def _run_tools(self) -> Step:
+        assistant = self._records.get_entry(self.state["last_assistant"])
+        assert assistant is not None, "a tools phase always follows a persisted reply"
+        answered = self._answered_calls(assistant)
+        for raw in assistant.message.get("tool_calls", []):
+            call = ToolCall(**raw)
+            if call.id in answered:
+                continue
+            outcome = await self._one_call(call)
+            if isinstance(outcome, Suspend):
+                return outcome
+            output, _ok = outcome
+            self._add_entry(
+                "tool",
+                {"role": "tool", "content": output, "tool_call_id": call.id, "name": call.name},
+            )
+            await self._emitter.flush()
+        self.state["phase"] = "model"
+        self._records.save_run(self.run)
+        return CallModel()
+
+    def _answered_calls(self, assistant: Entry) -> set[str]:
+        path = self._records.path(self.run.session_id, self.state.get("leaf"))
+        ids = [e.entry_id for e in path]
+        after = path[ids.index(assistant.entry_id) + 1 :] if assistant.entry_id in ids else []
+        return {e.message.get("tool_call_id", "") for e in after if e.role == "tool"}
+
+    async def _one_call(self, call: ToolCall) -> tuple[str, bool] | Suspend:
+        if call.name in self._virtual:
+            return await self._runner.run_virtual(call, self._virtual[call.name])
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted([*self._tools, *self._virtual])) or "none"
+            return self._runner.fail_without_running(
+                call, f"unknown tool {call.name!r}; available tools: {known}"
+            )
+        decided = self.state.setdefault("decisions", {}).get(call.id)
+        if decided is None:
+            try:
+                arguments = tool.parse_arguments(call.arguments)
+            except ToolError as exc:
+                return self._runner.fail_without_running(call, str(exc))
+            verdict = self._permission(call, tool, arguments)
+            if verdict is not None:
+                return verdict
+        elif decided is False:
+            return self._runner.fail_without_running(
+                call, "the user denied permission to run this tool call"
+            )
+        ctx = ToolContext(
+            root_dir=self._config.root_dir,
+            session_id=self.run.session_id,
+            request_id=self.run.request_id,
+            tool_call_id=call.id,
+            kernel=self._kernel,
+        )
+        return await self._runner.run_tool(call, tool, ctx)
+
+    def _permission(
+        self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+    ) -> tuple[str, bool] | Suspend | None:
+        """None when the call may run; otherwise the denial or the suspension."""
+        session = self._records.get_session(self.run.session_id)
+        decision = decide(
+            self._config.permission_rules,
+            call.name,
+            arguments,
+            readonly=tool.readonly,
+            always_allowed=frozenset(session.always_allow if session else []),
+        )
+        action = decision.action
+        approve = self.run.options.get("approve", "ask")
+        if action == "ask" and approve in ("auto", "deny"):
+            action = "allow" if approve == "auto" else "deny"
+        if action == "allow":
+            return None
+        if action == "deny":
+            return self._runner.fail_without_running(
+                call, f"not allowed: {decision.rule_description} ({decision.rule_pattern})"
+            )
+        ask_id = new_id("ask")
+        self.state["ask"] = {
+            "kind": "permission",
+            "askId": ask_id,
+            "toolCallId": call.id,
+            "toolName": call.name,
+        }
+        self._emitter.emit(
+            EventType.PERMISSION_ASK,
+            PermissionAskData(
+                ask_id=ask_id,
+                principal_id=self.run.principal,
+                tool_name=call.name,
+                tool_call_id=call.id,
+                arguments=call.arguments,
+                rule_description=decision.rule_description,
+                rule_pattern=decision.rule_pattern,
+            ),
+        )
+        return Suspend(
+            SuspendReason(
+                type=SuspendType.PERMISSION_ASK,
+                ask_id=ask_id,
+                message=f"{call.name} needs your approval",
+            )
+        )
+
+    # --- persistence
+
+    def _add_entry(self, role: Any, message: dict[str, Any]) -> Entry:
+        entry_id = None
+        if role == "assistant" and not self.state.get("assistant_used"):
+            entry_id = self.state.get("assistant_message_id")
+            self.state["assistant_used"] = True
+        entry = self._records.add_entry(
+            self.run.session_id,
+            role,
+            message,
+            request_id=self.run.request_id,
+            parent_id=self.state.get("leaf"),
+            entry_id=entry_id,
+        )
+        self.state["leaf"] = entry.entry_id
+        self._emitter.emit(
+            EventType.SESSION_ENTRY_ADDED,
+            SessionEntryData(
+                session_id=self.run.session_id,
+                entry_id=entry.entry_id,
+                parent_id=entry.parent_id,
+                role=role,
+                preview=str(message.get("content", ""))[:120],
+            ),
+        )
+        return entry
+
+
+def _assistant_message(reply: Reply) -> dict[str, Any]:
+    return Message(
+        role="assistant",
+        content=reply.text,
+        tool_calls=reply.tool_calls,
+        reasoning=reply.reasoning or None,
+    ).to_json()

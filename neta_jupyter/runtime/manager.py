@@ -1,0 +1,528 @@
+"""The runtime's public API: start, resume, retry, terminate, add input — transport-agnostic.
+
+Each run is an asyncio task driving a :class:`RunLoop`; whatever ends it (finish, suspension,
+timeout, cancel, crash of a step, shutdown) ends the stream with exactly one terminal event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..events import (
+    ErrorCode,
+    EventType,
+    MessageData,
+    PermissionResolvedData,
+    SessionData,
+    SessionEntryData,
+    SuspendReason,
+    SuspendType,
+    Usage,
+)
+from ..providers import ModelRegistry, ProviderError, UnknownModel
+from ..providers.base import ProviderInvalidRequest
+from ..store import RunRecord, Store, new_id
+from ..tools import ToolRegistry
+from ..tools.registry import KernelBridge
+from .config import RuntimeConfig
+from .emitter import RunEmitter
+from .errors import BadRunRequest, RunConflict, RunNotFound
+from .loop import Finish, RunLoop, Step, Suspend, first_step
+from .tooling import VirtualTool
+
+KernelFactory = Callable[[RunRecord], KernelBridge | None]
+
+_NOT_RUN = "Not run: the run ended before this call was executed."
+
+
+class Runtime:
+    """Owns the active runs of one process."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: RuntimeConfig,
+        *,
+        models: ModelRegistry | None = None,
+        tools: ToolRegistry | None = None,
+        kernels: KernelFactory | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        from ..tools import builtin_tools
+
+        self.store = store
+        self.config = config
+        self.models = models or ModelRegistry(demo_pace=config.demo_pace)
+        self.tools = tools or ToolRegistry(builtin_tools())
+        self.kernels = kernels
+        self.log = logger or logging.getLogger("neta_jupyter")
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._cancel_reason: dict[str, str] = {}
+
+    # --- queries
+
+    def get_run(self, principal: str, request_id: str) -> RunRecord:
+        """The principal's run; another principal's run does not exist for them."""
+        run = self.store.records.get_run(request_id)
+        if run is None or run.principal != principal:
+            raise RunNotFound(f"no run with requestId {request_id!r}")
+        return run
+
+    def is_active(self, request_id: str) -> bool:
+        """Whether the run's task is executing in this process."""
+        return request_id in self._tasks
+
+    async def wait(self, request_id: str) -> None:
+        """Until the run's current activation ends."""
+        task = self._tasks.get(request_id)
+        if task is not None:
+            await asyncio.shield(task)
+
+    # --- actions
+
+    async def start(
+        self,
+        principal: str,
+        content: str,
+        *,
+        session_id: str | None = None,
+        session_name: str | None = None,
+        model: str | None = None,
+        virtual_tools: list[dict[str, Any]] | None = None,
+        tools: list[str] | None = None,
+        max_steps: int | None = None,
+        approve: str = "ask",
+        kernel_id: str | None = None,
+    ) -> RunRecord:
+        """Create a run, persist the user message and start the loop."""
+        if not content.strip():
+            raise BadRunRequest("content must not be empty", code="EMPTY_CONTENT")
+        model_name = model or self.config.default_model
+        try:
+            self.models.resolve(model_name)
+        except UnknownModel as exc:
+            raise BadRunRequest(str(exc), code="UNKNOWN_MODEL") from exc
+        try:
+            declared = [VirtualTool.from_json(v) for v in virtual_tools or []]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise BadRunRequest(
+                f"invalid virtualTools: {exc}", code="INVALID_VIRTUAL_TOOLS"
+            ) from exc
+        if approve not in ("ask", "auto", "deny"):
+            raise BadRunRequest("approve must be ask, auto or deny", code="INVALID_APPROVE")
+        session = self._session(principal, session_id, session_name)
+        await self._supersede_suspended(session.session_id)
+        request_id = new_id("r")
+        run = RunRecord(
+            request_id=request_id,
+            principal=principal,
+            session_id=session.session_id,
+            status="running",
+            model=model_name,
+            created=time.time(),
+            prompt=content,
+            options={
+                "virtualTools": virtual_tools or [],
+                "tools": tools,
+                "maxSteps": max_steps,
+                "approve": approve,
+                "kernelId": kernel_id,
+            },
+            state={
+                "step": 0,
+                "phase": "model",
+                "decisions": {},
+                "usage": {},
+                "assistant_message_id": new_id("e"),
+            },
+        )
+        self.store.records.create_run(run)
+        user = self.store.records.add_entry(
+            session.session_id,
+            "user",
+            {"role": "user", "content": content},
+            request_id=request_id,
+            parent_id=session.leaf_entry_id,
+        )
+        run.state["leaf"] = user.entry_id
+        emitter = RunEmitter(self.store.events, request_id)
+        emitter.emit(
+            EventType.SESSION_CREATED,
+            SessionData(
+                session_id=session.session_id,
+                user_message_id=user.entry_id,
+                assistant_message_id=run.state["assistant_message_id"],
+            ),
+        )
+        emitter.emit(
+            EventType.SESSION_ENTRY_ADDED,
+            SessionEntryData(
+                session_id=session.session_id,
+                entry_id=user.entry_id,
+                parent_id=user.parent_id,
+                role="user",
+                preview=content[:120],
+            ),
+        )
+        self.store.records.save_run(run)
+        self._launch(run, declared, first_step(run.state))
+        return run
+
+    async def resume(
+        self,
+        principal: str,
+        request_id: str,
+        *,
+        approved: bool | None = None,
+        ask_id: str | None = None,
+        always: bool = False,
+        answer: str | None = None,
+    ) -> RunRecord:
+        """Continue a suspended run, with the decision on its pending ask if it has one."""
+        run = self.get_run(principal, request_id)
+        if run.status != "suspended" or self.is_active(request_id):
+            raise RunConflict(
+                f"run {request_id} is {run.status}, not suspended", code="RUN_NOT_SUSPENDED"
+            )
+        ask = run.state.get("ask")
+        emitter = self._emitter(run)
+        if ask:
+            if ask_id is not None and ask_id != ask["askId"]:
+                raise RunConflict(f"askId {ask_id!r} is not the pending ask", code="ASK_MISMATCH")
+            if approved is None:
+                raise BadRunRequest(
+                    "approved (true or false) is required to answer a permission ask",
+                    code="APPROVED_REQUIRED",
+                )
+            run.state["decisions"][ask["toolCallId"]] = approved
+            if always and approved:
+                self.store.records.allow_always(run.session_id, ask["toolName"])
+            emitter.emit(
+                EventType.PERMISSION_ASK_RESOLVED,
+                PermissionResolvedData(
+                    ask_id=ask["askId"],
+                    approved=approved,
+                    reason="user",
+                    resolve_type="always" if always and approved else "once",
+                ),
+            )
+            run.state["ask"] = None
+        run.status = "running"
+        self.store.records.save_run(run)
+        self._launch(run, self._virtual_tools(run), first_step(run.state))
+        return run
+
+    async def retry(self, principal: str, request_id: str) -> RunRecord:
+        """Continue a run that failed recoverably, from its last completed step."""
+        run = self.get_run(principal, request_id)
+        if run.status != "failed" or not run.state.get("recoverable"):
+            raise RunConflict(
+                f"run {request_id} is {run.status} and cannot be retried", code="RUN_NOT_RETRYABLE"
+            )
+        run.status = "running"
+        run.state["recoverable"] = False
+        self.store.records.save_run(run)
+        self._launch(run, self._virtual_tools(run), first_step(run.state))
+        return run
+
+    async def terminate(self, principal: str, request_id: str) -> RunRecord:
+        """Cancel a running or suspended run (USER_CANCELLED)."""
+        run = self.get_run(principal, request_id)
+        task = self._tasks.get(request_id)
+        if task is not None:
+            self._cancel_reason[request_id] = "user"
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            return self.get_run(principal, request_id)
+        if run.status != "suspended":
+            raise RunConflict(
+                f"run {request_id} is {run.status}; nothing to terminate", code="RUN_NOT_ACTIVE"
+            )
+        await self._fail(
+            run,
+            self._emitter(run),
+            ErrorCode.USER_CANCELLED,
+            "the run was cancelled",
+            recoverable=False,
+        )
+        return run
+
+    async def add_input(self, principal: str, request_id: str, content: str) -> str:
+        """Queue input for the run's next step boundary."""
+        run = self.get_run(principal, request_id)
+        if run.status not in ("running", "suspended"):
+            raise RunConflict(
+                f"run {request_id} is {run.status}; input can only be added while it runs",
+                code="RUN_NOT_ACTIVE",
+            )
+        if not content.strip():
+            raise BadRunRequest("content must not be empty", code="EMPTY_CONTENT")
+        return self.store.records.add_input(request_id, content)
+
+    def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> RunRecord:
+        """Register a history run that has messages but no event stream."""
+        session = self.store.records.get_or_create_session(principal, session_name)
+        run = RunRecord(
+            request_id=new_id("r"),
+            principal=principal,
+            session_id=session.session_id,
+            status="completed",
+            model="imported",
+            created=time.time(),
+            prompt=prompt,
+            imported=True,
+        )
+        self.store.records.create_run(run)
+        user = self.store.records.add_entry(
+            session.session_id,
+            "user",
+            {"role": "user", "content": prompt},
+            request_id=run.request_id,
+            parent_id=session.leaf_entry_id,
+        )
+        self.store.records.add_entry(
+            session.session_id,
+            "assistant",
+            {"role": "assistant", "content": answer},
+            request_id=run.request_id,
+            parent_id=user.entry_id,
+        )
+        return run
+
+    # --- lifecycle
+
+    def recover(self) -> int:
+        """At start-up: runs left running by a crashed process end with SYSTEM_CRASH."""
+        crashed = self.store.records.runs(status="running", limit=100_000)
+        for run in crashed:
+            emitter = self._emitter(run)
+            self._close_open_calls(run)
+            emitter.emit(
+                EventType.MESSAGE_FAILED,
+                MessageData(
+                    message_id=run.state.get("last_assistant"),
+                    error_code=ErrorCode.SYSTEM_CRASH,
+                    error_message="the server stopped while this run was executing",
+                    recoverable=False,
+                    network_error=False,
+                    usage=_usage(run),
+                ),
+            )
+            run.status = "failed"
+            self.store.records.save_run(run)
+        return len(crashed)
+
+    async def shutdown(self) -> None:
+        """Suspend every executing run with SHUTDOWN_INTERRUPT (resumable after restart)."""
+        tasks = list(self._tasks.items())
+        for request_id, task in tasks:
+            self._cancel_reason[request_id] = "shutdown"
+            task.cancel()
+        await asyncio.gather(*(t for _, t in tasks), return_exceptions=True)
+        self.store.db.commit()
+
+    # --- internals
+
+    def _session(self, principal: str, session_id: str | None, name: str | None) -> Any:
+        records = self.store.records
+        if session_id is not None:
+            session = records.get_session(session_id)
+            if session is None or session.principal != principal:
+                raise RunNotFound(f"no session with id {session_id!r}", code="SESSION_NOT_FOUND")
+            return session
+        return records.get_or_create_session(principal, name or new_id("session"))
+
+    async def _supersede_suspended(self, session_id: str) -> None:
+        for run in self.store.records.runs(session_id=session_id, limit=20):
+            if run.status == "running" or self.is_active(run.request_id):
+                raise RunConflict(
+                    f"run {run.request_id} is still running in this session; stop it or use "
+                    "another session",
+                    code="SESSION_BUSY",
+                )
+            if run.status == "suspended":
+                await self._fail(
+                    run,
+                    self._emitter(run),
+                    ErrorCode.USER_CANCELLED,
+                    "superseded by a new prompt in the same session",
+                    recoverable=False,
+                )
+
+    def _virtual_tools(self, run: RunRecord) -> list[VirtualTool]:
+        return [VirtualTool.from_json(v) for v in run.options.get("virtualTools") or []]
+
+    def _emitter(self, run: RunRecord) -> RunEmitter:
+        emitter = RunEmitter(self.store.events, run.request_id)
+        emitter.step = run.state.get("step") or None
+        emitter.total_tokens = run.state.get("usage", {}).get("totalTokens")
+        return emitter
+
+    def _launch(self, run: RunRecord, virtual: list[VirtualTool], step: Step) -> None:
+        task = asyncio.create_task(
+            self._activate(run, virtual, step), name=f"neta-run-{run.request_id}"
+        )
+        self._tasks[run.request_id] = task
+        task.add_done_callback(lambda _t: self._tasks.pop(run.request_id, None))
+
+    async def _activate(self, run: RunRecord, virtual: list[VirtualTool], step: Step) -> None:
+        emitter = self._emitter(run)
+        try:
+            loop = self._loop(run, virtual, emitter)
+            async with asyncio.timeout(self.config.task_timeout):
+                outcome = await loop.drive(step)
+            await self._end(run, emitter, outcome)
+        except TimeoutError:
+            await self._fail(
+                run,
+                emitter,
+                ErrorCode.TASK_TIMEOUT,
+                f"the run exceeded its time limit of {self.config.task_timeout:g} s",
+                recoverable=False,
+            )
+        except asyncio.CancelledError:
+            if self._cancel_reason.pop(run.request_id, "user") == "shutdown":
+                await self._end(
+                    run,
+                    emitter,
+                    Suspend(
+                        SuspendReason(
+                            type=SuspendType.SHUTDOWN_INTERRUPT,
+                            message="the server shut down; resume the run to continue",
+                        )
+                    ),
+                )
+            else:
+                await self._fail(
+                    run,
+                    emitter,
+                    ErrorCode.USER_CANCELLED,
+                    "the run was cancelled",
+                    recoverable=False,
+                )
+        except ProviderError as exc:
+            invalid = isinstance(exc, ProviderInvalidRequest)
+            await self._fail(
+                run,
+                emitter,
+                ErrorCode.LLM_INVALID_REQUEST if invalid else ErrorCode.LLM_ERROR,
+                f"model call failed: {exc}",
+                recoverable=exc.recoverable,
+                network_error=exc.network_error,
+            )
+        except Exception as exc:
+            self.log.exception("run %s failed", run.request_id)
+            await self._fail(
+                run,
+                emitter,
+                ErrorCode.INTERNAL_ERROR,
+                f"internal error: {type(exc).__name__}",
+                recoverable=False,
+            )
+
+    def _loop(self, run: RunRecord, virtual: list[VirtualTool], emitter: RunEmitter) -> RunLoop:
+        kernel = self.kernels(run) if self.kernels is not None else None
+        tools = self.tools.select(run.options.get("tools"), kernel_attached=kernel is not None)
+        return RunLoop(
+            run,
+            store=self.store,
+            config=self.config,
+            model=self.models.resolve(run.model),
+            tools=tools,
+            virtual_tools=virtual,
+            kernel=kernel,
+            emitter=emitter,
+        )
+
+    async def _end(self, run: RunRecord, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
+        if isinstance(outcome, Suspend):
+            emitter.emit(
+                EventType.MESSAGE_SUSPENDED,
+                MessageData(
+                    message_id=run.state.get("last_assistant"),
+                    suspend_reason=outcome.reason,
+                    usage=_usage(run),
+                ),
+            )
+            run.status = "suspended"
+        else:
+            emitter.emit(
+                EventType.MESSAGE_COMPLETED,
+                MessageData(
+                    message_id=run.state.get("last_assistant"),
+                    finish_reason=outcome.reason,
+                    finish_message=outcome.message,
+                    usage=_usage(run),
+                ),
+            )
+            run.status = "completed"
+        # One commit makes the terminal event and the status durable together.
+        self.store.records.save_run(run)
+
+    async def _fail(
+        self,
+        run: RunRecord,
+        emitter: RunEmitter,
+        code: ErrorCode,
+        message: str,
+        *,
+        recoverable: bool,
+        network_error: bool = False,
+    ) -> None:
+        if not recoverable:
+            self._close_open_calls(run)
+        emitter.emit(
+            EventType.MESSAGE_FAILED,
+            MessageData(
+                message_id=run.state.get("last_assistant"),
+                error_code=code,
+                error_message=message,
+                recoverable=recoverable,
+                network_error=network_error,
+                usage=_usage(run),
+            ),
+        )
+        run.status = "failed"
+        run.state["recoverable"] = recoverable
+        run.state["ask"] = None
+        self.store.records.save_run(run)
+
+    def _close_open_calls(self, run: RunRecord) -> None:
+        """Answer unanswered tool calls so the transcript stays valid for the next prompt."""
+        records = self.store.records
+        if run.state.get("phase") != "tools" or not run.state.get("last_assistant"):
+            return
+        path = records.path(run.session_id, run.state.get("leaf"))
+        answered = {e.message.get("tool_call_id") for e in path if e.role == "tool"}
+        assistant = records.get_entry(run.state["last_assistant"])
+        for call in assistant.message.get("tool_calls", []) if assistant else []:
+            if call["id"] not in answered:
+                entry = records.add_entry(
+                    run.session_id,
+                    "tool",
+                    {
+                        "role": "tool",
+                        "content": _NOT_RUN,
+                        "tool_call_id": call["id"],
+                        "name": call["name"],
+                    },
+                    request_id=run.request_id,
+                    parent_id=run.state.get("leaf"),
+                )
+                run.state["leaf"] = entry.entry_id
+        run.state["phase"] = "model"
+
+
+def _usage(run: RunRecord) -> Usage:
+    totals = run.state.get("usage", {})
+    return Usage(
+        prompt_tokens=totals.get("promptTokens", 0),
+        completion_tokens=totals.get("completionTokens", 0),
+        cached_tokens=totals.get("cachedTokens", 0),
+        reasoning_tokens=totals.get("reasoningTokens", 0),
+        total_tokens=totals.get("totalTokens", 0),
+    )

@@ -1,0 +1,217 @@
+"""Running one tool call: the registry's tools, caller-declared virtual tools, and their files."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..events import AttachmentData, EventType, ToolData
+from ..providers.base import ToolCall, ToolDefinition
+from ..store import AttachmentRecord, RecordStore, RunRecord, new_id
+from ..tools import Tool, ToolContext, ToolError, ToolFile, ToolResult
+from .emitter import RunEmitter
+
+DEFAULT_VIRTUAL_RECEIPT = '{"status":"success"}'
+
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualTool:
+    """A tool the caller renders itself (seed 003 §8): never executed, answered with a mock."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    mock_response: str | None
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> VirtualTool:
+        """From the run request's ``virtualTools`` entry."""
+        mock = obj.get("mockResponse")
+        return cls(
+            name=str(obj["name"]),
+            description=str(obj.get("description", "")),
+            parameters=obj.get("parameters") or {"type": "object", "properties": {}},
+            mock_response=None if mock is None else str(mock),
+        )
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """As offered to the model."""
+        return ToolDefinition(self.name, self.description, self.parameters)
+
+    def answer(self, arguments: str) -> str:
+        """Check the arguments against the declared schema's shape and return the mock."""
+        try:
+            value = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ToolError(f"arguments of {self.name} are not valid JSON: {exc.msg}") from exc
+        if not isinstance(value, dict):
+            raise ToolError(f"arguments of {self.name} must be a JSON object")
+        for key in self.parameters.get("required", []):
+            if key not in value:
+                raise ToolError(f"missing required argument {key!r} for {self.name}")
+        for key, spec in self.parameters.get("properties", {}).items():
+            expected = _JSON_TYPES.get(spec.get("type", "")) if isinstance(spec, dict) else None
+            if key in value and expected is not None and not isinstance(value[key], expected):
+                raise ToolError(f"argument {key!r} of {self.name} must be {spec['type']}")
+        return DEFAULT_VIRTUAL_RECEIPT if self.mock_response is None else self.mock_response
+
+
+class ToolRunner:
+    """Executes calls for one run and publishes their TOOL_* and ATTACHMENT_* events."""
+
+    def __init__(
+        self,
+        run: RunRecord,
+        emitter: RunEmitter,
+        records: RecordStore,
+        *,
+        attachments_dir: Path,
+        max_event_output: int,
+    ) -> None:
+        self._run = run
+        self._emitter = emitter
+        self._records = records
+        self._attachments_dir = attachments_dir
+        self._max_output = max_event_output
+
+    async def run_virtual(self, call: ToolCall, tool: VirtualTool) -> tuple[str, bool]:
+        """Answer a virtual tool call; returns (output for the model, ok)."""
+        self._start(call)
+        try:
+            output = tool.answer(call.arguments)
+        except ToolError as exc:
+            return self._failed(call, str(exc), 0)
+        self._emitter.emit(
+            EventType.TOOL_COMPLETED,
+            ToolData(tool_call_id=call.id, tool_name=call.name, output=output, duration_ms=0),
+        )
+        return output, True
+
+    async def run_tool(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> tuple[str, bool]:
+        """Execute a registry tool; returns (output for the model, ok)."""
+        self._start(call)
+        ctx.report = lambda title: self._emitter.emit(
+            EventType.TOOL_RUNNING, ToolData(tool_call_id=call.id, tool_name=call.name, title=title)
+        )
+        ctx.report(f"Running {call.name}")
+        await self._emitter.flush()
+        began = time.monotonic()
+        try:
+            result = await tool.run(call.arguments, ctx)
+        except ToolError as exc:
+            return self._failed(call, str(exc), _ms_since(began))
+        except Exception as exc:  # a tool's own bug must not end the run: the model hears of it
+            return self._failed(call, f"{type(exc).__name__}: {exc}", _ms_since(began))
+        duration = _ms_since(began)
+        images = [self._store_file(f, call.id) for f in result.images]
+        files = [self._store_file(f, call.id) for f in result.files]
+        shown, truncated, ref = self._shown_output(result, call.id)
+        self._emitter.emit(
+            EventType.TOOL_COMPLETED,
+            ToolData(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                output=shown,
+                duration_ms=duration,
+                truncated=truncated or None,
+                output_ref=ref,
+                images=[a.virtual_path for a, _ in images] or None,
+            ),
+        )
+        for record, change in images + files:
+            self._emitter.emit(EventType.ATTACHMENT_CHANGED, self._attachment_data(record, change))
+        return result.output, True
+
+    def fail_without_running(self, call: ToolCall, message: str) -> tuple[str, bool]:
+        """A call that may not run (denied, unknown tool): reported like a failure."""
+        return self._failed(call, message, 0)
+
+    # --- helpers
+
+    def _start(self, call: ToolCall) -> None:
+        self._emitter.emit(
+            EventType.TOOL_START,
+            ToolData(tool_call_id=call.id, tool_name=call.name, arguments=call.arguments),
+        )
+
+    def _failed(self, call: ToolCall, message: str, duration: int) -> tuple[str, bool]:
+        self._emitter.emit(
+            EventType.TOOL_FAILED,
+            ToolData(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                error_message=message,
+                duration_ms=duration,
+            ),
+        )
+        return f"Error: {message}", False
+
+    def _shown_output(self, result: ToolResult, call_id: str) -> tuple[str, bool, str | None]:
+        """Output for the event: whole, or cut with the full text stored as an attachment."""
+        if len(result.output) <= self._max_output:
+            return result.output, False, None
+        full = ToolFile(f"{call_id}-output.txt", result.output.encode(), "text/plain")
+        record, change = self._store_file(full, call_id)
+        self._emitter.emit(EventType.ATTACHMENT_CHANGED, self._attachment_data(record, change))
+        cut = result.output[: self._max_output]
+        note = f"\n… [output truncated: {len(result.output)} characters in all, see the attachment]"
+        return cut + note, True, record.virtual_path
+
+    def _store_file(self, file: ToolFile, call_id: str) -> tuple[AttachmentRecord, str]:
+        run = self._run
+        safe_name = Path(file.name).name or "file"
+        virtual_path = f"{run.session_id}/{run.request_id}/{safe_name}"
+        existing = self._records.get_attachment(virtual_path)
+        attachment_id = existing.attachment_id if existing else new_id("att")
+        disk = self._attachments_dir / run.session_id / run.request_id / safe_name
+        disk.parent.mkdir(parents=True, exist_ok=True)
+        disk.write_bytes(file.content)
+        record = AttachmentRecord(
+            attachment_id,
+            run.principal,
+            run.session_id,
+            run.request_id,
+            virtual_path,
+            safe_name,
+            file.content_type or _guess_type(safe_name),
+            len(file.content),
+            str(disk),
+        )
+        self._records.add_attachment(record)
+        return record, "UPDATED" if existing else "CREATED"
+
+    def _attachment_data(self, record: AttachmentRecord, change: str) -> AttachmentData:
+        return AttachmentData(
+            attachment_id=record.attachment_id,
+            session_id=record.session_id,
+            message_id=None,
+            file_name=record.file_name,
+            file_extension=Path(record.file_name).suffix.lstrip("."),
+            content_type=record.content_type,
+            file_size=record.file_size,
+            virtual_path=record.virtual_path,
+            source="AGENT_GENERATED",
+            change_type="UPDATED" if change == "UPDATED" else "CREATED",
+        )
+
+
+def _ms_since(began: float) -> int:
+    return int((time.monotonic() - began) * 1000)
+
+
+def _guess_type(name: str) -> str:
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"

@@ -1,0 +1,46 @@
+"""Durable storage: the event log and the records of runs, sessions and attachments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .db import Database
+from .eventlog import EventLog, SqliteEventLog, StoredEvent
+from .records import (
+    AttachmentRecord,
+    Entry,
+    RecordStore,
+    RunRecord,
+    RunStatus,
+    SessionRecord,
+    new_id,
+)
+
+
+class Store:
+    """The event log and the record store over one SQLite database."""
+
+    def __init__(self, path: str | Path, *, commit_interval: float = 0.002) -> None:
+        self.db = Database(path, commit_interval=commit_interval)
+        self.events = SqliteEventLog(self.db)
+        self.records = RecordStore(self.db)
+
+    def close(self) -> None:
+        """Commit what is pending and close the database."""
+        self.db.close()
+
+
+__all__ = [
+    "AttachmentRecord",
+    "Database",
+    "Entry",
+    "EventLog",
+    "RecordStore",
+    "RunRecord",
+    "RunStatus",
+    "SessionRecord",
+    "SqliteEventLog",
+    "Store",
+    "StoredEvent",
+    "new_id",
+]

@@ -1,0 +1,205 @@
+"""One SQLite connection in WAL mode, shared by the event log and the record store.
+
+Writes are grouped: events wait in memory for a short interval (or until enough pile up) and are
+committed together; a record write commits at once and takes pending events with it. Listeners
+are told what became durable only after the commit, so no transport can send an event the store
+could lose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    request_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event_type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (request_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS runs (
+    request_id TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    model TEXT NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    imported INTEGER NOT NULL DEFAULT 0,
+    prompt TEXT NOT NULL DEFAULT '',
+    options TEXT NOT NULL DEFAULT '{}',
+    state TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS runs_by_principal ON runs (principal, created);
+CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, created);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    name TEXT NOT NULL,
+    created REAL NOT NULL,
+    leaf_entry_id TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    has_unknown_usage INTEGER NOT NULL DEFAULT 0,
+    always_allow TEXT NOT NULL DEFAULT '[]'
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_by_name ON sessions (principal, name);
+CREATE TABLE IF NOT EXISTS entries (
+    entry_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    parent_id TEXT,
+    role TEXT NOT NULL,
+    message TEXT NOT NULL,
+    request_id TEXT,
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_by_session ON entries (session_id, created);
+CREATE TABLE IF NOT EXISTS inputs (
+    input_id TEXT PRIMARY KEY,
+    request_id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    created REAL NOT NULL,
+    consumed INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS attachments (
+    attachment_id TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    virtual_path TEXT NOT NULL UNIQUE,
+    file_name TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    file_size INTEGER NOT NULL,
+    disk_path TEXT NOT NULL,
+    created REAL NOT NULL
+);
+"""
+
+PendingRow = tuple[str, int, str, str]
+CommitListener = Callable[[list[PendingRow]], None]
+
+
+class Database:
+    """The connection, the pending event batch and the group-commit timer."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        commit_interval: float = 0.002,
+        max_batch: int = 512,
+    ) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode: a commit survives a process crash (kill -9); only an OS crash or
+        # power loss can drop the last group, and then the whole group, never a prefix gap.
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA busy_timeout=5000")
+        self.conn.executescript(_SCHEMA)
+        self.commit_interval = commit_interval
+        self.max_batch = max_batch
+        self._pending: list[PendingRow] = []
+        self._waiters: list[asyncio.Future[None]] = []
+        self._timer: asyncio.Handle | None = None
+        self._listeners: list[CommitListener] = []
+        self._closed = False
+
+    def on_commit(self, listener: CommitListener) -> None:
+        """Call ``listener`` with the event rows each commit made durable."""
+        self._listeners.append(listener)
+
+    def queue_event(self, row: PendingRow) -> None:
+        """Hold an event row for the next group commit."""
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        self._pending.append(row)
+        if len(self._pending) >= self.max_batch:
+            self.commit()
+        elif self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.commit()  # no loop to wait on: be durable now
+                return
+            self._timer = loop.call_later(self.commit_interval, self.commit)
+
+    def durable(self) -> asyncio.Future[None]:
+        """A future that resolves once everything queued so far is committed."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if not self._pending:
+            fut.set_result(None)
+        else:
+            self._waiters.append(fut)
+        return fut
+
+    def execute(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
+        """A write that commits at once, together with any pending events."""
+        self.conn.execute("BEGIN")
+        try:
+            self._write_pending()
+            cur = self.conn.execute(sql, params)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self._finish_commit()
+        return cur
+
+    def query(self, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
+        """A read of committed data."""
+        cur = self.conn.execute(sql, params)
+        cur.row_factory = sqlite3.Row
+        return cur.fetchall()
+
+    def commit(self) -> None:
+        """Write and commit the pending events now."""
+        if self._closed:
+            return
+        if not self._pending:
+            self._cancel_timer()
+            return
+        self.conn.execute("BEGIN")
+        try:
+            self._write_pending()
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self._finish_commit()
+
+    def _write_pending(self) -> None:
+        if self._pending:
+            self.conn.executemany(
+                "INSERT INTO events (request_id, seq, event_type, payload) VALUES (?, ?, ?, ?)",
+                self._pending,
+            )
+
+    def _finish_commit(self) -> None:
+        self.conn.execute("COMMIT")
+        rows, self._pending = self._pending, []
+        waiters, self._waiters = self._waiters, []
+        self._cancel_timer()
+        if rows:
+            for listener in self._listeners:
+                listener(rows)
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def close(self) -> None:
+        """Commit what is pending and close."""
+        if self._closed:
+            return
+        self.commit()
+        self._closed = True
+        self.conn.close()

@@ -1,0 +1,38 @@
+"""Tools the agent can call, their registry and the permission rules that guard them."""
+
+from .files import list_files, read_file
+from .permissions import DEFAULT_RULES, Decision, PermissionRule, decide
+from .registry import (
+    KernelBridge,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolFile,
+    ToolRegistry,
+    ToolResult,
+    tool,
+)
+
+
+def builtin_tools() -> list[Tool]:
+    """Tools every runtime offers unless configured otherwise."""
+    return [list_files, read_file]
+
+
+__all__ = [
+    "DEFAULT_RULES",
+    "Decision",
+    "KernelBridge",
+    "PermissionRule",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolFile",
+    "ToolRegistry",
+    "ToolResult",
+    "builtin_tools",
+    "decide",
+    "list_files",
+    "read_file",
+    "tool",
+]

@@ -1,0 +1,81 @@
+"""Permission rules: tool-name and argument patterns → allow / ask / deny."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Action = Literal["allow", "ask", "deny"]
+
+
+class PermissionRule(BaseModel):
+    """One rule; the first rule that matches a call decides it.
+
+    ``tool`` is a glob on the tool name; ``args`` maps argument names to globs matched against the
+    argument's value (non-strings are matched on their JSON text).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str = Field(description="glob on the tool name, e.g. 'python' or 'read_*'")
+    args: dict[str, str] = Field(default_factory=dict, description="argument name → glob")
+    action: Action
+    description: str | None = None
+
+    @property
+    def pattern(self) -> str:
+        """The rule as one line, shown in the permission prompt."""
+        parts = [self.tool] + [f"{k}={v}" for k, v in sorted(self.args.items())]
+        return " ".join(parts)
+
+    def matches(self, tool_name: str, arguments: dict[str, Any]) -> bool:
+        """Whether this rule applies to the call."""
+        if not fnmatchcase(tool_name, self.tool):
+            return False
+        for key, glob in self.args.items():
+            if key not in arguments:
+                return False
+            value = arguments[key]
+            text = value if isinstance(value, str) else json.dumps(value)
+            if not fnmatchcase(text, glob):
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome for one call and the rule behind it."""
+
+    action: Action
+    rule_description: str
+    rule_pattern: str
+
+
+DEFAULT_RULES: tuple[PermissionRule, ...] = (
+    PermissionRule(
+        tool="python", action="ask", description="running code in your kernel needs approval"
+    ),
+)
+
+
+def decide(
+    rules: list[PermissionRule] | tuple[PermissionRule, ...],
+    tool_name: str,
+    arguments: dict[str, Any],
+    *,
+    readonly: bool,
+    always_allowed: frozenset[str] = frozenset(),
+) -> Decision:
+    """Apply the rules; then "always allow" remembered for the session; then the tool's nature."""
+    for rule in rules:
+        if rule.matches(tool_name, arguments):
+            if rule.action == "ask" and tool_name in always_allowed:
+                return Decision("allow", "always allowed in this session", tool_name)
+            return Decision(rule.action, rule.description or f"rule {rule.pattern}", rule.pattern)
+    if readonly or tool_name in always_allowed:
+        return Decision("allow", "read-only tool", tool_name)
+    return Decision("ask", "tools that change things need approval", "*")

@@ -1,0 +1,178 @@
+"""Tools: plain async functions whose JSON Schema is derived from their type hints.
+
+A tool names its *host*: ``server`` tools run in the process that runs the agent, ``kernel``
+tools run in the notebook's kernel through the :class:`KernelBridge` the host supplies.
+
+Exceptions (who raises → who catches)::
+
+    ToolError            raised by tools and argument validation, caught by the runtime → TOOL_FAILED
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from ..providers.base import ToolDefinition
+
+ToolHost = Literal["server", "kernel"]
+
+
+class ToolError(Exception):
+    """A tool could not do what was asked; the message is shown to the user and the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFile:
+    """A file a tool produced; the runtime stores it as an attachment."""
+
+    name: str
+    content: bytes
+    content_type: str
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool returns: text for the model, files for the user."""
+
+    output: str
+    files: list[ToolFile] = field(default_factory=list)
+    images: list[ToolFile] = field(default_factory=list)
+    """Images to show in the tool card (also stored as attachments)."""
+
+
+class KernelBridge(Protocol):
+    """Runs code in the notebook's kernel (supplied by the host, see ``kernel/`` and ``server/``)."""
+
+    async def execute(self, code: str, *, timeout: float | None = None) -> ToolResult:
+        """Execute ``code`` and collect its outputs."""
+        ...
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool may use."""
+
+    root_dir: Path
+    session_id: str
+    request_id: str
+    tool_call_id: str
+    report: Callable[[str], None] = lambda title: None
+    """Show a progress title on the tool card (TOOL_RUNNING)."""
+    kernel: KernelBridge | None = None
+
+
+ToolFunction = Callable[..., Awaitable[ToolResult | str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A registered tool."""
+
+    name: str
+    description: str
+    function: ToolFunction
+    arguments_model: type[BaseModel]
+    readonly: bool = False
+    host: ToolHost = "server"
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The tool as offered to a model."""
+        schema = self.arguments_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolDefinition(self.name, self.description, schema)
+
+    def parse_arguments(self, arguments: str) -> dict[str, Any]:
+        """Validate the model's argument JSON; a bad one becomes a clear :class:`ToolError`."""
+        try:
+            raw = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ToolError(f"arguments of {self.name} are not valid JSON: {exc.msg}") from exc
+        if not isinstance(raw, dict):
+            raise ToolError(f"arguments of {self.name} must be a JSON object")
+        try:
+            parsed = self.arguments_model.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise ToolError(f"invalid arguments for {self.name}: {problems}") from exc
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        """Validate and run; a plain string return becomes a :class:`ToolResult`."""
+        kwargs = self.parse_arguments(arguments)
+        result = await self.function(ctx, **kwargs)
+        return ToolResult(result) if isinstance(result, str) else result
+
+
+def _arguments_model(name: str, function: ToolFunction) -> type[BaseModel]:
+    """A pydantic model of every parameter after the leading ``ctx``."""
+    signature = inspect.signature(function)
+    hints = get_type_hints(function, include_extras=True)
+    fields: dict[str, Any] = {}
+    for index, (pname, param) in enumerate(signature.parameters.items()):
+        if index == 0:
+            continue  # the ToolContext
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (hints.get(pname, Any), default)
+    config = ConfigDict(extra="forbid")
+    model: type[BaseModel] = create_model(f"{name}_arguments", __config__=config, **fields)
+    return model
+
+
+def tool(
+    *, name: str | None = None, readonly: bool = False, host: ToolHost = "server"
+) -> Callable[[ToolFunction], Tool]:
+    """Make a :class:`Tool` of an ``async def f(ctx, …)``; its docstring is the description."""
+
+    def wrap(function: ToolFunction) -> Tool:
+        tool_name = name or function.__name__
+        return Tool(
+            name=tool_name,
+            description=inspect.cleandoc(function.__doc__ or tool_name),
+            function=function,
+            arguments_model=_arguments_model(tool_name, function),
+            readonly=readonly,
+            host=host,
+        )
+
+    return wrap
+
+
+class ToolRegistry:
+    """The tools a runtime offers, by name."""
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools or []:
+            self.register(t)
+
+    def register(self, t: Tool) -> None:
+        """Add or replace a tool."""
+        self._tools[t.name] = t
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, if any."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Registered names, in registration order."""
+        return list(self._tools)
+
+    def select(self, names: list[str] | None, *, kernel_attached: bool) -> list[Tool]:
+        """The tools for one run: those named (all when None), kernel tools only with a kernel."""
+        chosen = (
+            self._tools.values()
+            if names is None
+            else [self._tools[n] for n in names if n in self._tools]
+        )
+        return [t for t in chosen if kernel_attached or t.host != "kernel"]
