@@ -1,0 +1,92 @@
+/** Tool cards: TOOL_CALL_GENERATING → TOOL_START → TOOL_RUNNING → TOOL_COMPLETED | TOOL_FAILED, plus TOOL_EVENT. */
+import type { ToolData, ToolSideData } from "./events";
+import { upsert, type RunState, type ToolCard } from "./state";
+import { bool, id, isRecord, num, str, strList, type Loose } from "./wire";
+
+function newCard(toolCallId: string): ToolCard {
+  return { toolCallId, toolName: "", argsText: "", status: "generating", truncated: false, images: [], notices: [], streamed: "" };
+}
+
+function isFinished(card: ToolCard): boolean {
+  return card.status === "completed" || card.status === "failed";
+}
+
+type CardUpdate = (card: ToolCard, data: Loose<ToolData>) => ToolCard;
+
+const UPDATES: Readonly<Record<string, CardUpdate>> = {
+  TOOL_CALL_GENERATING: (card, data) => {
+    // Fragments only count before TOOL_START; START's full arguments replace them.
+    if (card.status !== "generating") return card;
+    return { ...card, argsText: card.argsText + (str(data.arguments) ?? "") };
+  },
+  TOOL_START: (card, data) => ({
+    ...card,
+    argsText: str(data.arguments) ?? card.argsText,
+    status: isFinished(card) ? card.status : "running",
+  }),
+  TOOL_RUNNING: (card, data) => ({
+    ...card,
+    title: str(data.title) ?? card.title,
+    status: isFinished(card) ? card.status : "running",
+  }),
+  TOOL_COMPLETED: (card, data) => ({ ...finish(card, data), status: "completed" }),
+  TOOL_FAILED: (card, data) => ({
+    ...finish(card, data),
+    status: "failed",
+    errorMessage: str(data.errorMessage) ?? card.errorMessage ?? "",
+  }),
+};
+
+function finish(card: ToolCard, data: Loose<ToolData>): ToolCard {
+  const images = strList(data.images);
+  return {
+    ...card,
+    output: str(data.output) ?? card.output,
+    truncated: bool(data.truncated) ?? card.truncated,
+    outputRef: str(data.outputRef) ?? card.outputRef,
+    images: images.length > 0 ? images : card.images,
+    durationMs: num(data.durationMs) ?? card.durationMs,
+  };
+}
+
+export function applyTool(state: RunState, data: Loose<ToolData>, _seq: number, eventType: string): RunState {
+  const toolCallId = id(data.toolCallId);
+  const update = UPDATES[eventType];
+  if (!toolCallId || !update) return state;
+  const tools = upsert(state.tools, toolCallId, (prev) => {
+    const card = prev ?? newCard(toolCallId);
+    const named = { ...card, toolName: str(data.toolName) || card.toolName };
+    return update(named, data);
+  });
+  return { ...state, tools };
+}
+
+/** Categories of TOOL_EVENT the widget understands; others are ignored (seed 003 §3). */
+export function applyToolSide(state: RunState, data: Loose<ToolSideData>): RunState {
+  const toolCallId = id(data.toolCallId);
+  const category = str(data.category);
+  if (!toolCallId || !state.tools.byId[toolCallId]) return state;
+  if (category === "auth_required") {
+    const message = str(data.userMessage) || "Authorization required";
+    return {
+      ...state,
+      tools: upsert(state.tools, toolCallId, (card) => {
+        const current = card ?? newCard(toolCallId);
+        return { ...current, notices: [...current.notices, { category, message }] };
+      }),
+    };
+  }
+  if (category === "tool_stream_data") {
+    const payload = isRecord(data.payload) ? data.payload : {};
+    const chunk = str(payload["text"]) ?? str(payload["chunk"]) ?? str(payload["data"]) ?? "";
+    if (!chunk) return state;
+    return {
+      ...state,
+      tools: upsert(state.tools, toolCallId, (card) => {
+        const current = card ?? newCard(toolCallId);
+        return { ...current, streamed: current.streamed + chunk };
+      }),
+    };
+  }
+  return state;
+}

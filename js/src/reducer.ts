@@ -1,0 +1,228 @@
+/**
+ * The pure reducer: `reduce(state, envelope) → state`. No DOM, no clock, no I/O.
+ *
+ * Rules (seed 003 §6, §10): an event whose seq is not above `lastSeq` is a duplicate or arrived
+ * out of order and is dropped; an event without a seq (HEARTBEAT) changes nothing; an unknown
+ * `eventType` or `data.type`, or a field of the wrong type, never throws — the event only moves
+ * `lastSeq`. A suspended (or failed, then retried) run continues under the same requestId with
+ * later seqs: its next non-terminal event sets the status back to running.
+ */
+import type { ClarifyData, MessageData, PermissionAskData, PermissionResolvedData, SessionData } from "./events";
+import { applyTool, applyToolSide } from "./reducer-tools";
+import {
+  applyAttachment,
+  applyCompaction,
+  applyInputConsumed,
+  applyProcess,
+  applySkill,
+  applyStatus,
+  applySubagent,
+  applyTodo,
+  applyTokenUsage,
+  readUsage,
+} from "./reducer-side";
+import { initialState, type RunState, type TextSegment } from "./state";
+import { TERMINAL_EVENT_TYPES, bool, id, isRecord, num, seqOf, str, strList, type Loose } from "./wire";
+
+export type Data = Readonly<Record<string, unknown>>;
+export type Handler = (state: RunState, data: Data, seq: number, eventType: string) => RunState;
+
+interface Route {
+  /** The `data.type` this event type carries; another value is a shape we do not know. */
+  readonly dataType: string;
+  readonly apply: Handler;
+}
+
+const noChange: Handler = (state) => state;
+
+const ROUTES: Readonly<Record<string, Route>> = {
+  SESSION_CREATED: { dataType: "session", apply: applySession },
+  TEXT_START: { dataType: "text", apply: (s, d) => ({ ...s, answer: startSegment(s.answer, d) }) },
+  TEXT_DELTA: { dataType: "text", apply: (s, d) => ({ ...s, answer: appendSegment(s.answer, d) }) },
+  TEXT_END: { dataType: "text", apply: (s) => ({ ...s, answer: closeLast(s.answer) }) },
+  REASONING_START: { dataType: "reasoning", apply: (s, d) => ({ ...s, reasoning: startSegment(s.reasoning, d) }) },
+  REASONING_DELTA: { dataType: "reasoning", apply: (s, d) => ({ ...s, reasoning: appendSegment(s.reasoning, d) }) },
+  REASONING_END: { dataType: "reasoning", apply: (s) => ({ ...s, reasoning: closeLast(s.reasoning) }) },
+  TOOL_CALL_GENERATING: { dataType: "tool", apply: applyTool },
+  TOOL_START: { dataType: "tool", apply: applyTool },
+  TOOL_RUNNING: { dataType: "tool", apply: applyTool },
+  TOOL_COMPLETED: { dataType: "tool", apply: applyTool },
+  TOOL_FAILED: { dataType: "tool", apply: applyTool },
+  TOOL_EVENT: { dataType: "tool_side", apply: applyToolSide },
+  PERMISSION_ASK: { dataType: "permission_ask", apply: applyPermissionAsk },
+  PERMISSION_ASK_RESOLVED: { dataType: "permission_ask_resolved", apply: applyPermissionResolved },
+  MESSAGE_COMPLETED: { dataType: "message", apply: applyCompleted },
+  MESSAGE_SUSPENDED: { dataType: "message", apply: applySuspended },
+  MESSAGE_FAILED: { dataType: "message", apply: applyFailed },
+  ATTACHMENT_CHANGED: { dataType: "attachment", apply: applyAttachment },
+  ATTACHMENT_SENT: { dataType: "attachment", apply: applyAttachment },
+  SUPPLEMENTARY_INPUT_CONSUMED: { dataType: "supplementary_input", apply: applyInputConsumed },
+  HEARTBEAT: { dataType: "heartbeat", apply: noChange },
+  AGENT_STATUS: { dataType: "agent_status", apply: applyStatus },
+  PROCESS_EVENT: { dataType: "process", apply: applyProcess },
+  BUDGET_CHECKED: { dataType: "budget", apply: noChange },
+  LEDGER_RECONCILED: { dataType: "ledger", apply: noChange },
+  TOKEN_USAGE: { dataType: "token_usage", apply: applyTokenUsage },
+  COMPACTION_START: { dataType: "compaction", apply: applyCompaction },
+  COMPACTION_APPLIED: { dataType: "compaction", apply: applyCompaction },
+  COMPACTION_ERROR: { dataType: "compaction", apply: applyCompaction },
+  SKILL_ACTIVATED: { dataType: "skill", apply: applySkill },
+  SKILL_DEACTIVATED: { dataType: "skill", apply: applySkill },
+  SKILL_MISSING: { dataType: "skill", apply: applySkill },
+  CLARIFY_REQUEST: { dataType: "clarify", apply: applyClarify },
+  TODO_UPDATE: { dataType: "todo", apply: applyTodo },
+  SUBAGENT_RUN_STARTED: { dataType: "subagent", apply: applySubagent },
+  SUBAGENT_EVENT: { dataType: "subagent", apply: applySubagent },
+  SUBAGENT_RUN_COMPLETED: { dataType: "subagent", apply: applySubagent },
+  SESSION_ENTRY_ADDED: { dataType: "session_entry", apply: noChange },
+  SESSION_ENTRY_UPDATED: { dataType: "session_entry", apply: noChange },
+  SESSION_LEAF_CHANGED: { dataType: "session_leaf", apply: noChange },
+};
+
+/** Events after which a transient AGENT_STATUS is over (seed 003 §2: the next text/tool event). */
+const CLEARS_TOAST = /^(TEXT_|REASONING_|TOOL_|MESSAGE_)/;
+
+export function reduce(state: RunState, envelope: unknown): RunState {
+  const seq = seqOf(envelope);
+  if (seq === undefined || seq <= state.lastSeq || !isRecord(envelope)) return state;
+  const requestId = str(envelope["requestId"]);
+  if (state.requestId && requestId && requestId !== state.requestId) return state;
+
+  const moved: RunState = {
+    ...state,
+    lastSeq: seq,
+    requestId: state.requestId || requestId || null,
+    step: num(envelope["step"]) ?? state.step,
+    totalTokens: num(envelope["totalTokens"]) ?? state.totalTokens,
+  };
+  const eventType = str(envelope["eventType"]) ?? "";
+  const route = Object.prototype.hasOwnProperty.call(ROUTES, eventType) ? ROUTES[eventType] : undefined;
+  const data = isRecord(envelope["data"]) ? envelope["data"] : {};
+  const dataType = data["type"];
+  if (!route || (dataType !== undefined && dataType !== route.dataType)) return moved;
+
+  try {
+    const continued = continueRun(moved, eventType);
+    const toastless = CLEARS_TOAST.test(eventType) ? { ...continued, toast: null } : continued;
+    return route.apply(toastless, data, seq, eventType);
+  } catch {
+    // A body we cannot make sense of must not stop the stream (seed 003 §10).
+    return moved;
+  }
+}
+
+export function reduceAll(events: Iterable<unknown>, state: RunState = initialState()): RunState {
+  let next = state;
+  for (const event of events) next = reduce(next, event);
+  return next;
+}
+
+/** A known non-terminal event after a suspension or a failure means the run goes on. */
+function continueRun(state: RunState, eventType: string): RunState {
+  if (TERMINAL_EVENT_TYPES.has(eventType) || state.status === "running" || state.status === "completed") {
+    return state;
+  }
+  if (state.status === "idle") return { ...state, status: "running" };
+  return { ...state, status: "running", permission: null, clarify: null, suspendReason: null, failure: null };
+}
+
+// --- text and reasoning segments -----------------------------------------------------------
+
+function startSegment(segments: readonly TextSegment[], data: Data): readonly TextSegment[] {
+  const segment: TextSegment = { text: str(data["text"]) ?? "", open: true, synthetic: bool(data["synthetic"]) ?? false };
+  return [...closeAll(segments), segment];
+}
+
+function appendSegment(segments: readonly TextSegment[], data: Data): readonly TextSegment[] {
+  const text = str(data["text"]) ?? "";
+  const last = segments[segments.length - 1];
+  if (!last || !last.open) return [...segments, { text, open: true, synthetic: false }];
+  if (text === "") return segments;
+  return [...segments.slice(0, -1), { ...last, text: last.text + text }];
+}
+
+function closeLast(segments: readonly TextSegment[]): readonly TextSegment[] {
+  const last = segments[segments.length - 1];
+  if (!last || !last.open) return segments;
+  return [...segments.slice(0, -1), { ...last, open: false }];
+}
+
+function closeAll(segments: readonly TextSegment[]): readonly TextSegment[] {
+  return segments.some((s) => s.open) ? segments.map((s) => (s.open ? { ...s, open: false } : s)) : segments;
+}
+
+// --- session, permission, clarify --------------------------------------------------------------
+
+function applySession(state: RunState, data: Loose<SessionData>): RunState {
+  return { ...state, sessionId: id(data.sessionId) ?? state.sessionId };
+}
+
+function applyPermissionAsk(state: RunState, data: Loose<PermissionAskData>): RunState {
+  const askId = id(data.askId);
+  if (!askId) return state;
+  const permission = {
+    askId,
+    toolName: str(data.toolName) ?? "",
+    toolCallId: id(data.toolCallId),
+    arguments: str(data.arguments) ?? "",
+    ruleDescription: str(data.ruleDescription),
+    rulePattern: str(data.rulePattern),
+  };
+  return { ...state, permission };
+}
+
+function applyPermissionResolved(state: RunState, data: Loose<PermissionResolvedData>): RunState {
+  const askId = id(data.askId);
+  if (!state.permission || (askId && askId !== state.permission.askId)) return state;
+  return { ...state, permission: null };
+}
+
+function applyClarify(state: RunState, data: Loose<ClarifyData>): RunState {
+  const clarifyId = id(data.clarifyId);
+  if (!clarifyId) return state;
+  return { ...state, clarify: { clarifyId, question: str(data.question) ?? "", options: strList(data.options) } };
+}
+
+// --- terminal events -----------------------------------------------------------------------------
+
+function ended(state: RunState, data: Loose<MessageData>): RunState {
+  return {
+    ...state,
+    reasoning: closeAll(state.reasoning),
+    answer: closeAll(state.answer),
+    usage: readUsage(data.usage) ?? state.usage,
+  };
+}
+
+function applyCompleted(state: RunState, data: Loose<MessageData>): RunState {
+  return {
+    ...ended(state, data),
+    status: "completed",
+    finishReason: str(data.finishReason) ?? "STOP",
+    finishMessage: str(data.finishMessage),
+    permission: null,
+    clarify: null,
+    suspendReason: null,
+    failure: null,
+  };
+}
+
+function applySuspended(state: RunState, data: Loose<MessageData>): RunState {
+  const reason = isRecord(data.suspendReason) ? data.suspendReason : {};
+  const suspendReason = {
+    type: str(reason["type"]) ?? "UNKNOWN",
+    askId: id(reason["askId"]),
+    message: str(reason["message"]),
+  };
+  return { ...ended(state, data), status: "suspended", suspendReason };
+}
+
+function applyFailed(state: RunState, data: Loose<MessageData>): RunState {
+  const failure = {
+    errorCode: str(data.errorCode) ?? "INTERNAL_ERROR",
+    errorMessage: str(data.errorMessage) ?? "",
+    recoverable: bool(data.recoverable) ?? false,
+    networkError: bool(data.networkError) ?? false,
+  };
+  return { ...ended(state, data), status: "failed", failure, permission: null, clarify: null, suspendReason: null };
+}

@@ -1,0 +1,228 @@
+/**
+ * The view state of one run, built only by `reduce` (reducer.ts) from the event stream.
+ *
+ * Every object is treated as immutable: a change makes a new object along its path and shares the
+ * rest, so the renderer can tell what changed with `!==`.
+ */
+
+export type RunStatus = "idle" | "running" | "suspended" | "completed" | "failed";
+
+export type ToolStatus = "generating" | "running" | "completed" | "failed";
+
+export interface TextSegment {
+  readonly text: string;
+  /** False once its END event arrived (or the run ended). */
+  readonly open: boolean;
+  /** System-written text, e.g. the MAX_STEPS notice (answer segments only). */
+  readonly synthetic: boolean;
+}
+
+export interface ToolNotice {
+  readonly category: string;
+  readonly message: string;
+}
+
+export interface ToolCard {
+  readonly toolCallId: string;
+  readonly toolName: string;
+  /** Argument JSON: fragments concatenated while generating, the whole object from TOOL_START on. */
+  readonly argsText: string;
+  readonly status: ToolStatus;
+  readonly title?: string;
+  readonly output?: string;
+  readonly truncated: boolean;
+  readonly outputRef?: string;
+  /** Virtual paths (server mode) or data URLs (embedded mode). */
+  readonly images: readonly string[];
+  readonly durationMs?: number;
+  readonly errorMessage?: string;
+  /** Side-channel messages (TOOL_EVENT) worth showing, e.g. auth_required. */
+  readonly notices: readonly ToolNotice[];
+  /** Text streamed by the tool (TOOL_EVENT category tool_stream_data). */
+  readonly streamed: string;
+}
+
+export interface PermissionAsk {
+  readonly askId: string;
+  readonly toolName: string;
+  readonly toolCallId?: string;
+  readonly arguments: string;
+  readonly ruleDescription?: string;
+  readonly rulePattern?: string;
+}
+
+export interface ClarifyRequest {
+  readonly clarifyId: string;
+  readonly question: string;
+  readonly options: readonly string[];
+}
+
+export interface ProcessOperation {
+  readonly operationId: string;
+  readonly parentOperationId?: string;
+  readonly targetType?: string;
+  readonly toolCallId?: string;
+  readonly stage?: string;
+  readonly status: string;
+  readonly level: string;
+  readonly message?: string;
+  readonly current?: number;
+  readonly total?: number;
+  readonly percent?: number;
+}
+
+export interface StatusToast {
+  readonly code: string;
+  readonly level: string;
+  readonly message: string;
+  /** Seq of the AGENT_STATUS event: tells one toast from the next with the same text. */
+  readonly seq: number;
+}
+
+export interface Attachment {
+  readonly attachmentId: string;
+  readonly fileName: string;
+  readonly fileExtension?: string;
+  readonly contentType?: string;
+  readonly fileSize?: number;
+  readonly virtualPath: string;
+  readonly source?: string;
+  readonly changeType?: string;
+  /** ATTACHMENT_SENT was seen for it. */
+  readonly sent: boolean;
+}
+
+export interface ConsumedInput {
+  readonly inputId: string;
+  readonly content: string;
+}
+
+export interface TodoEntry {
+  readonly id: string;
+  readonly content: string;
+  readonly status: string;
+}
+
+export interface Usage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly cachedTokens: number;
+  readonly reasoningTokens: number;
+  readonly totalTokens: number;
+}
+
+export interface Failure {
+  readonly errorCode: string;
+  readonly errorMessage: string;
+  readonly recoverable: boolean;
+  readonly networkError: boolean;
+}
+
+export interface SuspendInfo {
+  readonly type: string;
+  readonly askId?: string;
+  readonly message?: string;
+}
+
+/** Ordered collection keyed by id: `order` keeps first arrival, `byId` the latest value. */
+export interface Keyed<T> {
+  readonly order: readonly string[];
+  readonly byId: Readonly<Record<string, T>>;
+}
+
+export interface SkillState {
+  readonly name: string;
+  readonly state: "active" | "inactive" | "missing";
+  readonly message?: string;
+}
+
+export interface CompactionState {
+  readonly phase: "start" | "applied" | "error";
+  readonly scope?: string;
+  readonly tokensBefore?: number;
+  readonly tokensAfter?: number;
+  readonly errorMessage?: string;
+}
+
+export interface SubagentBatch {
+  readonly batchId: string;
+  readonly done: boolean;
+  readonly status?: string;
+  readonly message?: string;
+  readonly events: number;
+}
+
+export interface RunState {
+  readonly requestId: string | null;
+  readonly status: RunStatus;
+  /** Highest seq applied; -1 before the first event. */
+  readonly lastSeq: number;
+  readonly sessionId?: string;
+  readonly step?: number;
+  /** Envelope `totalTokens` of the latest event carrying it. */
+  readonly totalTokens?: number;
+  readonly reasoning: readonly TextSegment[];
+  readonly answer: readonly TextSegment[];
+  readonly tools: Keyed<ToolCard>;
+  readonly permission: PermissionAsk | null;
+  readonly clarify: ClarifyRequest | null;
+  readonly processes: Keyed<ProcessOperation>;
+  /** The latest AGENT_STATUS; never part of the transcript. */
+  readonly toast: StatusToast | null;
+  readonly attachments: Keyed<Attachment>;
+  readonly inputsConsumed: readonly ConsumedInput[];
+  readonly todos: readonly TodoEntry[];
+  readonly usage: Usage | null;
+  readonly finishReason?: string;
+  readonly finishMessage?: string;
+  readonly failure: Failure | null;
+  readonly suspendReason: SuspendInfo | null;
+  readonly skills: Keyed<SkillState>;
+  readonly compaction: CompactionState | null;
+  readonly subagents: Keyed<SubagentBatch>;
+}
+
+export const EMPTY_KEYED: Keyed<never> = { order: [], byId: {} };
+
+export function initialState(requestId: string | null = null): RunState {
+  return {
+    requestId,
+    status: "idle",
+    lastSeq: -1,
+    reasoning: [],
+    answer: [],
+    tools: EMPTY_KEYED,
+    permission: null,
+    clarify: null,
+    processes: EMPTY_KEYED,
+    toast: null,
+    attachments: EMPTY_KEYED,
+    inputsConsumed: [],
+    todos: [],
+    usage: null,
+    failure: null,
+    suspendReason: null,
+    skills: EMPTY_KEYED,
+    compaction: null,
+    subagents: EMPTY_KEYED,
+  };
+}
+
+/** Insert or update one entry; `update` gets the previous value (if any). */
+export function upsert<T>(keyed: Keyed<T>, key: string, update: (prev: T | undefined) => T): Keyed<T> {
+  const prev = keyed.byId[key];
+  const order = prev === undefined ? [...keyed.order, key] : keyed.order;
+  return { order, byId: { ...keyed.byId, [key]: update(prev) } };
+}
+
+export function valuesOf<T>(keyed: Keyed<T>): T[] {
+  return keyed.order.map((key) => keyed.byId[key]).filter((v): v is T => v !== undefined);
+}
+
+/** The answer as one string: segments joined by a blank line. */
+export function finalText(state: RunState): string {
+  return state.answer
+    .map((segment) => segment.text)
+    .filter((text) => text.length > 0)
+    .join("\n\n");
+}
