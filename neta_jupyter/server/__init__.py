@@ -1,0 +1,1 @@
+"""The jupyter-server extension: the only layer that speaks tornado."""

@@ -1,0 +1,124 @@
+"""``NetaApp``: the jupyter-server extension that owns the runtime and serves the run API."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from jupyter_core.paths import jupyter_data_dir
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Dict, Float, Int, List, Unicode
+
+from ..providers import ModelRegistry
+from ..runtime import Runtime, RuntimeConfig
+from ..store import Store
+from ..tools import PermissionRule, Tool, ToolRegistry, builtin_tools
+from . import handlers
+from .sse import StreamHandler
+from .ws import RunSocket
+
+
+class NetaApp(ExtensionApp):
+    """Configure with ``c.NetaApp.<trait>`` in ``jupyter_server_config.py``."""
+
+    name = "neta_jupyter"
+    load_other_extensions = True
+
+    model = Unicode("demo", help="Default model, as provider:model (e.g. openai:gpt-4.1-mini).").tag(
+        config=True
+    )
+    data_dir = Unicode(
+        "", help="Where the event log, attachments and logs live (default: <jupyter data dir>/neta)."
+    ).tag(config=True)
+    db_path = Unicode("", help="SQLite file of the event log (default: <data_dir>/neta.sqlite3).").tag(
+        config=True
+    )
+    permission_rules = List(
+        Dict(),
+        default_value=[{"tool": "python", "action": "ask",
+                        "description": "running code in your kernel needs approval"}],
+        help="Rules {tool, args, action: allow|ask|deny, description}; the first match decides.",
+    ).tag(config=True)
+    heartbeat_interval = Float(15.0, help="Seconds between HEARTBEAT frames on idle streams.").tag(
+        config=True
+    )
+    max_steps = Int(20, help="Model calls one run may make before it stops with MAX_STEPS.").tag(
+        config=True
+    )
+    task_timeout = Float(1800.0, help="Seconds one run may execute before TASK_TIMEOUT.").tag(
+        config=True
+    )
+    demo_pace = Float(0.015, help="Seconds between the demo model's tokens.").tag(config=True)
+    commit_interval = Float(0.002, help="Group-commit window of the event log, in seconds.").tag(
+        config=True
+    )
+    max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
+    extra_tools = List(
+        Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
+    ).tag(config=True)
+
+    runtime: Runtime
+    store: Store
+
+    def initialize_settings(self) -> None:
+        """Open the store, build the runtime and end runs a crash left running."""
+        data_dir = Path(self.data_dir or Path(jupyter_data_dir()) / "neta")
+        root = Path(self.serverapp.root_dir).expanduser() if self.serverapp else Path.cwd()
+        self.store = Store(self.db_path or data_dir / "neta.sqlite3", commit_interval=self.commit_interval)
+        config = RuntimeConfig(
+            root_dir=root,
+            data_dir=data_dir,
+            default_model=self.model,
+            max_steps=self.max_steps,
+            task_timeout=self.task_timeout,
+            permission_rules=[PermissionRule.model_validate(r) for r in self.permission_rules],
+            demo_pace=self.demo_pace,
+        )
+        tools = ToolRegistry(builtin_tools() + [_import_tool(s) for s in self.extra_tools])
+        self.runtime = Runtime(
+            self.store, config, models=ModelRegistry(demo_pace=self.demo_pace), tools=tools,
+            logger=self.log,
+        )
+        crashed = self.runtime.recover()
+        if crashed:
+            self.log.warning("neta: %d run(s) were interrupted by a crash (SYSTEM_CRASH)", crashed)
+        self.settings.update(
+            neta_runtime=self.runtime,
+            neta_heartbeat_interval=self.heartbeat_interval,
+            neta_max_body_bytes=self.max_body_bytes,
+        )
+
+    def initialize_handlers(self) -> None:
+        """Routes of DESIGN §5 (the server prefixes its base_url)."""
+        api = "/neta/api"
+        self.handlers.extend([
+            (rf"{api}/agent/run/async", handlers.StartRunHandler),
+            (rf"{api}/agent/run/stream", StreamHandler),
+            (rf"{api}/agent/run/resumeTask", handlers.ResumeHandler),
+            (rf"{api}/agent/run/retryTask", handlers.RetryHandler),
+            (rf"{api}/agent/run/terminateTask", handlers.TerminateHandler),
+            (rf"{api}/agent/run/addSupplementaryInput", handlers.InputHandler),
+            (rf"{api}/agent/run/import", handlers.ImportHandler),
+            (rf"{api}/agent/run/status", handlers.RunStatusHandler),
+            (rf"{api}/agent/runs", handlers.RunListHandler),
+            (rf"{api}/agent/attachment/download", handlers.AttachmentHandler),
+            (rf"{api}/sessions", handlers.SessionsHandler),
+            (rf"{api}/sessions/tree", handlers.SessionTreeHandler),
+            (rf"{api}/sessions/leaf", handlers.SessionLeafHandler),
+            (rf"{api}/models", handlers.ModelsHandler),
+            (r"/neta/ws", RunSocket),
+        ])
+
+    async def stop_extension(self) -> None:
+        """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""
+        await self.runtime.shutdown()
+        self.store.close()
+
+
+def _import_tool(spec: str) -> Tool:
+    module_name, _, attribute = spec.partition(":")
+    value: Any = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(value, Tool):
+        raise TypeError(f"{spec} is not a neta_jupyter Tool")
+    return value

@@ -1,0 +1,111 @@
+"""The base of every REST handler: auth, seed-003 errors, body parsing, access to the runtime."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from jupyter_server.base.handlers import APIHandler
+from pydantic import BaseModel, ValidationError
+from tornado import web
+
+from ..runtime import Runtime, RunApiError
+from .errors import ApiError, describe_validation, error_body
+
+AUTH_RESOURCE = "neta"
+B = TypeVar("B", bound=BaseModel)
+
+_STATUS_CODES = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT",
+    413: "BODY_TOO_LARGE",
+}
+
+
+class NetaHandler(APIHandler):
+    """Thin: authenticate, parse, delegate to the runtime, reply."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def runtime(self) -> Runtime:
+        """The process's runtime."""
+        runtime: Runtime = self.settings["neta_runtime"]
+        return runtime
+
+    @property
+    def principal(self) -> str:
+        """The Jupyter user making the request."""
+        user = self.current_user
+        return str(getattr(user, "username", None) or user)
+
+    def set_default_headers(self) -> None:
+        """No caching of API answers."""
+        super().set_default_headers()
+        self.set_header("Cache-Control", "no-store")
+
+    def parse_body(self, model: type[B]) -> B:
+        """The JSON body validated as ``model``; a clear 4xx otherwise."""
+        limit = int(self.settings.get("neta_max_body_bytes", 1_000_000))
+        if len(self.request.body) > limit:
+            raise ApiError(413, "BODY_TOO_LARGE", f"request body is over the limit of {limit} bytes")
+        try:
+            raw = json.loads(self.request.body or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ApiError(400, "INVALID_JSON", f"request body is not valid JSON: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise ApiError(400, "INVALID_JSON", "request body must be a JSON object")
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            request_id = raw.get("requestId") if isinstance(raw.get("requestId"), str) else None
+            raise ApiError(400, "INVALID_FIELDS", describe_validation(exc), request_id) from exc
+
+    def query(self, name: str, *, required: bool = True) -> str | None:
+        """A query argument; a clear 400 when a required one is missing."""
+        value = self.get_query_argument(name, None)
+        if required and not value:
+            raise ApiError(400, "MISSING_PARAMETER", f"query parameter {name!r} is required")
+        return value
+
+    def reply(self, body: dict[str, Any], status: int = 200) -> None:
+        """A JSON success answer."""
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"success": True, **body}))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Every error in seed 003's shape; never a traceback."""
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        match exc:
+            case ApiError():
+                status, code, message, rid = exc.status, exc.code, exc.message, exc.request_id
+            case RunApiError():
+                status, code, message, rid = exc.status, exc.code, exc.message, None
+            case web.HTTPError():
+                status = exc.status_code
+                code = _STATUS_CODES.get(status, "HTTP_ERROR")
+                message = exc.log_message or self._reason
+                rid = None
+            case _:
+                status, code, message, rid = 500, "INTERNAL_ERROR", "internal server error", None
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(error_body(status, code, message, rid)))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        """Expected API errors are not server faults: log them briefly."""
+        if isinstance(value, ApiError | RunApiError):
+            self.log.info("neta: %s %s", type(value).__name__, value)
+            return
+        super().log_exception(typ, value, tb)
+
+    def _handle_request_exception(self, e: BaseException) -> None:
+        if isinstance(e, ApiError | RunApiError):
+            self.send_error(e.status, exc_info=(type(e), e, e.__traceback__))
+            return
+        super()._handle_request_exception(e)

@@ -1,0 +1,39 @@
+"""HTTP errors in seed 003's body shape; tornado's own errors are translated here and nowhere else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+
+class ApiError(Exception):
+    """An error answered with ``{httpStatusCode, message, success, errCode, requestId, data}``."""
+
+    def __init__(self, status: int, code: str, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+def error_body(status: int, code: str, message: str, request_id: str | None) -> dict[str, Any]:
+    """The seed-003 error body."""
+    return {
+        "httpStatusCode": status,
+        "message": message,
+        "data": None,
+        "success": False,
+        "errCode": code,
+        "requestId": request_id,
+    }
+
+
+def describe_validation(exc: ValidationError) -> str:
+    """One line naming each bad field."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "body"
+        parts.append(f"{where}: {err['msg']}")
+    return "invalid request: " + "; ".join(parts)

@@ -1,0 +1,241 @@
+"""REST handlers of the run API (DESIGN §5): thin wrappers over :class:`Runtime`."""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..store import Entry, RunRecord, SessionRecord
+from .base import NetaHandler
+from .errors import ApiError
+from .schemas import ImportRequest, InputRequest, LeafRequest, RequestRef, ResumeRequest, RunRequest
+
+
+def run_summary(run: RunRecord, last_seq: int) -> dict[str, Any]:
+    """What clients need to know about a run."""
+    ask = run.state.get("ask")
+    return {
+        "requestId": run.request_id,
+        "sessionId": run.session_id,
+        "status": run.status,
+        "model": run.model,
+        "prompt": run.prompt,
+        "created": run.created,
+        "imported": run.imported,
+        "lastSeq": last_seq,
+        "step": run.state.get("step", 0),
+        "recoverable": bool(run.state.get("recoverable")),
+        "pendingAsk": ask,
+        "usage": run.state.get("usage") or {},
+    }
+
+
+class StartRunHandler(NetaHandler):
+    """``POST /neta/api/agent/run/async``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(RunRequest)
+        run = await self.runtime.start(
+            self.principal,
+            body.content,
+            session_id=body.session_id,
+            session_name=body.session_name,
+            model=body.model,
+            virtual_tools=[v.model_dump(by_alias=True) for v in body.virtual_tools],
+            tools=body.tools,
+            max_steps=body.max_steps,
+            approve=body.approve,
+            kernel_id=body.kernel_id,
+        )
+        self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
+
+
+class ResumeHandler(NetaHandler):
+    """``POST /neta/api/agent/run/resumeTask``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(ResumeRequest)
+        run = await self.runtime.resume(
+            self.principal, body.request_id, approved=body.approved, ask_id=body.ask_id,
+            always=body.always, answer=body.answer,
+        )
+        self.reply({"requestId": run.request_id, "status": run.status})
+
+
+class RetryHandler(NetaHandler):
+    """``POST /neta/api/agent/run/retryTask``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(RequestRef)
+        run = await self.runtime.retry(self.principal, body.request_id)
+        self.reply({"requestId": run.request_id, "status": run.status})
+
+
+class TerminateHandler(NetaHandler):
+    """``POST /neta/api/agent/run/terminateTask``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(RequestRef)
+        run = await self.runtime.terminate(self.principal, body.request_id)
+        self.reply({"requestId": run.request_id, "status": run.status})
+
+
+class InputHandler(NetaHandler):
+    """``POST /neta/api/agent/run/addSupplementaryInput``."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(InputRequest)
+        input_id = await self.runtime.add_input(self.principal, body.request_id, body.content)
+        self.reply({"requestId": body.request_id, "inputId": input_id})
+
+
+class ImportHandler(NetaHandler):
+    """``POST /neta/api/agent/run/import``: register a history run (its stream answers 409)."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(ImportRequest)
+        run = self.runtime.import_run(self.principal, body.session_name, body.content, body.answer)
+        self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
+
+
+class RunStatusHandler(NetaHandler):
+    """``GET /neta/api/agent/run/status?requestId=``."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        request_id = self.query("requestId") or ""
+        run = self.runtime.get_run(self.principal, request_id)
+        self.reply(run_summary(run, self.runtime.store.events.last_seq(request_id)))
+
+
+class RunListHandler(NetaHandler):
+    """``GET /neta/api/agent/runs[?sessionId=]``: the principal's runs, newest first."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        session_id = self.query("sessionId", required=False)
+        runs = self.runtime.store.records.runs(principal=self.principal, session_id=session_id)
+        log = self.runtime.store.events
+        self.reply({"runs": [run_summary(r, log.last_seq(r.request_id)) for r in runs]})
+
+
+class AttachmentHandler(NetaHandler):
+    """``GET /neta/api/agent/attachment/download?virtualPath=``."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        virtual_path = self.query("virtualPath") or ""
+        record = self.runtime.store.records.get_attachment(virtual_path)
+        if record is None or record.principal != self.principal:
+            raise ApiError(404, "ATTACHMENT_NOT_FOUND", f"no attachment at {virtual_path!r}")
+        path = Path(record.disk_path)
+        if not path.is_file():
+            raise ApiError(404, "ATTACHMENT_NOT_FOUND", f"the file of {virtual_path!r} is gone")
+        content_type = record.content_type or mimetypes.guess_type(record.file_name)[0]
+        self.set_header("Content-Type", content_type or "application/octet-stream")
+        disposition = "inline" if (content_type or "").startswith("image/") else "attachment"
+        self.set_header(
+            "Content-Disposition", f"{disposition}; filename*=UTF-8''{quote(record.file_name)}"
+        )
+        self.finish(path.read_bytes())
+
+
+def _session_json(session: SessionRecord) -> dict[str, Any]:
+    return {
+        "sessionId": session.session_id,
+        "name": session.name,
+        "created": session.created,
+        "leafEntryId": session.leaf_entry_id,
+        "inputTokens": session.input_tokens,
+        "outputTokens": session.output_tokens,
+        "hasUnknownUsage": session.has_unknown_usage,
+    }
+
+
+def _entry_json(entry: Entry) -> dict[str, Any]:
+    return {
+        "entryId": entry.entry_id,
+        "parentId": entry.parent_id,
+        "role": entry.role,
+        "message": entry.message,
+        "requestId": entry.request_id,
+        "created": entry.created,
+    }
+
+
+class SessionsHandler(NetaHandler):
+    """``GET /neta/api/sessions``."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        sessions = self.runtime.store.records.sessions(self.principal)
+        self.reply({"sessions": [_session_json(s) for s in sessions]})
+
+
+class SessionTreeHandler(NetaHandler):
+    """``GET /neta/api/sessions/tree?sessionId=``: the whole tree and the active path."""
+
+    def _snapshot(self, session_id: str) -> dict[str, Any]:
+        records = self.runtime.store.records
+        session = records.get_session(session_id)
+        if session is None or session.principal != self.principal:
+            raise ApiError(404, "SESSION_NOT_FOUND", f"no session with id {session_id!r}")
+        path = records.path(session_id, session.leaf_entry_id)
+        return {
+            **_session_json(session),
+            "entries": [_entry_json(e) for e in records.entries(session_id)],
+            "activePath": [e.entry_id for e in path],
+        }
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.reply(self._snapshot(self.query("sessionId") or ""))
+
+
+class SessionLeafHandler(SessionTreeHandler):
+    """``POST /neta/api/sessions/leaf``: continue the conversation from another entry."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(LeafRequest)
+        self._snapshot(body.session_id)  # ownership check
+        records = self.runtime.store.records
+        if body.leaf_entry_id is not None:
+            entry = records.get_entry(body.leaf_entry_id)
+            if entry is None or entry.session_id != body.session_id:
+                raise ApiError(404, "ENTRY_NOT_FOUND", f"no entry {body.leaf_entry_id!r} here")
+        records.set_leaf(body.session_id, body.leaf_entry_id)
+        self.reply(self._snapshot(body.session_id))
+
+
+class ModelsHandler(NetaHandler):
+    """``GET /neta/api/models``: configured models and the default."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        runtime = self.runtime
+        self.reply({"default": runtime.config.default_model, "models": runtime.models.names()})

@@ -1,0 +1,71 @@
+"""Request bodies of the REST API and the WebSocket, validated with pydantic."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class VirtualToolSpec(_Body):
+    """A caller-rendered tool (seed 003 §8)."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    mock_response: str | None = None
+
+
+class RunRequest(_Body):
+    """``POST /neta/api/agent/run/async``."""
+
+    content: str = Field(min_length=1)
+    session_id: str | None = None
+    session_name: str | None = Field(default=None, max_length=500)
+    model: str | None = None
+    virtual_tools: list[VirtualToolSpec] = Field(default_factory=list)
+    tools: list[str] | None = None
+    max_steps: int | None = Field(default=None, ge=1, le=200)
+    approve: Literal["ask", "auto", "deny"] = "ask"
+    kernel_id: str | None = None
+
+
+class RequestRef(_Body):
+    """Bodies that only name a run."""
+
+    request_id: str = Field(min_length=1)
+
+
+class ResumeRequest(RequestRef):
+    """``POST …/resumeTask``."""
+
+    approved: bool | None = None
+    ask_id: str | None = None
+    always: bool = False
+    answer: str | None = None
+
+
+class InputRequest(RequestRef):
+    """``POST …/addSupplementaryInput``."""
+
+    content: str = Field(min_length=1)
+
+
+class ImportRequest(_Body):
+    """``POST …/run/import``: a history run with messages and no stream."""
+
+    session_name: str = Field(min_length=1)
+    content: str = Field(min_length=1)
+    answer: str
+
+
+class LeafRequest(_Body):
+    """``POST /neta/api/sessions/leaf``."""
+
+    session_id: str
+    leaf_entry_id: str | None

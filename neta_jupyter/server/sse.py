@@ -1,0 +1,99 @@
+"""``GET /neta/api/agent/run/stream``: the run's events as Server-Sent Events (seed 003)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from ..events import sse_error_frame, sse_frame
+from ..runtime import RunNotFound
+from .base import NetaHandler
+from .errors import ApiError
+from .following import follow_with_heartbeat, heartbeat_json, until_terminal
+
+
+def parse_last_event_id(value: str | None) -> int:
+    """``lastEventId`` / ``Last-Event-ID``: -1 when absent; a clear 400 when not an integer."""
+    if value is None or value == "":
+        return -1
+    try:
+        seq = int(value)
+    except ValueError as exc:
+        raise ApiError(400, "INVALID_LAST_EVENT_ID", f"lastEventId must be an integer, got {value!r}") from exc
+    if seq < -1:
+        raise ApiError(400, "INVALID_LAST_EVENT_ID", "lastEventId must be -1 or more")
+    return seq
+
+
+class StreamHandler(NetaHandler):
+    """Replays the log after ``lastEventId`` then tails it, ending after a terminal event."""
+
+    _closed: asyncio.Event
+
+    def on_connection_close(self) -> None:
+        """The client went away."""
+        self._closed.set()
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self._closed = asyncio.Event()
+        request_id = self.query("requestId") or ""
+        after = parse_last_event_id(
+            self.get_query_argument("lastEventId", None) or self.request.headers.get("Last-Event-ID")
+        )
+        try:
+            run = self.runtime.get_run(self.principal, request_id)
+        except RunNotFound as exc:
+            self._start_stream()
+            self.finish(sse_error_frame(exc.message))
+            return
+        if run.imported:
+            raise ApiError(409, "IMPORTED_RUN", "this run was imported from history and has no "
+                           "event stream; read its messages from the session tree", request_id)
+        log = self.runtime.store.events
+        last = log.last_event(request_id)
+        if last is not None and last.terminal and after >= last.seq and not self.runtime.is_active(request_id):
+            self.set_status(204)  # nothing will follow: EventSource stops reconnecting
+            self.finish()
+            return
+        self._start_stream()
+        await self._pump(request_id, after)
+
+    def _start_stream(self) -> None:
+        self.set_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")
+        stream = self.request.connection.stream  # type: ignore[attr-defined]
+        if stream is not None:
+            # Nagle's algorithm adds ~20 ms to small-frame delivery on loopback.
+            stream.set_nodelay(True)
+
+    async def _pump(self, request_id: str, after: int) -> None:
+        interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
+        ticks = follow_with_heartbeat(
+            self.runtime.store.events, request_id, after, interval, self._closed
+        )
+        try:
+            await self.flush()
+            async for tick in ticks:
+                if self._closed.is_set():
+                    break
+                if tick is None:
+                    self.write(sse_frame("HEARTBEAT", heartbeat_json(request_id), None))
+                    await self.flush()
+                    continue
+                batch, ended = until_terminal(tick)
+                self.write("".join(sse_frame(e.event_type, e.payload, e.seq) for e in batch))
+                await self.flush()
+                if ended:
+                    break
+        except StreamClosedError:
+            pass
+        finally:
+            await ticks.aclose()  # type: ignore[attr-defined]
+        if not self._closed.is_set():
+            self.finish()

@@ -1,0 +1,246 @@
+"""``WS /neta/ws``: several run subscriptions and the run actions multiplexed on one socket.
+
+Server → client frames are JSON arrays of envelopes (one array per durable batch), or objects
+with a ``type``: ``pong``, ``subscribed``, ``started``, ``ack``, ``error``. A bad frame gets an
+``error`` reply and the connection stays open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from pydantic import BaseModel, ValidationError
+from tornado import web
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+from ..events import ws_batch
+from ..runtime import Runtime, RunApiError
+from .base import AUTH_RESOURCE
+from .errors import describe_validation
+from .following import follow_with_heartbeat, heartbeat_json
+from .schemas import InputRequest, RequestRef, ResumeRequest, RunRequest
+from .sse import parse_last_event_id
+from .errors import ApiError
+
+Reply = dict[str, Any]
+M = TypeVar("M", bound=BaseModel)
+
+
+class _FrameError(Exception):
+    def __init__(self, code: str, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.request_id = code, message, request_id
+
+
+class _Subscribe(RequestRef):
+    last_event_id: int | str | None = None
+
+
+class _Chat(RunRequest):
+    leaf_entry_id: str | None = None
+
+
+class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):  # type: ignore[misc]
+    """One client connection."""
+
+    auth_resource = AUTH_RESOURCE
+
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        """Authenticate and authorise before upgrading."""
+        user = self.current_user
+        if not user:
+            raise web.HTTPError(403, "authentication required")
+        if self.authorizer is not None and not await ensure_async(
+            self.authorizer.is_authorized(self, user, "execute", self.auth_resource)
+        ):
+            raise web.HTTPError(403, "not authorised")
+        await super().get(*args, **kwargs)
+
+    @property
+    def runtime(self) -> Runtime:
+        """The process's runtime."""
+        runtime: Runtime = self.settings["neta_runtime"]
+        return runtime
+
+    @property
+    def principal(self) -> str:
+        """The Jupyter user of this connection."""
+        user = self.current_user
+        return str(getattr(user, "username", None) or user)
+
+    def open(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Start with no subscriptions."""
+        self._subs: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Reply | None]]] = {
+            "ping": self._ping,
+            "subscribe": self._subscribe,
+            "unsubscribe": self._unsubscribe,
+            "chat": self._chat,
+            "resume": self._resume,
+            "clarify_response": self._resume,
+            "terminate": self._terminate,
+            "supplementary_input": self._input,
+            "compact": self._unsupported,
+            "set_thinking_level": self._thinking_level,
+        }
+        if self.stream is not None:
+            self.stream.set_nodelay(True)
+        super().open(*args, **kwargs)
+
+    def on_close(self) -> None:
+        """Stop every subscription."""
+        for task, stop in self._subs.values():
+            stop.set()
+            task.cancel()
+        self._subs.clear()
+
+    async def on_message(self, message: str | bytes) -> None:
+        """Parse, dispatch, reply; errors become ``error`` frames."""
+        reply_to: Any = None
+        try:
+            frame = self._parse(message)
+            reply_to = frame.get("id")
+            handler = self._handlers.get(str(frame.get("type")))
+            if handler is None:
+                known = ", ".join(sorted(self._handlers))
+                raise _FrameError("UNKNOWN_TYPE", f"unknown message type {frame.get('type')!r}; "
+                                  f"known: {known}")
+            reply = await handler(frame)
+        except _FrameError as exc:
+            reply = {"type": "error", "errCode": exc.code, "message": exc.message,
+                     "requestId": exc.request_id}
+        except ApiError as exc:
+            reply = {"type": "error", "errCode": exc.code, "message": exc.message,
+                     "requestId": exc.request_id}
+        except RunApiError as exc:
+            reply = {"type": "error", "errCode": exc.code, "message": exc.message}
+        if reply is not None:
+            if reply_to is not None:
+                reply["replyTo"] = reply_to
+            await self._send(json.dumps(reply))
+
+    def _parse(self, message: str | bytes) -> dict[str, Any]:
+        limit = int(self.settings.get("neta_max_ws_frame_bytes", 1_000_000))
+        if len(message) > limit:
+            raise _FrameError("FRAME_TOO_LARGE", f"frame is over the limit of {limit} bytes")
+        try:
+            frame = json.loads(message)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _FrameError("INVALID_JSON", f"frame is not valid JSON: {exc}") from exc
+        if not isinstance(frame, dict):
+            raise _FrameError("INVALID_JSON", "frame must be a JSON object")
+        return frame
+
+    @staticmethod
+    def _validate(model: type[M], frame: dict[str, Any]) -> M:
+        try:
+            return model.model_validate(frame)
+        except ValidationError as exc:
+            rid = frame.get("requestId") if isinstance(frame.get("requestId"), str) else None
+            raise _FrameError("INVALID_FIELDS", describe_validation(exc), rid) from exc
+
+    async def _send(self, text: str) -> bool:
+        """Write one frame and wait for the socket to take it (backpressure)."""
+        try:
+            await self.write_message(text)
+        except WebSocketClosedError:
+            return False
+        return True
+
+    # --- message handlers
+
+    async def _ping(self, frame: dict[str, Any]) -> Reply:
+        return {"type": "pong"}
+
+    async def _subscribe(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(_Subscribe, frame)
+        rid = body.request_id
+        after = parse_last_event_id(None if body.last_event_id is None else str(body.last_event_id))
+        run = self.runtime.get_run(self.principal, rid)
+        if run.imported:
+            raise _FrameError("IMPORTED_RUN", "this run was imported and has no event stream", rid)
+        self._stop_subscription(rid)
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(self._pump(rid, after, stop))
+        self._subs[rid] = (task, stop)
+        return {"type": "subscribed", "requestId": rid, "status": run.status}
+
+    async def _unsubscribe(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(RequestRef, frame)
+        self._stop_subscription(body.request_id)
+        return {"type": "unsubscribed", "requestId": body.request_id}
+
+    def _stop_subscription(self, request_id: str) -> None:
+        current = self._subs.pop(request_id, None)
+        if current is not None:
+            current[1].set()
+            current[0].cancel()
+
+    async def _pump(self, request_id: str, after: int, stop: asyncio.Event) -> None:
+        interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
+        log = self.runtime.store.events
+        ticks = follow_with_heartbeat(log, request_id, after, interval, stop)
+        try:
+            async for tick in ticks:
+                payloads = [heartbeat_json(request_id)] if tick is None else [e.payload for e in tick]
+                if not await self._send(ws_batch(payloads)):
+                    return
+        finally:
+            await ticks.aclose()  # type: ignore[attr-defined]
+
+    async def _chat(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(_Chat, frame)
+        records = self.runtime.store.records
+        if body.leaf_entry_id is not None and body.session_id is not None:
+            entry = records.get_entry(body.leaf_entry_id)
+            session = records.get_session(body.session_id)
+            if entry is None or session is None or session.principal != self.principal or \
+                    entry.session_id != body.session_id:
+                raise _FrameError("ENTRY_NOT_FOUND", f"no entry {body.leaf_entry_id!r} in that session")
+            records.set_leaf(body.session_id, body.leaf_entry_id)
+        run = await self.runtime.start(
+            self.principal, body.content, session_id=body.session_id,
+            session_name=body.session_name, model=body.model,
+            virtual_tools=[v.model_dump(by_alias=True) for v in body.virtual_tools],
+            tools=body.tools, max_steps=body.max_steps, approve=body.approve,
+            kernel_id=body.kernel_id,
+        )
+        await self._subscribe({"requestId": run.request_id})
+        return {"type": "started", "requestId": run.request_id, "sessionId": run.session_id}
+
+    async def _resume(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(ResumeRequest, frame)
+        run = await self.runtime.resume(
+            self.principal, body.request_id, approved=body.approved, ask_id=body.ask_id,
+            always=body.always, answer=body.answer,
+        )
+        return {"type": "ack", "action": frame["type"], "requestId": run.request_id,
+                "status": run.status}
+
+    async def _terminate(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(RequestRef, frame)
+        run = await self.runtime.terminate(self.principal, body.request_id)
+        return {"type": "ack", "action": "terminate", "requestId": run.request_id,
+                "status": run.status}
+
+    async def _input(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(InputRequest, frame)
+        input_id = await self.runtime.add_input(self.principal, body.request_id, body.content)
+        return {"type": "ack", "action": "supplementary_input", "requestId": body.request_id,
+                "inputId": input_id}
+
+    async def _thinking_level(self, frame: dict[str, Any]) -> Reply:
+        level = frame.get("level")
+        if level not in ("off", "low", "medium", "high"):
+            raise _FrameError("INVALID_FIELDS", "level must be off, low, medium or high")
+        self.settings.setdefault("neta_thinking_levels", {})[self.principal] = level
+        return {"type": "ack", "action": "set_thinking_level", "level": level}
+
+    async def _unsupported(self, frame: dict[str, Any]) -> Reply:
+        raise _FrameError("UNSUPPORTED", f"{frame['type']} is not available on this server yet")
