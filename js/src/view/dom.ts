@@ -1,0 +1,62 @@
+/** Tiny DOM helpers: the view builds elements by hand, there is no framework. */
+
+export interface ElementProps {
+  readonly className?: string;
+  readonly testid?: string;
+  readonly text?: string;
+  readonly attrs?: Readonly<Record<string, string>>;
+}
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: ElementProps = {},
+  children: readonly (Node | string)[] = [],
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  if (props.className) element.className = props.className;
+  if (props.testid) element.dataset["testid"] = props.testid;
+  if (props.text !== undefined) element.textContent = props.text;
+  for (const [name, value] of Object.entries(props.attrs ?? {})) element.setAttribute(name, value);
+  element.append(...children);
+  return element;
+}
+
+export function button(label: string, testid: string, className = "neta-button"): HTMLButtonElement {
+  return h("button", { className, testid, text: label, attrs: { type: "button" } });
+}
+
+export function setVisible(element: HTMLElement, visible: boolean): void {
+  element.hidden = !visible;
+}
+
+/** Set text only when it changed, so selection and layout are left alone otherwise. */
+export function setText(element: HTMLElement, text: string): void {
+  if (element.textContent !== text) element.textContent = text;
+}
+
+export function setData(element: HTMLElement, key: string, value: string | number): void {
+  const text = String(value);
+  if (element.dataset[key] !== text) element.dataset[key] = text;
+}
+
+/**
+ * Keys typed into the widget must not reach JupyterLab's notebook shortcuts
+ * (`a`, `b`, `dd`, … in command mode).
+ */
+export function isolateKeys(element: HTMLElement): void {
+  element.setAttribute("data-lm-suppress-shortcuts", "true");
+  element.addEventListener("keydown", (event) => event.stopPropagation());
+}
+
+/** A textarea that sends on Ctrl/Cmd+Enter. */
+export function textarea(testid: string, placeholder: string, onSubmit: () => void): HTMLTextAreaElement {
+  const area = h("textarea", { className: "neta-textarea", testid, attrs: { rows: "2", placeholder } });
+  isolateKeys(area);
+  area.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      onSubmit();
+    }
+  });
+  return area;
+}

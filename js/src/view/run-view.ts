@@ -1,0 +1,127 @@
+/**
+ * The run widget's DOM. `update(state)` only remembers the newest state and asks for an animation
+ * frame; the frame renders whatever is newest then, so a burst of events costs one DOM pass.
+ */
+import type { Action } from "../actions";
+import type { RunState } from "../state";
+import { h, isolateKeys, setData } from "./dom";
+import { AttachmentsPart, FooterPart, HeaderPart, InputPart, TodoPart, ToastPart } from "./panels";
+import type { Part, ViewContext } from "./part";
+import { ProcessPart } from "./process";
+import { ClarifyPart, PermissionPart } from "./prompts";
+import { ToolsPart } from "./tools";
+import { AnswerPart, ReasoningPart } from "./transcript";
+
+export interface FrameClock {
+  requestFrame(callback: () => void): number;
+  cancelFrame(handle: number): void;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface RunViewOptions {
+  readonly prompt?: string;
+  /** Performs an action; rejects with an Error whose message is shown to the user. */
+  readonly onAction: (action: Action) => Promise<void>;
+  readonly resolveUrl: (path: string) => string | null;
+  readonly clock?: FrameClock;
+}
+
+export const browserClock: FrameClock = {
+  requestFrame: (callback) => requestAnimationFrame(() => callback()),
+  cancelFrame: (handle) => cancelAnimationFrame(handle),
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+export class RunView {
+  readonly root: HTMLElement;
+  private readonly parts: Part[];
+  private readonly header: HeaderPart;
+  private readonly footer: FooterPart;
+  private readonly clock: FrameClock;
+  private state: RunState | null = null;
+  private rendered: RunState | null = null;
+  private frame: number | null = null;
+  private disposed = false;
+
+  constructor(container: HTMLElement, private readonly options: RunViewOptions) {
+    this.clock = options.clock ?? browserClock;
+    const ctx: ViewContext = {
+      act: (action) => this.act(action),
+      resolveUrl: options.resolveUrl,
+      setTimeout: (callback, ms) => this.clock.setTimeout(callback, ms),
+      clearTimeout: (handle) => this.clock.clearTimeout(handle),
+    };
+    this.header = new HeaderPart(ctx, options.prompt ?? "");
+    this.footer = new FooterPart(ctx);
+    // Order on screen: what the agent thinks and does, what it asks, what it answers, then totals.
+    this.parts = [
+      this.header,
+      new ToastPart(ctx),
+      new ReasoningPart(),
+      new TodoPart(),
+      new ToolsPart(ctx),
+      new ProcessPart(),
+      new PermissionPart(ctx),
+      new ClarifyPart(ctx),
+      new AnswerPart(),
+      new AttachmentsPart(ctx),
+      this.footer,
+      new InputPart(ctx),
+    ];
+    this.root = h("div", { className: "neta-run", testid: "neta-run" }, this.parts.map((p) => p.element));
+    isolateKeys(this.root);
+    container.append(this.root);
+  }
+
+  /** Show this state at the next animation frame (never synchronously). */
+  update(state: RunState): void {
+    if (this.disposed) return;
+    this.state = state;
+    if (this.frame === null) this.frame = this.clock.requestFrame(() => this.flush());
+  }
+
+  /** Render now; the frame callback, and tests, call it. */
+  flush(): void {
+    if (this.frame !== null) this.clock.cancelFrame(this.frame);
+    this.frame = null;
+    const state = this.state;
+    if (!state || state === this.rendered || this.disposed) return;
+    // A state with fewer seqs than the one on screen is a fresh start (e.g. a replay): redraw all.
+    const prev = this.rendered && state.lastSeq >= this.rendered.lastSeq ? this.rendered : null;
+    for (const part of this.parts) part.render(state, prev);
+    setData(this.root, "status", state.status);
+    setData(this.root, "lastSeq", state.lastSeq);
+    if (state.requestId) setData(this.root, "requestId", state.requestId);
+    this.rendered = state;
+  }
+
+  setPrompt(prompt: string): void {
+    this.header.setPrompt(prompt);
+  }
+
+  /** A message from outside the event stream (lost connection, refused action); null clears it. */
+  setNotice(message: string | null): void {
+    this.footer.setNotice(message);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.frame !== null) this.clock.cancelFrame(this.frame);
+    this.frame = null;
+    for (const part of this.parts) part.dispose?.();
+    this.root.remove();
+  }
+
+  private async act(action: Action): Promise<boolean> {
+    try {
+      await this.options.onAction(action);
+      this.setNotice(null);
+      return true;
+    } catch (error) {
+      this.setNotice(error instanceof Error ? error.message : String(error));
+      return false;
+    }
+  }
+}

@@ -1,0 +1,157 @@
+/** One card per tool call: arguments streaming in, status, title, output, images, duration, failure. */
+import { highlightCode } from "../markdown";
+import type { RunState, ToolCard } from "../state";
+import { h, setData, setText, setVisible } from "./dom";
+import { argsView, formatDuration } from "./format";
+import type { Part, ViewContext } from "./part";
+
+/** Outputs longer than this are folded into a <details> so the answer stays in view. */
+const LONG_OUTPUT_LINES = 15;
+const LONG_OUTPUT_CHARS = 1500;
+
+const STATUS_LABELS: Readonly<Record<string, string>> = {
+  generating: "preparing",
+  running: "running",
+  completed: "done",
+  failed: "failed",
+};
+
+class ToolCardView {
+  readonly element: HTMLElement;
+  private readonly status = h("span", { className: "neta-badge" });
+  private readonly name = h("span", { className: "neta-tool-name" });
+  private readonly title = h("span", { className: "neta-tool-title" });
+  private readonly duration = h("span", { className: "neta-tool-duration" });
+  private readonly argsCode = h("code");
+  private readonly args = h("details", { className: "neta-tool-args", attrs: { open: "" } }, [
+    h("summary", { text: "Arguments" }),
+    h("pre", { className: "neta-pre" }, [this.argsCode]),
+  ]);
+  private readonly notices = h("div", { className: "neta-tool-notices" });
+  private readonly streamed = h("pre", { className: "neta-pre neta-tool-streamed" });
+  private readonly output = h("div", { className: "neta-tool-output-box" });
+  private readonly images = h("div", { className: "neta-tool-images" });
+  private readonly error = h("div", { className: "neta-tool-error" });
+  private shownArgs: string | null = null;
+  private shownOutput: string | null = null;
+
+  constructor(private readonly ctx: ViewContext, card: ToolCard) {
+    const head = h("div", { className: "neta-tool-head" }, [this.status, this.name, this.title, this.duration]);
+    this.element = h("div", { className: "neta-tool", testid: "neta-tool-card" }, [
+      head,
+      this.args,
+      this.notices,
+      this.streamed,
+      this.output,
+      this.images,
+      this.error,
+    ]);
+    setData(this.element, "toolCallId", card.toolCallId);
+  }
+
+  render(card: ToolCard, prev: ToolCard | undefined): void {
+    setData(this.element, "toolName", card.toolName);
+    setData(this.element, "status", card.status);
+    this.status.className = `neta-badge neta-badge-${card.status}`;
+    setText(this.status, STATUS_LABELS[card.status] ?? card.status);
+    setText(this.name, card.toolName || "tool");
+    setText(this.title, card.status === "running" ? (card.title ?? "") : "");
+    setText(this.duration, card.durationMs !== undefined ? formatDuration(card.durationMs) : "");
+    if (card.argsText !== prev?.argsText || card.status !== prev?.status) this.renderArgs(card);
+    if (card.notices !== prev?.notices) this.renderNotices(card);
+    setText(this.streamed, card.output === undefined ? card.streamed : "");
+    setVisible(this.streamed, card.output === undefined && card.streamed !== "");
+    if (card.output !== prev?.output || card.outputRef !== prev?.outputRef) this.renderOutput(card);
+    if (card.images !== prev?.images) this.renderImages(card);
+    setText(this.error, card.status === "failed" ? card.errorMessage || "The tool failed" : "");
+    setVisible(this.error, card.status === "failed");
+  }
+
+  private renderArgs(card: ToolCard): void {
+    // While generating the JSON is incomplete: show the raw fragments as they stream in.
+    const view = card.status === "generating" ? { kind: "raw" as const, text: card.argsText } : argsView(card.argsText);
+    const key = `${view.kind}:${view.text}`;
+    if (key === this.shownArgs) return;
+    this.shownArgs = key;
+    if (view.kind === "code") {
+      this.argsCode.className = "hljs language-python";
+      this.argsCode.innerHTML = highlightCode(view.text, "python");
+    } else {
+      this.argsCode.className = view.kind === "json" ? "hljs language-json" : "";
+      this.argsCode.textContent = view.text;
+    }
+    setVisible(this.args, view.text !== "" && view.text !== "{}");
+  }
+
+  private renderNotices(card: ToolCard): void {
+    this.notices.replaceChildren(
+      ...card.notices.map((n) => h("div", { className: `neta-notice neta-notice-${n.category}`, text: n.message })),
+    );
+  }
+
+  private renderOutput(card: ToolCard): void {
+    const key = `${card.output ?? ""}\u0000${card.truncated}\u0000${card.outputRef ?? ""}`;
+    if (key === this.shownOutput) return;
+    this.shownOutput = key;
+    const children: HTMLElement[] = [];
+    if (card.output !== undefined && card.output !== "") children.push(outputBlock(card.output));
+    if (card.truncated) {
+      const url = card.outputRef ? this.ctx.resolveUrl(card.outputRef) : null;
+      const note = h("div", { className: "neta-tool-truncated", text: "Output truncated. " });
+      if (url) note.append(h("a", { text: "Full output", attrs: { href: url, target: "_blank", rel: "noopener" } }));
+      children.push(note);
+    }
+    this.output.replaceChildren(...children);
+  }
+
+  private renderImages(card: ToolCard): void {
+    const images = card.images.flatMap((path) => {
+      const url = this.ctx.resolveUrl(path);
+      return url ? [h("img", { className: "neta-tool-image", attrs: { src: url, alt: path.split("/").pop() ?? "" } })] : [];
+    });
+    this.images.replaceChildren(...images);
+  }
+}
+
+function outputBlock(output: string): HTMLElement {
+  const pre = h("pre", { className: "neta-pre neta-tool-output", testid: "neta-tool-output", text: output });
+  const lines = output.split("\n").length;
+  if (lines <= LONG_OUTPUT_LINES && output.length <= LONG_OUTPUT_CHARS) return pre;
+  return h("details", { className: "neta-tool-output-long" }, [h("summary", { text: `Output (${lines} lines)` }), pre]);
+}
+
+export class ToolsPart implements Part {
+  readonly element = h("div", { className: "neta-tools" });
+  private readonly cards = new Map<string, ToolCardView>();
+
+  constructor(private readonly ctx: ViewContext) {}
+
+  render(state: RunState, prev: RunState | null): void {
+    if (prev && state.tools === prev.tools) return;
+    this.dropMissing(state);
+    for (const id of state.tools.order) {
+      const card = state.tools.byId[id];
+      if (!card) continue;
+      const view = this.cards.get(id);
+      if (view) {
+        const previous = prev?.tools.byId[id];
+        if (card !== previous) view.render(card, previous);
+        continue;
+      }
+      const created = new ToolCardView(this.ctx, card);
+      this.cards.set(id, created);
+      this.element.append(created.element);
+      created.render(card, undefined);
+    }
+  }
+
+  /** A state that starts over (a fresh replay) may not have every card shown before. */
+  private dropMissing(state: RunState): void {
+    for (const [id, view] of this.cards) {
+      if (!state.tools.byId[id]) {
+        view.element.remove();
+        this.cards.delete(id);
+      }
+    }
+  }
+}

@@ -1,0 +1,72 @@
+/** Reasoning (collapsible, apart) and the answer (streaming markdown). */
+import { StreamingMarkdown } from "../markdown";
+import type { RunState, TextSegment } from "../state";
+import { h, setText, setVisible } from "./dom";
+import type { Part } from "./part";
+
+export class ReasoningPart implements Part {
+  readonly element = h("details", { className: "neta-reasoning", testid: "neta-reasoning" });
+  private readonly summary = h("summary", { text: "Reasoning" });
+  private readonly body = h("div", { className: "neta-reasoning-body" });
+  private userToggled = false;
+
+  constructor() {
+    this.element.append(this.summary, this.body);
+    setVisible(this.element, false);
+    // A click (or Enter/Space) on the summary is the user's choice; keep it from then on.
+    this.summary.addEventListener("click", () => (this.userToggled = true));
+  }
+
+  render(state: RunState, prev: RunState | null): void {
+    if (prev && state.reasoning === prev.reasoning) return;
+    const segments = state.reasoning.filter((s) => s.text.trim() !== "");
+    setVisible(this.element, segments.length > 0);
+    syncChildren(this.body, segments.length, () => h("div", { className: "neta-reasoning-segment" }));
+    segments.forEach((segment, i) => setText(this.body.children[i] as HTMLElement, segment.text));
+    const thinking = state.reasoning.some((s) => s.open);
+    setText(this.summary, thinking ? "Thinking…" : "Reasoning");
+    // Open while the model thinks, folded once it is done, unless the user chose otherwise.
+    if (!this.userToggled && this.element.open !== thinking) this.element.open = thinking;
+  }
+}
+
+class SegmentView {
+  readonly element = h("div", { className: "neta-segment" });
+  private readonly markdown = new StreamingMarkdown(this.element);
+
+  render(segment: TextSegment): void {
+    this.element.classList.toggle("neta-synthetic", segment.synthetic);
+    this.element.classList.toggle("neta-open", segment.open);
+    this.markdown.update(segment.text);
+  }
+}
+
+export class AnswerPart implements Part {
+  readonly element = h("div", { className: "neta-answer", testid: "neta-answer" });
+  private readonly segments: SegmentView[] = [];
+
+  constructor() {
+    setVisible(this.element, false);
+  }
+
+  render(state: RunState, prev: RunState | null): void {
+    if (prev && state.answer === prev.answer) return;
+    while (this.segments.length > state.answer.length) this.segments.pop()?.element.remove();
+    state.answer.forEach((segment, i) => {
+      let view = this.segments[i];
+      if (!view) {
+        view = new SegmentView();
+        this.segments.push(view);
+        this.element.append(view.element);
+      }
+      if (segment !== prev?.answer[i] || !prev) view.render(segment);
+    });
+    setVisible(this.element, state.answer.some((s) => s.text !== ""));
+  }
+}
+
+/** Make `parent` have exactly `count` children, creating new ones with `make`. */
+function syncChildren(parent: HTMLElement, count: number, make: () => HTMLElement): void {
+  while (parent.children.length > count) parent.lastElementChild?.remove();
+  while (parent.children.length < count) parent.append(make());
+}
