@@ -41,7 +41,10 @@ _PLOT = re.compile(r"\b(?:plot\w*|chart\w*|histogram\w*|graph\w*|visuali[sz]\w*)
 _MISSING_WORDS = re.compile(r"\b(?:missing|nans?|nulls?|worst)\b", re.I)
 _ARITHMETIC = re.compile(r"[-(]*\d[\d.]*(?:\s*(?:\*\*|[-+*/%^\u00d7\u00f7])\s*[-(]*\d[\d.]*\)*)+")
 _ARITHMETIC_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator)
-_FAILURE = re.compile(r"(?i:\b(?:denied|error|failed|refused|not permitted)\b)|\wError:")
+_FAILURE = re.compile(
+    r"(?i:^\W*(?:error|failed|failure|not run)\b|\bdenied\b)|^\w*(?:Error|Exception)\b"
+)
+_TRACEBACK = "Traceback (most recent call last)"
 _ENTRY = re.compile(r"^(?P<name>.+?)(?:\t|\s{2,}|\s+\()\s*(?P<size>\d[\d,]*)\s*(?:bytes|B)\b")
 _VARIABLE = re.compile(r"^[-*\s]*`?(?P<name>[A-Za-z_]\w*)`?(?::|\t|\s{2,}|\s-\s)\s*(?P<kind>.*)$")
 _DTYPE = (
@@ -68,7 +71,7 @@ class _Done:
     @property
     def failed(self) -> bool:
         first = (self.output.strip().splitlines() or [""])[0]
-        return bool(_FAILURE.search(first)) or "Traceback (most recent call last)" in self.output
+        return bool(_FAILURE.search(first)) or _TRACEBACK in self.output
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +83,22 @@ class _Call:
     purpose: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Turn:
     """The latest prompt, the tools on offer and what has been done since the prompt."""
 
     prompt: str
     offered: tuple[str, ...]
     done: tuple[_Done, ...]
+    plain: str = field(init=False)
+    """The prompt without file names, which would otherwise read as data words or attributes."""
+    files: list[str] = field(init=False)
+    expr: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.plain = _FILE_TOKEN.sub(" ", self.prompt)
+        self.files = list(dict.fromkeys(_FILE_TOKEN.findall(self.prompt)))
+        self.expr = _arithmetic(self.plain)
 
     def results(self, name: str) -> list[_Done]:
         return [d for d in self.done if d.name == name and not d.failed]
@@ -134,7 +146,8 @@ class DemoModel:
 
 def _reply(request: ModelRequest) -> list[StreamPart]:
     turn = _read_turn(request)
-    call = _next_call(turn)
+    fresh = (c for c in _candidates(turn) if c.name in turn.offered and not turn.tried(c))
+    call = next(fresh, None)
     unavailable = list(
         dict.fromkeys(c.name for c in _candidates(turn) if c.name not in turn.offered)
     )
@@ -145,7 +158,7 @@ def _reply(request: ModelRequest) -> list[StreamPart]:
         parts += [TextPart(w) for w in _words(body)]
     else:
         body = json.dumps(call.args)
-        call_id = f"call_{sum(m.role == 'assistant' for m in request.messages)}"
+        call_id = _call_id(request)
         parts.append(ToolCallPart(0, id=call_id, name=call.name))
         parts += [ToolCallPart(0, arguments=f) for f in _fragments(body)]
     produced = len(reasoning) + len(body) + (len(call.name) if call else 0)
@@ -181,17 +194,8 @@ def _loads(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _file_names(prompt: str) -> list[str]:
-    return list(dict.fromkeys(_FILE_TOKEN.findall(prompt)))
-
-
-def _plain(prompt: str) -> str:
-    # File names would otherwise read as data words ("data.csv") or attribute access.
-    return _FILE_TOKEN.sub(" ", prompt)
-
-
-def _arithmetic(prompt: str) -> str | None:
-    for match in _ARITHMETIC.finditer(_plain(prompt)):
+def _arithmetic(plain: str) -> str | None:
+    for match in _ARITHMETIC.finditer(plain):
         raw = match.group().strip().replace("\u00d7", "*").replace("\u00f7", "/")
         for candidate in (raw.replace("^", "**"), raw.replace("^", "**").strip("()")):
             try:
@@ -207,14 +211,9 @@ def _arithmetic(prompt: str) -> str | None:
 # --- choosing the next tool ----------------------------------------------------------------
 
 
-def _next_call(turn: _Turn) -> _Call | None:
-    fresh = (c for c in _candidates(turn) if c.name in turn.offered and not turn.tried(c))
-    return next(fresh, None)
-
-
 def _candidates(turn: _Turn) -> Iterator[_Call]:
     """The calls the prompt asks for, in order; later ones may depend on earlier results."""
-    plain, files = _plain(turn.prompt), _file_names(turn.prompt)
+    plain, files = turn.plain, turn.files
     wants_data = bool(_DATA.search(plain))
     if (
         _LISTING.search(plain)
@@ -261,13 +260,14 @@ def _variables(turn: _Turn) -> dict[str, str]:
 
 
 def _variable_to_inspect(turn: _Turn) -> str | None:
-    listed, plain = _variables(turn), _plain(turn.prompt)
-    if named := [w for w in re.findall(r"[A-Za-z_]\w*", plain) if w in listed]:
+    listed, plain = _variables(turn), turn.plain
+    words: list[str] = re.findall(r"[A-Za-z_]\w*", plain)
+    if named := [w for w in words if w in listed]:
         return named[0]
     if listed:
         return next((n for n, kind in listed.items() if "DataFrame" in kind), None)
     explicit = re.search(r"`([A-Za-z_]\w*)`|\b([A-Za-z_]\w+)\.[A-Za-z_]|\b(df\w*)\b", plain)
-    return next((g for g in explicit.groups() if g), None) if explicit else None
+    return str(explicit[explicit.lastindex]) if explicit and explicit.lastindex else None
 
 
 def _inspected(turn: _Turn) -> _Frame | None:
@@ -298,9 +298,9 @@ def _frame_source(turn: _Turn) -> tuple[str, str] | None:
     """(dataframe variable, setup code) for Python code: a kernel variable or a CSV file."""
     if inspected := _inspected(turn):
         return inspected.name, ""
-    if _DATA.search(_plain(turn.prompt)) and (name := _variable_to_inspect(turn)):
+    if _DATA.search(turn.plain) and (name := _variable_to_inspect(turn)):
         return name, ""
-    for path in _file_names(turn.prompt):
+    for path in turn.files:
         stem, _, ext = path.rpartition("/")[2].rpartition(".")
         if ext.lower() in ("csv", "tsv"):
             var = re.sub(r"\W", "_", stem).strip("_").lower() + "_df"
@@ -311,11 +311,11 @@ def _frame_source(turn: _Turn) -> tuple[str, str] | None:
 
 def _python_call(turn: _Turn) -> _Call | None:
     prompt, source, frame = turn.prompt, _frame_source(turn), _inspected(turn)
-    if expr := _arithmetic(prompt):
+    if expr := turn.expr:
         return _Call("python", {"code": f"print({expr})"}, f"evaluate `{expr}` with Python")
     missing = bool(_MISSING_WORDS.search(prompt))
     unknown_gaps = missing and frame is not None and not frame.missing
-    if not _COMPUTE.search(_plain(prompt)) and not unknown_gaps:
+    if not _COMPUTE.search(turn.plain) and not unknown_gaps:
         return None
     if source is None:
         if turn.done:
@@ -398,7 +398,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def _goal(turn: _Turn) -> str:
-    plain, files, expr = _plain(turn.prompt), _file_names(turn.prompt), _arithmetic(turn.prompt)
+    plain, files, expr = turn.plain, turn.files, turn.expr
     goals = [
         "to see which files are in the notebook folder" if _LISTING.search(plain) else "",
         "to know what is in " + ", ".join(f"`{f}`" for f in files) if files else "",
@@ -431,7 +431,7 @@ def _answer(turn: _Turn, unavailable: list[str]) -> str:
         return _DIRECT_ANSWER.format(prompt=_quote(turn.prompt), abilities="\n".join(abilities))
     lines = [_lead(turn), ""]
     for done in turn.done:
-        lines += _failure(done) if done.failed else _FACTS.get(done.name, _other_facts)(done)
+        lines += _failure(done) if done.failed else _facts(done)
     for name in unavailable:
         lines.append(f"- I would have used `{name}`, but that tool is not enabled in this run.")
     ok, texts = [d.name for d in turn.done if not d.failed], _text_files(turn)
@@ -441,7 +441,7 @@ def _answer(turn: _Turn, unavailable: list[str]) -> str:
 
 
 def _lead(turn: _Turn) -> str:
-    expr, runs, prompt = _arithmetic(turn.prompt), turn.results("python"), _quote(turn.prompt)
+    expr, runs, prompt = turn.expr, turn.results("python"), _quote(turn.prompt)
     if expr and runs and runs[-1].output.strip():
         value = runs[-1].output.strip().splitlines()[0]
         return f"### {expr} = {value}\n\n`{expr}` works out to **{value}**: Python printed it."
@@ -451,7 +451,8 @@ def _lead(turn: _Turn) -> str:
 
 
 def _failure(done: _Done) -> list[str]:
-    reason = (done.output.strip().splitlines() or ["no result"])[0][:160]
+    lines = done.output.strip().splitlines() or ["no result"]
+    reason = (lines[-1] if _TRACEBACK in done.output else lines[0])[:160]
     reason = reason.removeprefix("Error: ").rstrip(".")
     verb = "was denied" if "denied" in reason.lower() else "failed"
     return [f"- The `{done.name}` call {verb} ({reason}), so I did not retry it."]
@@ -463,31 +464,41 @@ def _fenced(text: str, language: str = "text", limit: int = 15) -> list[str]:
     return ["", f"```{language}", *lines[:limit], *more, "```", ""]
 
 
-def _list_files_facts(done: _Done) -> list[str]:
-    entries = _entries(_Turn("", (), (done,)))
-    folders = sum(name.endswith("/") for name, _ in entries)
-    files = _plural(len(entries) - folders, "file")
-    out = [f"- The folder holds {files} and {_plural(folders, 'folder')}:"]
-    for name, size in entries[:10]:
-        out.append(f"  - `{name}`" + (f", {_plural(size, 'byte')}" if size is not None else ""))
-    return out + ([f"  - \u2026and {len(entries) - 10} more"] if len(entries) > 10 else [])
-
-
-def _read_file_facts(done: _Done) -> list[str]:
-    path, lines = str(done.args.get("path")), done.output.splitlines()
-    out = [f"- `{path}` has {_plural(len(lines), 'line')} ({len(done.output):,} characters)."]
-    if path.lower().endswith((".csv", ".tsv")) and lines:
-        header = [f"`{c.strip()}`" for c in re.split(r"[,\t;]", lines[0])]
-        out.append(f"- It is a table of {len(lines) - 1} rows; columns: {', '.join(header)}.")
-    return [*out, "", f"The first lines of `{path}`:", *_fenced(done.output, limit=5)]
-
-
-def _list_variables_facts(done: _Done) -> list[str]:
-    found = list(_variables(_Turn("", (), (done,))).items())
-    listed = ", ".join(f"`{n}` ({kind})" if kind else f"`{n}`" for n, kind in found[:8])
-    return [
-        f"- The kernel has {_plural(len(found), 'variable')}" + (f": {listed}." if found else ".")
-    ]
+def _facts(done: _Done) -> list[str]:
+    """Bullet points with what one successful call returned."""
+    lines, alone = done.output.splitlines(), _Turn("", (), (done,))
+    match done.name:
+        case "list_files":
+            entries = _entries(alone)
+            folders = sum(name.endswith("/") for name, _ in entries)
+            files = _plural(len(entries) - folders, "file")
+            out = [f"- The folder holds {files} and {_plural(folders, 'folder')}:"]
+            for name, size in entries[:10]:
+                out.append(f"  - `{name}`" + (f", {_plural(size, 'byte')}" if size else ""))
+            return out + ([f"  - \u2026and {len(entries) - 10} more"] if len(entries) > 10 else [])
+        case "read_file":
+            path = str(done.args.get("path"))
+            out = [
+                f"- `{path}` has {_plural(len(lines), 'line')} ({len(done.output):,} characters)."
+            ]
+            if path.lower().endswith((".csv", ".tsv")) and lines:
+                header = ", ".join(f"`{c.strip()}`" for c in re.split(r"[,\t;]", lines[0]))
+                out.append(f"- It is a table of {len(lines) - 1} rows; columns: {header}.")
+            return [*out, "", f"The first lines of `{path}`:", *_fenced(done.output, limit=5)]
+        case "list_variables":
+            found = list(_variables(alone).items())
+            listed = ", ".join(f"`{n}` ({kind})" if kind else f"`{n}`" for n, kind in found[:8])
+            return [f"- The kernel has {_plural(len(found), 'variable')}: {listed or 'none'}."]
+        case "inspect_variable":
+            return _inspect_facts(done)
+        case "python":
+            code = str(done.args.get("code", ""))
+            out = ["- I ran this code in your kernel:", *_fenced(code, "python")]
+            if not done.output.strip():
+                return [*out, "- It printed nothing; any figure it drew is shown with the call."]
+            return [*out, "- It printed:", *_fenced(done.output)]
+        case _:
+            return [f"- `{done.name}` returned:", *_fenced(done.output, limit=8)]
 
 
 def _inspect_facts(done: _Done) -> list[str]:
@@ -507,26 +518,6 @@ def _inspect_facts(done: _Done) -> list[str]:
     return out
 
 
-def _other_facts(done: _Done) -> list[str]:
-    return [f"- `{done.name}` returned:", *_fenced(done.output, limit=8)]
-
-
-def _python_facts(done: _Done) -> list[str]:
-    out = ["- I ran this code in your kernel:", *_fenced(str(done.args.get("code", "")), "python")]
-    if not done.output.strip():
-        return [*out, "- It printed nothing; any figure it drew is shown with the tool call."]
-    return [*out, "- It printed:", *_fenced(done.output)]
-
-
-_FACTS: dict[str, Callable[[_Done], list[str]]] = {
-    "list_files": _list_files_facts,
-    "read_file": _read_file_facts,
-    "list_variables": _list_variables_facts,
-    "inspect_variable": _inspect_facts,
-    "python": _python_facts,
-}
-
-
 # --- streaming helpers ----------------------------------------------------------------------
 
 
@@ -541,6 +532,15 @@ def _fragments(text: str) -> list[str]:
     cuts = {min(len(text) - 1, max(1, len(text) * k // count + k % 2)) for k in range(1, count)}
     bounds = [0, *sorted(cuts), len(text)]
     return [text[a:b] for a, b in itertools.pairwise(bounds) if a < b]
+
+
+def _call_id(request: ModelRequest) -> str:
+    # Numbered by the assistant messages so far, skipping ids a compacted history already used.
+    used = {c.id for m in request.messages for c in m.tool_calls}
+    number = sum(m.role == "assistant" for m in request.messages)
+    while f"call_{number}" in used:
+        number += 1
+    return f"call_{number}"
 
 
 def _request_chars(request: ModelRequest) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
 
@@ -47,6 +47,11 @@ class NetaHandler(APIHandler):
         """No caching of API answers."""
         super().set_default_headers()
         self.set_header("Cache-Control", "no-store")
+
+    def finish(self, *args: Any, **kwargs: Any) -> Any:
+        """Keep the content type the handler chose (APIHandler would force JSON)."""
+        self.update_api_activity()
+        return JupyterHandler.finish(self, *args, **kwargs)
 
     def parse_body(self, model: type[B]) -> B:
         """The JSON body validated as ``model``; a clear 4xx otherwise."""
