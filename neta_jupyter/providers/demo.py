@@ -215,14 +215,19 @@ def _candidates(turn: _Turn) -> Iterator[_Call]:
     """The calls the prompt asks for, in order; later ones may depend on earlier results."""
     plain, files = turn.plain, turn.files
     wants_data = bool(_DATA.search(plain))
+    reads_unnamed = not files and not wants_data and not turn.expr and _READING.search(plain)
     if (
         _LISTING.search(plain)
+        or reads_unnamed
         or (re.search(r"\bfile\b", plain, re.I) and not files)
         or (re.search(r"\blist\b", plain, re.I) and not wants_data)
     ):
         yield _Call("list_files", {"path": "."}, "list the files in the notebook folder")
     if not files and _READING.search(plain):
-        files = _text_files(turn)[:1]
+        texts = _text_files(turn)
+        words = set(re.findall(r"\w+", plain.lower()))  # "README" names README.md
+        named = [n for n in texts if n.split(".")[0].lower() in words]
+        files = (named or texts)[:1]
     for path in files:
         yield _Call("read_file", {"path": path}, f"read `{path}` to see what it contains")
     if wants_data:
@@ -294,27 +299,30 @@ def _parse_frame(done: _Done) -> _Frame:
     return frame
 
 
-def _frame_source(turn: _Turn) -> tuple[str, str] | None:
-    """(dataframe variable, setup code) for Python code: a kernel variable or a CSV file."""
+def _frame_source(turn: _Turn) -> tuple[str, list[str], _Frame | None] | None:
+    """(dataframe variable, code that loads it, what is known of it): from the kernel or a CSV."""
     if inspected := _inspected(turn):
-        return inspected.name, ""
+        return inspected.name, [], inspected
     if _DATA.search(turn.plain) and (name := _variable_to_inspect(turn)):
-        return name, ""
+        return name, [], None
     for path in turn.files:
         stem, _, ext = path.rpartition("/")[2].rpartition(".")
         if ext.lower() in ("csv", "tsv"):
             var = re.sub(r"\W", "_", stem).strip("_").lower() + "_df"
+            read = [d.output for d in turn.results("read_file") if d.args.get("path") == path]
+            header = re.split(r"[,\t;]", (read[0].splitlines() or [""])[0]) if read else []
             sep = ', sep="\\t"' if ext.lower() == "tsv" else ""
-            return var, f"import pandas as pd\n\n{var} = pd.read_csv({json.dumps(path)}{sep})\n"
+            load = ["import pandas as pd", "", f"{var} = pd.read_csv({json.dumps(path)}{sep})"]
+            return var, load, _Frame(var, columns={h.strip(): "" for h in header if h.strip()})
     return None
 
 
 def _python_call(turn: _Turn) -> _Call | None:
-    prompt, source, frame = turn.prompt, _frame_source(turn), _inspected(turn)
+    prompt, source, inspected = turn.prompt, _frame_source(turn), _inspected(turn)
     if expr := turn.expr:
         return _Call("python", {"code": f"print({expr})"}, f"evaluate `{expr}` with Python")
     missing = bool(_MISSING_WORDS.search(prompt))
-    unknown_gaps = missing and frame is not None and not frame.missing
+    unknown_gaps = missing and inspected is not None and not inspected.missing
     if not _COMPUTE.search(turn.plain) and not unknown_gaps:
         return None
     if source is None:
@@ -323,13 +331,14 @@ def _python_call(turn: _Turn) -> _Call | None:
         code = f'prompt = {prompt!r}\nprint("hello from the demo model")\n'
         code += 'print(f"your prompt has {len(prompt.split())} words")'
         return _Call("python", {"code": code}, "run a small Python snippet about the prompt")
-    var, setup = source
+    var, load, frame = source
     if _PLOT.search(prompt):
-        code = setup + _plot_code(var, _plot_column(prompt, frame), missing)
+        code = _plot_code(var, load, _plot_column(prompt, frame), missing)
         return _Call("python", {"code": code}, f"plot a column of `{var}` with matplotlib")
     if missing:
-        return _Call("python", {"code": f"{setup}print({var}.isna().sum())"}, "count the gaps")
-    code = f"{setup}print({var}.describe())"
+        code = "\n".join([*load, f"print({var}.isna().sum())"])
+        return _Call("python", {"code": code}, f"count the missing values in `{var}`")
+    code = "\n".join([*load, f"print({var}.describe())"])
     return _Call("python", {"code": code}, f"compute summary statistics of `{var}`")
 
 
@@ -345,14 +354,14 @@ def _plot_column(prompt: str, frame: _Frame | None) -> str | None:
     return numeric[0] if numeric else None
 
 
-def _plot_code(var: str, column: str | None, missing: bool) -> str:
+def _plot_code(var: str, load: list[str], column: str | None, missing: bool) -> str:
     if column is not None:
         choose = f"column = {column!r}"
     elif missing:
         choose = f"column = {var}.isna().sum().idxmax()  # the column with the most gaps"
     else:
         choose = f'column = {var}.select_dtypes("number").columns[0]'
-    lines = ["import matplotlib.pyplot as plt", "", choose]
+    lines = ["import matplotlib.pyplot as plt", *load, "", choose]
     if missing:
         lines.append(f'print({var}[column].isna().sum(), "missing values in", column)')
     lines.append(f'ax = {var}[column].plot(kind="hist", bins=20, title=f"{{column}} in {var}")')
@@ -402,8 +411,10 @@ def _goal(turn: _Turn) -> str:
     goals = [
         "to see which files are in the notebook folder" if _LISTING.search(plain) else "",
         "to know what is in " + ", ".join(f"`{f}`" for f in files) if files else "",
+        "a summary of a file" if not files and _READING.search(plain) else "",
         "to understand the data in the kernel" if _DATA.search(plain) else "",
         f"the value of `{expr}`" if expr else "a plot" if _PLOT.search(plain) else "",
+        "a computation" if not expr and _COMPUTE.search(plain) and not _PLOT.search(plain) else "",
     ]
     return " and ".join(filter(None, goals)) or "an answer"
 
@@ -436,8 +447,13 @@ def _answer(turn: _Turn, unavailable: list[str]) -> str:
         lines.append(f"- I would have used `{name}`, but that tool is not enabled in this run.")
     ok, texts = [d.name for d in turn.done if not d.failed], _text_files(turn)
     ideas = _IDEAS | {"list_files": f'"summarise {texts[0]}"' if texts else '"what is in df?"'}
+    if not any(
+        str(d.args.get("path")).endswith((".csv", ".tsv")) for d in turn.results("read_file")
+    ):
+        ideas["read_file"] = '"what else is in this folder?"'  # only tables load into a dataframe
     idea = ideas.get(ok[-1] if ok else "", '"what files are here?"')
-    return "\n".join([*lines, "", f"**Next**, you could ask: {idea}."]) + "\n"
+    text = "\n".join([*lines, "", f"**Next**, you could ask: {idea}."]) + "\n"
+    return re.sub(r"\n{3,}", "\n\n", text)
 
 
 def _lead(turn: _Turn) -> str:
@@ -483,7 +499,9 @@ def _facts(done: _Done) -> list[str]:
             ]
             if path.lower().endswith((".csv", ".tsv")) and lines:
                 header = ", ".join(f"`{c.strip()}`" for c in re.split(r"[,\t;]", lines[0]))
-                out.append(f"- It is a table of {len(lines) - 1} rows; columns: {header}.")
+                out.append(
+                    f"- It is a table of {_plural(len(lines) - 1, 'row')}; columns: {header}."
+                )
             return [*out, "", f"The first lines of `{path}`:", *_fenced(done.output, limit=5)]
         case "list_variables":
             found = list(_variables(alone).items())
@@ -509,7 +527,9 @@ def _inspect_facts(done: _Done) -> list[str]:
         rows, cols = _plural(frame.shape[0], "row"), _plural(frame.shape[1], "column")
         out.append(f"- `{frame.name}` has {rows} and {cols}.")
     if frame.columns:
-        out.append("- Columns: " + ", ".join(f"`{c}` ({t})" for c, t in frame.columns.items()))
+        out.append(
+            "- Columns: " + ", ".join(f"`{c}` ({t})" for c, t in frame.columns.items()) + "."
+        )
     if gaps := {c: n for c, n in frame.missing.items() if n}:
         listed = ", ".join(f"`{c}` ({n:,})" for c, n in gaps.items())
         out.append(f"- Missing values: {listed}; the worst is `{max(gaps, key=gaps.__getitem__)}`.")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +85,15 @@ class NetaApp(ExtensionApp):
         crashed = self.runtime.recover()
         if crashed:
             self.log.warning("neta: %d run(s) were interrupted by a crash (SYSTEM_CRASH)", crashed)
+        self.kernel_token = secrets.token_urlsafe(32)
+        # Kernels inherit the server's environment: this is how a kernel finds its server and
+        # proves it was started by it (kernel/ reads these).
+        os.environ["NETA_KERNEL_TOKEN"] = self.kernel_token
+        if self.serverapp is not None:
+            os.environ["NETA_SERVER_URL"] = self.serverapp.connection_url
         self.settings.update(
             neta_runtime=self.runtime,
+            neta_kernel_token=self.kernel_token,
             neta_heartbeat_interval=self.heartbeat_interval,
             neta_max_body_bytes=self.max_body_bytes,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 from typing import Any, TypeVar
 
@@ -9,11 +10,34 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
 
+from jupyter_server.auth.identity import (
+    IdentityProvider,
+    LegacyIdentityProvider,
+    PasswordIdentityProvider,
+    User,
+)
+
 from ..runtime import Runtime, RunApiError
 from .errors import ApiError, describe_validation, error_body
 
 AUTH_RESOURCE = "neta"
+OWNER = "owner"
+
+
+def principal_of(handler: JupyterHandler) -> str:
+    """The principal of a request.
+
+    Jupyter's stock identity providers authenticate a single shared secret (token or password)
+    and invent a random anonymous user per browser; everyone holding that secret is the server's
+    owner, so runs started from a kernel, a terminal or any browser are one principal's. Providers
+    that know real users (JupyterHub, custom ones) keep users apart by username.
+    """
+    user = handler.current_user
+    if type(handler.identity_provider) in _SHARED_SECRET_PROVIDERS:
+        return str(handler.settings.get("neta_owner", OWNER))
+    return str(getattr(user, "username", None) or user)
 B = TypeVar("B", bound=BaseModel)
+_SHARED_SECRET_PROVIDERS = (IdentityProvider, PasswordIdentityProvider, LegacyIdentityProvider)
 
 _STATUS_CODES = {
     400: "BAD_REQUEST",
@@ -39,9 +63,31 @@ class NetaHandler(APIHandler):
 
     @property
     def principal(self) -> str:
-        """The Jupyter user making the request."""
-        user = self.current_user
-        return str(getattr(user, "username", None) or user)
+        """Who owns the runs this request may see."""
+        return principal_of(self)
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """Kernels started by this server authenticate with the per-server kernel token."""
+        if self._kernel_authenticated():
+            self.current_user = self._jupyter_current_user = User(
+                username=str(self.settings.get("neta_owner", OWNER))
+            )
+            return
+        await super().prepare()
+
+    def check_xsrf_cookie(self) -> None:
+        """A kernel-token request carries no cookie, so XSRF does not apply to it."""
+        if self._kernel_authenticated():
+            return
+        super().check_xsrf_cookie()
+
+    def _kernel_authenticated(self) -> bool:
+        expected = self.settings.get("neta_kernel_token")
+        header = self.request.headers.get("Authorization", "")
+        scheme, _, value = header.partition(" ")
+        return bool(expected) and scheme.lower() == "neta-kernel" and hmac.compare_digest(
+            value.strip(), str(expected)
+        )
 
     def set_default_headers(self) -> None:
         """No caching of API answers."""

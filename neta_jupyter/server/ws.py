@@ -21,7 +21,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..events import ws_batch
 from ..runtime import Runtime, RunApiError
-from .base import AUTH_RESOURCE
+from .base import AUTH_RESOURCE, principal_of
 from .errors import describe_validation
 from .following import follow_with_heartbeat, heartbeat_json
 from .schemas import InputRequest, RequestRef, ResumeRequest, RunRequest
@@ -71,8 +71,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):  # type: igno
     @property
     def principal(self) -> str:
         """The Jupyter user of this connection."""
-        user = self.current_user
-        return str(getattr(user, "username", None) or user)
+        return principal_of(self)
 
     def open(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         """Start with no subscriptions."""
