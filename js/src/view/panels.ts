@@ -167,7 +167,8 @@ export class FooterPart implements Part {
     setVisible(this.finish, done);
 
     const failure = state.status === "failed" ? state.failure : null;
-    setText(this.failure, failure ? `${failure.errorMessage || "The run failed"} (${failure.errorCode})` : "");
+    const code = failure?.errorCode ? ` (${failure.errorCode})` : "";
+    setText(this.failure, failure ? `${failure.errorMessage || "The run failed"}${code}` : "");
     setVisible(this.failure, failure !== null);
     setVisible(this.error, failure !== null || !this.notice.hidden);
     setVisible(this.retry, failure?.recoverable === true);

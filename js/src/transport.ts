@@ -1,0 +1,155 @@
+/**
+ * How events reach the widget and actions leave it. Two transports behind one interface:
+ *
+ * - server (`mode == "server"` on a page served by Jupyter): follows the run over the server's
+ *   WebSocket (SSE when that cannot connect); actions go to the REST API. See transport-server.ts.
+ * - comm (embedded, or no Jupyter page): the kernel pushes `{"kind": "events", "events": [...]}`
+ *   custom messages; actions go back as `{"kind": "action", ...}`.
+ */
+import type { Action } from "./actions";
+import { isRecord, str } from "./wire";
+
+export type EventsHandler = (events: readonly unknown[]) => void;
+/** A message about the connection or an action (null clears the previous one). */
+export type NoticeHandler = (message: string | null) => void;
+
+export interface Transport {
+  start(onEvents: EventsHandler, onNotice?: NoticeHandler): void;
+  /** Resolves when the action was accepted; rejects with an Error carrying the server's message. */
+  send(action: Action): Promise<void>;
+  close(): void;
+}
+
+// --- the Jupyter page -------------------------------------------------------------------------
+
+export interface PageConfig {
+  /** Always ends with "/". */
+  readonly baseUrl: string;
+  /** WebSocket base when the page names one (JupyterHub setups); otherwise derived from the page. */
+  readonly wsUrl?: string;
+  /** Token from the page config, when the page uses token auth rather than cookies. */
+  readonly token?: string;
+}
+
+/** The `jupyter-config-data` script of a page served by Jupyter, or null (VS Code, static HTML). */
+export function readPageConfig(doc: Document = document): PageConfig | null {
+  const element = doc.getElementById("jupyter-config-data");
+  if (!element?.textContent) return null;
+  try {
+    const data: unknown = JSON.parse(element.textContent);
+    if (!isRecord(data)) return null;
+    return {
+      baseUrl: withSlash(str(data["baseUrl"]) || "/"),
+      wsUrl: str(data["wsUrl"]) ? withSlash(str(data["wsUrl"]) ?? "") : undefined,
+      token: str(data["token"]) || undefined,
+    };
+  } catch {
+    return null;
+  }
+}
+
+function withSlash(url: string): string {
+  return url.endsWith("/") ? url : `${url}/`;
+}
+
+/**
+ * Where an attachment or image can be fetched: data/blob URLs (embedded mode) as they are, virtual
+ * paths through the download endpoint when there is a server, otherwise nowhere.
+ */
+export function attachmentUrl(path: string, config: PageConfig | null): string | null {
+  if (/^(data|blob):/i.test(path)) return path;
+  if (!config) return null;
+  return `${config.baseUrl}neta/api/agent/attachment/download?virtualPath=${encodeURIComponent(path)}`;
+}
+
+// --- REST actions ----------------------------------------------------------------------------
+
+export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
+
+const ENDPOINTS: Readonly<Record<Action["action"], string>> = {
+  resume: "neta/api/agent/run/resumeTask",
+  terminate: "neta/api/agent/run/terminateTask",
+  retry: "neta/api/agent/run/retryTask",
+  input: "neta/api/agent/run/addSupplementaryInput",
+};
+
+/** The REST body of an action (DESIGN §5); `action` itself is the endpoint, not a field. */
+export function actionBody(requestId: string, action: Action): Record<string, unknown> {
+  const { action: _name, ...fields } = action;
+  return { requestId, ...fields };
+}
+
+export function cookie(name: string, cookies: string = document.cookie): string | undefined {
+  for (const part of cookies.split(";")) {
+    const [key, ...rest] = part.trim().split("=");
+    if (key === name) return decodeURIComponent(rest.join("="));
+  }
+  return undefined;
+}
+
+export async function postAction(
+  fetchImpl: Fetch,
+  config: PageConfig,
+  requestId: string,
+  action: Action,
+  cookies?: string,
+): Promise<void> {
+  const headers: Record<string, string> = { "Content-Type": "application/json" };
+  const xsrf = cookie("_xsrf", cookies);
+  if (xsrf) headers["X-XSRFToken"] = xsrf;
+  if (config.token) headers["Authorization"] = `token ${config.token}`;
+  let response: Response;
+  try {
+    response = await fetchImpl(`${config.baseUrl}${ENDPOINTS[action.action]}`, {
+      method: "POST",
+      credentials: "same-origin",
+      headers,
+      body: JSON.stringify(actionBody(requestId, action)),
+    });
+  } catch {
+    throw new Error("Could not reach the Jupyter server");
+  }
+  const body: unknown = await response.json().catch(() => null);
+  if (response.ok && !(isRecord(body) && body["success"] === false)) return;
+  const message = isRecord(body) ? str(body["message"]) : undefined;
+  throw new Error(message || `The server refused the request (HTTP ${response.status})`);
+}
+
+// --- comm (embedded) ---------------------------------------------------------------------------
+
+/** The part of anywidget's model the comm transport uses. */
+export interface CommModel {
+  send(content: unknown, callbacks?: unknown, buffers?: unknown): void;
+  on(name: "msg:custom", callback: (message: unknown, buffers?: unknown) => void): void;
+  off(name: "msg:custom", callback: (message: unknown, buffers?: unknown) => void): void;
+}
+
+export interface CommOptions {
+  readonly model: CommModel;
+  /** The run's id now (the trait may be filled in after the view started). */
+  readonly requestId: () => string;
+  /** Highest seq this view has applied, -1 for none: the kernel resends everything after it. */
+  readonly lastSeq: () => number;
+}
+
+export function createCommTransport(options: CommOptions): Transport {
+  let handler: ((message: unknown) => void) | null = null;
+  return {
+    start(onEvents, onNotice) {
+      handler = (message) => {
+        if (!isRecord(message)) return;
+        if (message["kind"] === "events" && Array.isArray(message["events"])) onEvents(message["events"]);
+        if (message["kind"] === "error") onNotice?.(str(message["message"]) ?? "The kernel reported an error");
+      };
+      options.model.on("msg:custom", handler);
+      options.model.send({ kind: "replay", lastSeq: options.lastSeq() });
+    },
+    async send(action) {
+      options.model.send({ kind: "action", ...actionBody(options.requestId(), action), action: action.action });
+    },
+    close() {
+      if (handler) options.model.off("msg:custom", handler);
+      handler = null;
+    },
+  };
+}
