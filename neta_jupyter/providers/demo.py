@@ -41,9 +41,7 @@ _PLOT = re.compile(r"\b(?:plot\w*|chart\w*|histogram\w*|graph\w*|visuali[sz]\w*)
 _MISSING_WORDS = re.compile(r"\b(?:missing|nans?|nulls?|worst)\b", re.I)
 _ARITHMETIC = re.compile(r"[-(]*\d[\d.]*(?:\s*(?:\*\*|[-+*/%^\u00d7\u00f7])\s*[-(]*\d[\d.]*\)*)+")
 _ARITHMETIC_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator)
-_FAILURE = re.compile(
-    r"(?i:^\W*(?:error|failed|failure|not run)\b|\bdenied\b)|^\w*(?:Error|Exception)\b"
-)
+_FAILURE = re.compile(r"(?i:^\W*(?:error|failed|not run)\b|\bdenied\b)|^\w*(?:Error|Exception)\b")
 _TRACEBACK = "Traceback (most recent call last)"
 _ENTRY = re.compile(r"^(?P<name>.+?)(?:\t|\s{2,}|\s+\()\s*(?P<size>\d[\d,]*)\s*(?:bytes|B)\b")
 _VARIABLE = re.compile(r"^[-*\s]*`?(?P<name>[A-Za-z_]\w*)`?(?::|\t|\s{2,}|\s-\s)\s*(?P<kind>.*)$")
@@ -90,8 +88,7 @@ class _Turn:
     prompt: str
     offered: tuple[str, ...]
     done: tuple[_Done, ...]
-    plain: str = field(init=False)
-    """The prompt without file names, which would otherwise read as data words or attributes."""
+    plain: str = field(init=False)  # without file names, which read as data words otherwise
     files: list[str] = field(init=False)
     expr: str | None = field(init=False)
 
@@ -148,13 +145,11 @@ def _reply(request: ModelRequest) -> list[StreamPart]:
     turn = _read_turn(request)
     fresh = (c for c in _candidates(turn) if c.name in turn.offered and not turn.tried(c))
     call = next(fresh, None)
-    unavailable = list(
-        dict.fromkeys(c.name for c in _candidates(turn) if c.name not in turn.offered)
-    )
-    reasoning = _reasoning(turn, call, unavailable)
+    missing = list(dict.fromkeys(c.name for c in _candidates(turn) if c.name not in turn.offered))
+    reasoning = _reasoning(turn, call, missing)
     parts: list[StreamPart] = [ReasoningPart(w) for w in _words(reasoning)]
     if call is None:
-        body = _answer(turn, unavailable)
+        body = _answer(turn, missing)
         parts += [TextPart(w) for w in _words(body)]
     else:
         body = json.dumps(call.args)
@@ -447,9 +442,7 @@ def _answer(turn: _Turn, unavailable: list[str]) -> str:
         lines.append(f"- I would have used `{name}`, but that tool is not enabled in this run.")
     ok, texts = [d.name for d in turn.done if not d.failed], _text_files(turn)
     ideas = _IDEAS | {"list_files": f'"summarise {texts[0]}"' if texts else '"what is in df?"'}
-    if not any(
-        str(d.args.get("path")).endswith((".csv", ".tsv")) for d in turn.results("read_file")
-    ):
+    if not any(str(d.args.get("path")).endswith("sv") for d in turn.results("read_file")):
         ideas["read_file"] = '"what else is in this folder?"'  # only tables load into a dataframe
     idea = ideas.get(ok[-1] if ok else "", '"what files are here?"')
     text = "\n".join([*lines, "", f"**Next**, you could ask: {idea}."]) + "\n"
@@ -495,13 +488,11 @@ def _facts(done: _Done) -> list[str]:
         case "read_file":
             path = str(done.args.get("path"))
             out = [
-                f"- `{path}` has {_plural(len(lines), 'line')} ({len(done.output):,} characters)."
+                f"- `{path}` has {_plural(len(lines), 'line')}, {len(done.output):,} characters."
             ]
             if path.lower().endswith((".csv", ".tsv")) and lines:
                 header = ", ".join(f"`{c.strip()}`" for c in re.split(r"[,\t;]", lines[0]))
-                out.append(
-                    f"- It is a table of {_plural(len(lines) - 1, 'row')}; columns: {header}."
-                )
+                out.append(f"- A table of {_plural(len(lines) - 1, 'row')}; columns: {header}.")
             return [*out, "", f"The first lines of `{path}`:", *_fenced(done.output, limit=5)]
         case "list_variables":
             found = list(_variables(alone).items())
@@ -527,9 +518,8 @@ def _inspect_facts(done: _Done) -> list[str]:
         rows, cols = _plural(frame.shape[0], "row"), _plural(frame.shape[1], "column")
         out.append(f"- `{frame.name}` has {rows} and {cols}.")
     if frame.columns:
-        out.append(
-            "- Columns: " + ", ".join(f"`{c}` ({t})" for c, t in frame.columns.items()) + "."
-        )
+        columns = ", ".join(f"`{c}` ({t})" for c, t in frame.columns.items())
+        out.append(f"- Columns: {columns}.")
     if gaps := {c: n for c, n in frame.missing.items() if n}:
         listed = ", ".join(f"`{c}` ({n:,})" for c, n in gaps.items())
         out.append(f"- Missing values: {listed}; the worst is `{max(gaps, key=gaps.__getitem__)}`.")

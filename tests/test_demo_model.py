@@ -1,0 +1,373 @@
+"""The demo model, driven step by step as the runtime would drive it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from neta_jupyter.providers.base import (
+    Message,
+    Model,
+    ModelRequest,
+    ReasoningPart,
+    StreamPart,
+    TextPart,
+    ToolCall,
+    ToolCallPart,
+    ToolDefinition,
+    UsagePart,
+)
+from neta_jupyter.providers.demo import DemoModel
+
+ALL_TOOLS = ("list_files", "read_file", "list_variables", "inspect_variable", "python")
+LISTING = "notes/\nREADME.md\t88 bytes\ndata.csv\t1234 bytes\nphoto.png\t20480 bytes"
+CSV = "price,qty,city\n1.5,2,Paris\n2.0,1,Oslo\n3.25,4,Lima\n"
+VARIABLES = "x: int\ndf: DataFrame (100, 3)\nname: str"
+INSPECTION = (
+    "df: DataFrame (100, 3)\n"
+    "columns:\n"
+    "  price: float64, 5 missing\n"
+    "  qty: int64, 0 missing\n"
+    "  city: object, 12 missing"
+)
+RESULTS = {
+    "list_files": LISTING,
+    "read_file": CSV,
+    "list_variables": VARIABLES,
+    "inspect_variable": INSPECTION,
+    "python": "",
+}
+
+
+def tools(*names: str) -> list[ToolDefinition]:
+    return [ToolDefinition(n, f"the {n} tool", {"type": "object"}) for n in names]
+
+
+def text_of(parts: list[StreamPart]) -> str:
+    return "".join(p.text for p in parts if isinstance(p, TextPart))
+
+
+def reasoning_of(parts: list[StreamPart]) -> str:
+    return "".join(p.text for p in parts if isinstance(p, ReasoningPart))
+
+
+def call_of(parts: list[StreamPart]) -> ToolCall | None:
+    fragments = [p for p in parts if isinstance(p, ToolCallPart)]
+    if not fragments:
+        return None
+    head = fragments[0]
+    assert head.id is not None
+    assert head.name is not None
+    return ToolCall(head.id, head.name, "".join(p.arguments for p in fragments))
+
+
+class Conversation:
+    """Plays the runtime: streams a step, records the call, feeds back a result."""
+
+    def __init__(self, prompt: str, offered: tuple[str, ...] = ALL_TOOLS) -> None:
+        self.messages = [Message("user", "earlier question"), Message("assistant", "old answer")]
+        self.messages.append(Message("user", prompt))
+        self.offered = offered
+        self.calls: list[ToolCall] = []
+
+    def request(self) -> ModelRequest:
+        return ModelRequest("You are a helpful agent.", list(self.messages), tools(*self.offered))
+
+    async def step(self) -> list[StreamPart]:
+        return [part async for part in DemoModel().stream(self.request())]
+
+    def record(self, parts: list[StreamPart]) -> ToolCall:
+        """The step must be a tool call; it is recorded as the assistant message."""
+        call = call_of(parts)
+        assert call is not None, f"expected a tool call, got {text_of(parts)!r}"
+        self.messages.append(Message("assistant", tool_calls=[call], reasoning=reasoning_of(parts)))
+        self.calls.append(call)
+        return call
+
+    async def call(self) -> ToolCall:
+        return self.record(await self.step())
+
+    def reply(self, call: ToolCall, content: str) -> None:
+        self.messages.append(Message("tool", content, tool_call_id=call.id, name=call.name))
+
+    async def answer(self) -> str:
+        parts = await self.step()
+        assert call_of(parts) is None, f"expected an answer, got {call_of(parts)}"
+        return text_of(parts)
+
+    async def run(self, results: dict[str, str]) -> str:
+        """Answer every call from ``results`` until the model answers; return the answer."""
+        for _ in range(10):
+            parts = await self.step()
+            if call_of(parts) is None:
+                return text_of(parts)
+            call = self.record(parts)
+            self.reply(call, results[call.name])
+        raise AssertionError("the model never answered")
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.calls]
+
+
+def test_is_a_model_named_demo() -> None:
+    model = DemoModel()
+    assert isinstance(model, Model)
+    assert model.name == "demo"
+    with pytest.raises(ValueError):
+        DemoModel(pace=-1)
+
+
+async def test_reasoning_comes_first_and_usage_last() -> None:
+    for prompt in ("what files are here?", "hello there"):
+        parts = await Conversation(prompt).step()
+        kinds = [type(p) for p in parts]
+        first_other = next(i for i, k in enumerate(kinds) if k is not ReasoningPart)
+        assert first_other > 3, "reasoning streams word by word"
+        assert ReasoningPart not in kinds[first_other:]
+        assert kinds[-1] is UsagePart
+        assert kinds.count(UsagePart) == 1
+        assert reasoning_of(parts).startswith("The user wants")
+        assert prompt in reasoning_of(parts)
+
+
+async def test_lists_files_then_answers_with_the_names() -> None:
+    chat = Conversation("What files are here?")
+    call = await chat.call()
+    assert (call.name, json.loads(call.arguments)) == ("list_files", {"path": "."})
+    chat.reply(call, LISTING)
+    answer = await chat.answer()
+    for fact in ("`README.md`", "`data.csv`", "1,234 bytes", "`notes/`"):
+        assert fact in answer
+    assert answer.startswith("### ")
+    assert "**Next**" in answer
+
+
+async def test_reads_the_named_file_and_summarises_it() -> None:
+    chat = Conversation("Summarise data.csv please")
+    call = await chat.call()
+    assert (call.name, json.loads(call.arguments)) == ("read_file", {"path": "data.csv"})
+    chat.reply(call, CSV)
+    answer = await chat.answer()
+    assert "`data.csv` has 4 lines" in answer
+    assert "`price`, `qty`, `city`" in answer
+    assert "1.5,2,Paris" in answer
+
+
+async def test_nested_path_is_read() -> None:
+    chat = Conversation("what does notes/a.txt say?")
+    call = await chat.call()
+    assert json.loads(call.arguments) == {"path": "notes/a.txt"}
+
+
+async def test_reads_the_first_listed_text_file_when_none_is_named() -> None:
+    chat = Conversation("look at the files here and summarise one")
+    answer = await chat.run(RESULTS)
+    assert chat.names == ["list_files", "read_file"]
+    assert json.loads(chat.calls[1].arguments) == {"path": "README.md"}
+    assert "`README.md`" in answer
+
+
+async def test_dataframe_question_inspects_then_plots_the_worst_column() -> None:
+    chat = Conversation("Which columns of df have missing values? Plot the worst column.")
+    answer = await chat.run(RESULTS)
+    assert chat.names == ["list_variables", "inspect_variable", "python"]
+    assert json.loads(chat.calls[1].arguments) == {"name": "df"}
+    code = json.loads(chat.calls[2].arguments)["code"]
+    assert "import matplotlib.pyplot as plt" in code
+    assert "df[column]" in code
+    assert "'city'" in code, "city has the most missing values"
+    assert "plt.show()" in code
+    compile(code, "<plot>", "exec")
+    assert "`city` (12)" in answer
+    assert "the worst is `city`" in answer
+    assert "100 rows and 3 columns" in answer
+
+
+async def test_inspects_the_first_dataframe_when_none_is_named() -> None:
+    chat = Conversation("describe my data")
+    await chat.run(RESULTS | {"list_variables": "n: int\nsales: DataFrame (10, 2)\nlog: DataFrame"})
+    assert chat.names == ["list_variables", "inspect_variable", "python"]
+    assert json.loads(chat.calls[1].arguments) == {"name": "sales"}
+    assert json.loads(chat.calls[2].arguments) == {"code": "print(sales.describe())"}
+
+
+async def test_missing_values_are_counted_when_the_inspection_does_not_say() -> None:
+    chat = Conversation("which columns of df have missing values?")
+    await chat.run(RESULTS | {"inspect_variable": "df: DataFrame (100, 3)"})
+    assert chat.names == ["list_variables", "inspect_variable", "python"]
+    assert json.loads(chat.calls[2].arguments) == {"code": "print(df.isna().sum())"}
+
+
+async def test_arithmetic_runs_python_and_cites_the_printed_value() -> None:
+    chat = Conversation("what is 17*23?")
+    call = await chat.call()
+    assert (call.name, json.loads(call.arguments)) == ("python", {"code": "print(17*23)"})
+    chat.reply(call, "391\n")
+    answer = await chat.answer()
+    assert "**391**" in answer
+    assert "print(17*23)" in answer
+
+
+async def test_tools_not_offered_are_never_called() -> None:
+    chat = Conversation("what is 17*23?", offered=("list_files", "read_file"))
+    answer = await chat.run(RESULTS)
+    assert chat.names == []
+    assert "`python`" in answer
+    assert "not enabled" in answer
+
+    chat = Conversation("which columns of df have missing values?", offered=("inspect_variable",))
+    await chat.run(RESULTS)
+    assert chat.names == ["inspect_variable"]
+
+
+async def test_denied_tool_is_not_retried_and_the_answer_says_so() -> None:
+    chat = Conversation("what is 17*23?")
+    answer = await chat.run({"python": "Error: the user denied permission to run this tool call"})
+    assert chat.names == ["python"]
+    assert "denied" in answer
+    assert "did not retry" in answer
+
+
+async def test_failed_tool_is_reported_and_the_turn_goes_on() -> None:
+    chat = Conversation("what files are here? then summarise data.csv")
+    answer = await chat.run(RESULTS | {"list_files": "Error: permission problem"})
+    assert chat.names == ["list_files", "read_file"]
+    assert "`list_files` call failed" in answer
+    assert "`price`, `qty`, `city`" in answer
+
+
+async def test_no_tools_means_a_direct_friendly_answer() -> None:
+    answer = await Conversation("tell me a joke").answer()
+    assert '"tell me a joke"' in answer
+    assert "demo model" in answer
+    assert answer.count(". ") >= 3
+
+
+async def test_call_ids_follow_the_assistant_messages() -> None:
+    chat = Conversation("which columns of df have missing values?")
+    await chat.run(RESULTS)
+    # the earlier turn's answer is assistant message 0, so this turn starts at 1
+    assert [c.id for c in chat.calls] == ["call_1", "call_2"]
+
+
+async def test_arguments_stream_in_two_to_four_fragments_of_valid_json() -> None:
+    chat = Conversation("Which columns of df have missing values? Plot the worst column.")
+    for _ in range(3):
+        parts = await chat.step()
+        fragments = [p for p in parts if isinstance(p, ToolCallPart)]
+        assert fragments[0].index == 0
+        assert fragments[0].arguments == ""
+        assert all(p.index == 0 and p.id is None and p.name is None for p in fragments[1:])
+        assert 2 <= len(fragments) - 1 <= 4
+        assert all(p.arguments for p in fragments[1:])
+        json.loads("".join(p.arguments for p in fragments))
+        chat.reply(await chat.call(), RESULTS[chat.calls[-1].name])
+
+
+async def test_same_request_gives_identical_parts() -> None:
+    prompt = "Which columns of df have missing values? Plot the worst column."
+    one, two = Conversation(prompt), Conversation(prompt)
+    assert await one.run(RESULTS) == await two.run(RESULTS)
+    assert one.messages == two.messages
+    first, second = await one.step(), await one.step()
+    assert first == second
+    assert "**Next**" in text_of(first)
+
+
+async def test_usage_is_estimated_from_characters() -> None:
+    chat = Conversation("hello there")
+    parts = await chat.step()
+    usage = parts[-1]
+    assert isinstance(usage, UsagePart)
+    request_chars = len("You are a helpful agent.") + len("earlier questionold answer")
+    request_chars += len("hello there") + sum(
+        len(t.name) + len(t.description) + len('{"type": "object"}') for t in tools(*ALL_TOOLS)
+    )
+    assert usage.input_tokens == request_chars // 4
+    produced = len(reasoning_of(parts)) + len(text_of(parts))
+    assert usage.output_tokens == produced // 4 > 50
+
+
+async def test_pace_zero_does_not_sleep_and_pace_sleeps_between_tokens() -> None:
+    sleeps: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    request = Conversation("hello there").request()
+    parts = [p async for p in DemoModel(sleep=fake_sleep).stream(request)]
+    assert sleeps == []
+    paced = [p async for p in DemoModel(pace=0.015, sleep=fake_sleep).stream(request)]
+    assert paced == parts
+    assert sleeps == [0.015] * (len(parts) - 1)
+
+
+async def test_pace_really_waits() -> None:
+    request = Conversation("what is 17*23?").request()
+    loop = asyncio.get_running_loop()
+    started = time.perf_counter()
+    count = len([p async for p in DemoModel().stream(request)])
+    assert time.perf_counter() - started < 0.5
+    started = loop.time()
+    assert len([p async for p in DemoModel(pace=0.001).stream(request)]) == count
+    assert loop.time() - started >= 0.001 * (count - 1) * 0.9
+
+
+async def test_a_file_named_without_extension_is_found_in_the_listing() -> None:
+    chat = Conversation("summarise the README")
+    answer = await chat.run(RESULTS | {"read_file": "# Sales\nQuarterly numbers.\n"})
+    assert chat.names == ["list_files", "read_file"]
+    assert json.loads(chat.calls[1].arguments) == {"path": "README.md"}
+    assert "Quarterly numbers." in answer
+
+
+async def test_a_named_csv_is_loaded_and_its_named_column_plotted() -> None:
+    chat = Conversation("plot qty from data.csv")
+    await chat.run(RESULTS)
+    assert chat.names == ["read_file", "python"]
+    code = json.loads(chat.calls[1].arguments)["code"]
+    assert 'data_df = pd.read_csv("data.csv")' in code
+    assert "column = 'qty'" in code
+    compile(code, "<plot>", "exec")
+
+
+async def test_a_traceback_is_reported_as_a_failure() -> None:
+    chat = Conversation("run python please")
+    traceback = 'Traceback (most recent call last):\n  File "<cell>", line 1\nNameError: x'
+    answer = await chat.run({"python": traceback})
+    assert chat.names == ["python"]
+    assert "`python` call failed (NameError: x)" in answer
+
+
+async def test_earlier_turns_do_not_count_as_done() -> None:
+    chat = Conversation("what files are here?")
+    chat.messages[1:1] = [
+        Message("user", "what files are here?"),
+        Message("assistant", tool_calls=[ToolCall("call_0", "list_files", '{"path": "."}')]),
+        Message("tool", LISTING, tool_call_id="call_0", name="list_files"),
+    ]
+    call = await chat.call()
+    assert call.name == "list_files"
+    assert call.id == "call_2"
+
+
+async def test_call_ids_never_repeat_one_in_the_history() -> None:
+    chat = Conversation("what files are here?")
+    earlier = Message("assistant", tool_calls=[ToolCall("call_2", "read_file", "{}")])
+    chat.messages.insert(0, earlier)
+    call = await chat.call()
+    assert call.id == "call_3"
+
+
+async def test_results_of_other_tools_are_quoted() -> None:
+    chat = Conversation("hello there")
+    skill = ToolCall("x1", "run_skill", '{"name": "clean"}')
+    chat.messages.append(Message("assistant", tool_calls=[skill]))
+    chat.messages.append(Message("tool", "cleaned 12 rows", tool_call_id="x1", name="run_skill"))
+    answer = await chat.answer()
+    assert "`run_skill` returned" in answer
+    assert "cleaned 12 rows" in answer
