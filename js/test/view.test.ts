@@ -1,0 +1,347 @@
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import type { Action } from "../src/actions";
+import { reduceAll } from "../src/reducer";
+import { initialState, type RunState } from "../src/state";
+import { TOAST_MS } from "../src/view/panels";
+import { RunView, type FrameClock } from "../src/view/run-view";
+import { envelope, fixture, type Envelope } from "./helpers";
+
+class FakeClock implements FrameClock {
+  frames = new Map<number, () => void>();
+  timers = new Map<number, { due: number; callback: () => void }>();
+  frameRequests = 0;
+  now = 0;
+  private next = 1;
+
+  requestFrame(callback: () => void): number {
+    this.frameRequests++;
+    const handle = this.next++;
+    this.frames.set(handle, callback);
+    return handle;
+  }
+  cancelFrame(handle: number): void {
+    this.frames.delete(handle);
+  }
+  setTimeout(callback: () => void, ms: number): unknown {
+    const handle = this.next++;
+    this.timers.set(handle, { due: this.now + ms, callback });
+    return handle;
+  }
+  clearTimeout(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+  runFrames(): void {
+    const frames = [...this.frames.values()];
+    this.frames.clear();
+    frames.forEach((f) => f());
+  }
+  advance(ms: number): void {
+    this.now += ms;
+    for (const [handle, timer] of [...this.timers]) {
+      if (timer.due <= this.now) {
+        this.timers.delete(handle);
+        timer.callback();
+      }
+    }
+  }
+}
+
+let container: HTMLElement;
+let clock: FakeClock;
+let onAction: ReturnType<typeof vi.fn<(action: Action) => Promise<void>>>;
+let view: RunView;
+
+beforeEach(() => {
+  document.body.replaceChildren();
+  container = document.createElement("div");
+  document.body.append(container);
+  clock = new FakeClock();
+  onAction = vi.fn<(action: Action) => Promise<void>>(async () => {});
+  view = new RunView(container, {
+    prompt: "which columns have missing values?",
+    onAction,
+    resolveUrl: (path) => (path.startsWith("data:") ? path : `/base/download?virtualPath=${encodeURIComponent(path)}`),
+    clock,
+  });
+});
+
+function byTestId(id: string, root: ParentNode = container): HTMLElement {
+  const found = root.querySelector<HTMLElement>(`[data-testid="${id}"]`);
+  if (!found) throw new Error(`no ${id}`);
+  return found;
+}
+
+function all(id: string, root: ParentNode = container): HTMLElement[] {
+  return [...root.querySelectorAll<HTMLElement>(`[data-testid="${id}"]`)];
+}
+
+function show(state: RunState): RunState {
+  view.update(state);
+  clock.runFrames();
+  return state;
+}
+
+function until(events: Envelope[], eventType: string): Envelope[] {
+  return events.slice(0, events.findIndex((e) => e.eventType === eventType) + 1);
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe("rendering a whole run", () => {
+  beforeEach(() => {
+    show(reduceAll(fixture("basic_run")));
+  });
+
+  it("keeps the root's status and last seq current", () => {
+    const root = byTestId("neta-run");
+    expect(root.dataset["status"]).toBe("completed");
+    expect(root.dataset["lastSeq"]).toBe("36");
+    expect(root.dataset["requestId"]).toBe("r_basic");
+  });
+
+  it("shows reasoning folded apart from the answer, as markdown", () => {
+    const reasoning = byTestId("neta-reasoning") as HTMLDetailsElement;
+    expect(reasoning.tagName).toBe("DETAILS");
+    expect(reasoning.open).toBe(false);
+    expect(reasoning.textContent).toContain("I should inspect df first.");
+    const answer = byTestId("neta-answer");
+    expect(answer.querySelector("strong")?.textContent).toBe("b");
+    expect(answer.querySelector("code.language-python .hljs-string")).not.toBeNull();
+    expect(answer.textContent).not.toContain("inspect df");
+  });
+
+  it("renders a tool card with arguments, output, duration and image", () => {
+    const card = byTestId("neta-tool-card");
+    expect(card.dataset).toMatchObject({ toolName: "python", status: "completed", toolCallId: "call_1" });
+    expect(card.querySelector(".neta-tool-args code")?.textContent).toBe("df.isna().sum()");
+    expect(byTestId("neta-tool-output", card).tagName).toBe("PRE");
+    expect(byTestId("neta-tool-output", card).textContent).toContain("b    12");
+    expect(card.querySelector(".neta-tool-duration")?.textContent).toBe("412 ms");
+    expect(card.querySelector("img")?.getAttribute("src")).toBe("/base/download?virtualPath=%2Fsessions%2Fs_1%2Fplot_1.png");
+  });
+
+  it("lists attachments with download links, usage with the cache hit rate, and the finish reason", () => {
+    const link = byTestId("neta-attachment").querySelector("a");
+    expect(link?.textContent).toBe("missing.csv");
+    expect(link?.getAttribute("href")).toBe("/base/download?virtualPath=%2Fsessions%2Fs_1%2Fmissing.csv");
+    expect(byTestId("neta-usage").textContent).toBe("2,310 tokens · 2,000 in · 310 out · 40 reasoning · cache hit 25%");
+    expect(byTestId("neta-finish").textContent).toBe("Finished");
+    expect(byTestId("neta-finish").hidden).toBe(false);
+    expect(byTestId("neta-stop").hidden).toBe(true);
+    expect(byTestId("neta-retry").hidden).toBe(true);
+    expect(byTestId("neta-error").hidden).toBe(true);
+    expect(byTestId("neta-input").closest("[hidden]")).not.toBeNull();
+  });
+});
+
+describe("batching", () => {
+  it("renders once per animation frame, never per event", () => {
+    const events = fixture("basic_run");
+    let state = initialState();
+    for (const event of events) {
+      state = reduceAll([event], state);
+      view.update(state);
+    }
+    expect(clock.frameRequests).toBe(1);
+    expect(byTestId("neta-answer").textContent).toBe("");
+    clock.runFrames();
+    expect(byTestId("neta-answer").textContent).toContain("I saved the counts");
+    expect(byTestId("neta-run").dataset["lastSeq"]).toBe("36");
+  });
+
+  it("streams arguments into a card while they are generated", () => {
+    const events = fixture("basic_run");
+    const generating = events.filter((e) => e.eventType === "TOOL_CALL_GENERATING");
+    show(reduceAll(events.slice(0, events.indexOf(generating[3]!) + 1)));
+    const card = byTestId("neta-tool-card");
+    expect(card.dataset["status"]).toBe("generating");
+    expect(card.querySelector(".neta-tool-args code")?.textContent).toBe('{"code": "df.isna().s');
+    expect(byTestId("neta-stop").hidden).toBe(false);
+  });
+});
+
+describe("permission prompt", () => {
+  const events = fixture("permission_resume");
+
+  beforeEach(() => {
+    show(reduceAll(until(events, "MESSAGE_SUSPENDED")));
+  });
+
+  it("shows the tool, its arguments and the rule that matched", () => {
+    const prompt = byTestId("neta-permission");
+    expect(prompt.hidden).toBe(false);
+    expect(prompt.textContent).toContain("python");
+    expect(prompt.textContent).toContain("os.remove('data.csv')");
+    expect(prompt.textContent).toContain("Running code in your kernel needs your approval");
+    expect(prompt.textContent).toContain("python(*)");
+    expect(byTestId("neta-run").dataset["status"]).toBe("suspended");
+  });
+
+  it.each([
+    ["neta-approve", true, false],
+    ["neta-always", true, true],
+    ["neta-deny", false, false],
+  ])("%s sends the decision and disables the buttons", async (testid, approved, always) => {
+    byTestId(testid).click();
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "ask_1", approved, always });
+    await settle();
+    expect((byTestId("neta-approve") as HTMLButtonElement).disabled).toBe(true);
+  });
+
+  it("shows why a decision was refused and lets the user try again", async () => {
+    onAction.mockRejectedValueOnce(new Error("Run is not suspended"));
+    byTestId("neta-approve").click();
+    await settle();
+    expect(byTestId("neta-error").hidden).toBe(false);
+    expect(byTestId("neta-error").textContent).toContain("Run is not suspended");
+    expect((byTestId("neta-approve") as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it("goes away when the run resumes", () => {
+    show(reduceAll(events));
+    expect(byTestId("neta-permission").hidden).toBe(true);
+    expect(byTestId("neta-answer").textContent).toContain("Removed data.csv.");
+  });
+});
+
+describe("clarify box", () => {
+  beforeEach(() => {
+    const events = fixture("catalogue_rest");
+    show(reduceAll(until(events, "MESSAGE_SUSPENDED")));
+  });
+
+  it("answers with an option button", () => {
+    const box = byTestId("neta-clarify");
+    expect(box.textContent).toContain("Which column should I plot?");
+    all("neta-clarify-option", box)[1]!.click();
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "cl_1", answer: "b" });
+  });
+
+  it("answers with free text", () => {
+    (byTestId("neta-clarify-input") as HTMLTextAreaElement).value = "column c, please";
+    byTestId("neta-clarify-send").click();
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "cl_1", answer: "column c, please" });
+  });
+});
+
+describe("controls", () => {
+  it("Stop terminates a running run", () => {
+    show(reduceAll(fixture("basic_run").slice(0, 5)));
+    byTestId("neta-stop").click();
+    expect(onAction).toHaveBeenCalledWith({ action: "terminate" });
+  });
+
+  it("Retry appears on a recoverable failure only", () => {
+    show(reduceAll(fixture("failed_recoverable")));
+    expect(byTestId("neta-error").textContent).toContain("The model did not answer in time (LLM_ERROR)");
+    expect(byTestId("neta-retry").hidden).toBe(false);
+    byTestId("neta-retry").click();
+    expect(onAction).toHaveBeenCalledWith({ action: "retry" });
+    // promptTokens is 0: no cache hit rate.
+    expect(byTestId("neta-usage").textContent).not.toContain("cache");
+
+    show(reduceAll(fixture("catalogue_rest")));
+    expect(byTestId("neta-retry").hidden).toBe(true);
+    expect(byTestId("neta-error").textContent).toContain("Stopped by the user");
+  });
+
+  it("adds input while running and marks it delivered once consumed", async () => {
+    const events = fixture("basic_run");
+    const running = show(reduceAll(events.slice(0, 20)));
+    const input = byTestId("neta-input") as HTMLTextAreaElement;
+    expect(input.closest("[hidden]")).toBeNull();
+    input.value = "also plot it";
+    byTestId("neta-input-send").click();
+    expect(onAction).toHaveBeenCalledWith({ action: "input", content: "also plot it" });
+    await settle();
+    expect(input.value).toBe("");
+    expect(container.querySelector(".neta-input-list")?.textContent).toContain("queued");
+    const consumed = envelope("SUPPLEMENTARY_INPUT_CONSUMED", running.lastSeq + 1, {
+      type: "supplementary_input",
+      inputId: "in_9",
+      content: "also plot it",
+    }, "r_basic");
+    show(reduceAll([consumed], running));
+    expect(container.querySelector(".neta-input-list")?.textContent).toBe("also plot itdelivered");
+  });
+});
+
+describe("status toasts", () => {
+  it("appear, never join the answer, and disappear after a few seconds", () => {
+    const events = fixture("basic_run");
+    show(reduceAll(until(events, "AGENT_STATUS")));
+    const toast = byTestId("neta-toast");
+    expect(toast.hidden).toBe(false);
+    expect(toast.textContent).toBe("Rate limited, retrying (1/3)");
+    expect(byTestId("neta-answer").textContent).not.toContain("Rate limited");
+    clock.advance(TOAST_MS);
+    expect(toast.hidden).toBe(true);
+  });
+
+  it("are cleared by the next tool event", () => {
+    const events = fixture("basic_run");
+    show(reduceAll(until(events, "AGENT_STATUS")));
+    show(reduceAll(until(events, "TOOL_RUNNING")));
+    expect(byTestId("neta-toast").hidden).toBe(true);
+  });
+});
+
+describe("process timeline, todos, long output, step limit", () => {
+  it("nests operations by parent with progress bars", () => {
+    const events = fixture("process_nested");
+    const midway = events.findIndex((e) => e.eventType === "PROCESS_EVENT" && (e.data as { current?: number }).current === 3);
+    show(reduceAll(events.slice(0, midway + 1)));
+    const cols = container.querySelector<HTMLElement>('[data-operation-id="op_cols"]')!;
+    expect(cols.parentElement?.closest("[data-operation-id]")?.getAttribute("data-operation-id")).toBe("op_root");
+    expect(cols.querySelector<HTMLElement>(".neta-progress-bar")?.style.width).toBe("75%");
+    expect(cols.querySelector(".neta-progress-label")?.textContent).toBe("3/4 · 75%");
+
+    show(reduceAll(events));
+    const pairs = container.querySelector<HTMLElement>('[data-operation-id="op_corr_1"]')!;
+    expect(pairs.parentElement?.closest("[data-operation-id]")?.getAttribute("data-operation-id")).toBe("op_corr");
+    expect(pairs.querySelector(".neta-progress-label")?.textContent).toBe("10/10 · 100%");
+    expect(byTestId("neta-process").querySelectorAll('[data-status="completed"]').length).toBe(4);
+  });
+
+  it("lists todos and folds long tool output", () => {
+    const state = reduceAll(fixture("catalogue_rest"));
+    const long = Array.from({ length: 40 }, (_, i) => `line ${i}`).join("\n");
+    const next = reduceAll(
+      [envelope("TOOL_COMPLETED", state.lastSeq + 1, { type: "tool", toolCallId: "call_x", toolName: "read_file", output: long, truncated: true, outputRef: "/logs/x.txt" }, "r_misc")],
+      state,
+    );
+    show(next);
+    expect(all("neta-todo-item").map((li) => li.dataset["status"])).toEqual(["completed", "in_progress"]);
+    const card = container.querySelector<HTMLElement>('[data-tool-call-id="call_x"]')!;
+    expect(byTestId("neta-tool-output", card).closest("details")).not.toBeNull();
+    expect(card.querySelector(".neta-tool-truncated a")?.getAttribute("href")).toContain("%2Flogs%2Fx.txt");
+    const failed = container.querySelector<HTMLElement>('[data-tool-call-id="call_f"]')!;
+    expect(failed.dataset["status"]).toBe("failed");
+    expect(failed.textContent).toContain("Path is outside the server root");
+    expect(failed.textContent).toContain("Sign in to read this file");
+  });
+
+  it("shows the step limit once, not twice", () => {
+    show(reduceAll(fixture("max_steps")));
+    expect(byTestId("neta-finish").textContent).toBe("Stopped at the step limit");
+    expect(container.querySelector(".neta-synthetic")?.textContent).toContain("step limit (2 steps)");
+    expect(container.textContent).not.toContain("Reached the maximum of 2 steps");
+  });
+});
+
+describe("starting over", () => {
+  it("redraws from scratch when given a state with fewer seqs", () => {
+    show(reduceAll(fixture("basic_run")));
+    show(initialState("r_new"));
+    expect(all("neta-tool-card")).toHaveLength(0);
+    expect(byTestId("neta-answer").hidden).toBe(true);
+    expect(byTestId("neta-run").dataset["lastSeq"]).toBe("-1");
+  });
+
+  it("dispose cancels the pending frame and removes the DOM", () => {
+    view.update(reduceAll(fixture("basic_run")));
+    view.dispose();
+    expect(clock.frames.size).toBe(0);
+    expect(container.children).toHaveLength(0);
+  });
+});
