@@ -1,0 +1,441 @@
+"""Terminal side of ``neta-jupyter run``: one renderer fed envelopes, and the permission prompt.
+
+Both the embedded runtime and a remote server hand this module the same envelope JSON, so what
+the user sees does not depend on where the run lives. Unknown event types are skipped
+(:func:`decode_event` returns ``None`` for them), as every client of the stream must.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from .events import (
+    AgentEvent,
+    AgentStatusData,
+    AttachmentData,
+    ClarifyData,
+    CompactionData,
+    EventType,
+    MessageData,
+    PermissionAskData,
+    PermissionResolvedData,
+    ProcessData,
+    ReasoningData,
+    SessionData,
+    SkillData,
+    SupplementaryInputData,
+    TextData,
+    ToolData,
+    ToolSideData,
+    Usage,
+    decode_event,
+)
+
+AttachmentLocator = Callable[[str], str]
+"""Turns an attachment's virtual path into something the user can open (a file path or URL)."""
+
+# Text shown here comes from files, tools and models; control characters in it must not be able
+# to move the cursor, recolour or retitle the user's terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_PREVIEW_LINES = 5
+_PREVIEW_WIDTH = 160
+
+
+def color_enabled(stream: TextIO) -> bool:
+    """ANSI styling only on a terminal, and never when ``NO_COLOR`` is set (no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def clean(text: str) -> str:
+    """``text`` without control characters other than newline and tab."""
+    return _CONTROL.sub("", text)
+
+
+def one_line(text: str, width: int = _PREVIEW_WIDTH) -> str:
+    """``text`` on one line, cut to ``width`` characters."""
+    flat = " ".join(clean(text).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def compact_arguments(arguments: str | None) -> str:
+    """Tool arguments as compact one-line JSON (as received when they are not JSON)."""
+    if not arguments:
+        return "{}"
+    try:
+        text = json.dumps(json.loads(arguments), ensure_ascii=False, separators=(", ", ": "))
+    except ValueError:
+        text = arguments
+    return one_line(text)
+
+
+def _duration(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    return f" ({ms} ms)" if ms < 1000 else f" ({ms / 1000:.1f} s)"
+
+
+def _usage_text(usage: Usage | None) -> str:
+    if usage is None or not usage.total_tokens:
+        return ""
+    cached = f", {usage.cached_tokens} cached" if usage.cached_tokens else ""
+    return (
+        f" · tokens: {usage.prompt_tokens} in{cached}, {usage.completion_tokens} out,"
+        f" {usage.total_tokens} total"
+    )
+
+
+class Style:
+    """ANSI SGR wrappers that do nothing when colour is off."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
+
+    def dim(self, text: str) -> str:
+        """Secondary text: reasoning, progress, ids."""
+        return self._wrap("2", text)
+
+    def bold(self, text: str) -> str:
+        """Tool names and headings."""
+        return self._wrap("1", text)
+
+    def red(self, text: str) -> str:
+        """Failures."""
+        return self._wrap("31", text)
+
+    def green(self, text: str) -> str:
+        """Successes."""
+        return self._wrap("32", text)
+
+    def yellow(self, text: str) -> str:
+        """Warnings and questions."""
+        return self._wrap("33", text)
+
+
+class TerminalRenderer:
+    """Writes a run for people: streamed text, one card per tool call, notices, a summary."""
+
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        color: bool,
+        locate_attachment: AttachmentLocator | None = None,
+    ) -> None:
+        self.out = out
+        self.style = Style(color)
+        self._locate = locate_attachment or (lambda path: path)
+        self._at_line_start = True
+        self._tool_names: dict[str, str] = {}
+
+    # --- low-level writing
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self._at_line_start = text.endswith("\n")
+
+    def _line(self, text: str) -> None:
+        """``text`` on a line of its own, whatever was streamed before."""
+        if not self._at_line_start:
+            self._write("\n")
+        self._write(text + "\n")
+
+    def flush(self) -> None:
+        """Push what was written to the terminal (called once per batch of events)."""
+        self.out.flush()
+
+    def notice(self, text: str) -> None:
+        """A message from the CLI itself, not from the run."""
+        self._line(self.style.yellow(text))
+
+    def prompt(self, text: str) -> None:
+        """A question; the answer is typed on the same line."""
+        if not self._at_line_start:
+            self._write("\n")
+        self.out.write(self.style.yellow(text))
+        self.out.flush()
+        # The user's Enter ends the line on the terminal, not in our output.
+        self._at_line_start = True
+
+    # --- events
+
+    def feed(self, payload: str) -> AgentEvent | None:
+        """Render one envelope (JSON); the decoded event, or None for one this client ignores."""
+        event = decode_event(payload)
+        if event is not None:
+            self.render(event)
+        return event
+
+    def render(self, event: AgentEvent) -> None:
+        """Dispatch on the body; bodies with nothing to show a person are skipped."""
+        kind = event.event_type
+        match event.data:
+            case TextData() as text:
+                self._text(kind, text)
+            case ReasoningData() as reasoning:
+                self._reasoning(kind, reasoning)
+            case ToolData() as tool:
+                self._tool(kind, tool)
+            case ToolSideData() as side:
+                self._line(
+                    self.style.yellow(f"  ! {side.tool_name or 'tool'}: ")
+                    + one_line(side.user_message or side.category)
+                )
+            case PermissionAskData() as ask:
+                self._ask(ask)
+            case PermissionResolvedData() as resolved:
+                self._resolved(resolved)
+            case MessageData() as message:
+                self._message(kind, message)
+            case AttachmentData() as attachment:
+                self._attachment(kind, attachment)
+            case AgentStatusData() as status:
+                self._status(status)
+            case ProcessData() as process:
+                self._process(process)
+            case SessionData() as session:
+                self._line(
+                    self.style.dim(f"● run {event.request_id} · session {session.session_id}")
+                )
+            case SupplementaryInputData() as supplied:
+                self._line(self.style.dim(f"  ↳ input delivered: {one_line(supplied.content)}"))
+            case SkillData() | CompactionData() | ClarifyData() as other:
+                self._other(kind, other)
+            case _:
+                pass
+
+    def _text(self, kind: EventType, data: TextData) -> None:
+        if kind == EventType.TEXT_START:
+            # A blank line sets the answer apart from the reasoning and tool cards above it.
+            self._write("\n" if self._at_line_start else "\n\n")
+            self._write(clean(data.text))
+        elif kind == EventType.TEXT_DELTA:
+            self._write(clean(data.text))
+        elif kind == EventType.TEXT_END and not self._at_line_start:
+            self._write("\n")
+
+    def _reasoning(self, kind: EventType, data: ReasoningData) -> None:
+        if kind == EventType.REASONING_START:
+            if not self._at_line_start:
+                self._write("\n")
+            self._write(self.style.dim("thinking: " + clean(data.text)))
+        elif kind == EventType.REASONING_DELTA:
+            self._write(self.style.dim(clean(data.text)))
+        elif kind == EventType.REASONING_END and not self._at_line_start:
+            self._write("\n")
+
+    def _tool(self, kind: EventType, data: ToolData) -> None:
+        if data.tool_name:
+            self._tool_names[data.tool_call_id] = data.tool_name
+        name = self.style.bold(clean(self._tool_names.get(data.tool_call_id, "tool")))
+        if kind == EventType.TOOL_START:
+            self._line(f"▸ {name} {compact_arguments(data.arguments)}")
+        elif kind == EventType.TOOL_RUNNING and data.title:
+            self._line(self.style.dim(f"  … {one_line(data.title)}"))
+        elif kind == EventType.TOOL_COMPLETED:
+            self._line(self.style.green("✓ ") + name + _duration(data.duration_ms))
+            self._preview(data)
+        elif kind == EventType.TOOL_FAILED:
+            error = one_line(data.error_message or "failed")
+            self._line(
+                self.style.red("✗ ")
+                + name
+                + _duration(data.duration_ms)
+                + self.style.red(f" error: {error}")
+            )
+
+    def _preview(self, data: ToolData) -> None:
+        """The first lines of a tool's output, and where the rest is."""
+        lines = clean(data.output or "").rstrip("\n").splitlines()
+        for line in lines[:_PREVIEW_LINES]:
+            shown = line if len(line) <= _PREVIEW_WIDTH else line[: _PREVIEW_WIDTH - 1] + "…"
+            self._line(self.style.dim("  │ ") + shown)
+        if len(lines) > _PREVIEW_LINES:
+            self._line(self.style.dim(f"  │ … {len(lines) - _PREVIEW_LINES} more lines"))
+        if data.truncated and data.output_ref:
+            self._line(self.style.dim(f"  │ full output: {self._locate(data.output_ref)}"))
+        for image in data.images or []:
+            self._line(self.style.dim(f"  │ image: {self._locate(image)}"))
+
+    def _ask(self, ask: PermissionAskData) -> None:
+        rule = f" ({one_line(ask.rule_description)})" if ask.rule_description else ""
+        self._line(self.style.yellow(f"? {clean(ask.tool_name)} needs approval{rule}"))
+
+    def _resolved(self, data: PermissionResolvedData) -> None:
+        if data.approved:
+            always = " (always, for this session)" if data.resolve_type == "always" else ""
+            self._line(self.style.green(f"  approved{always}"))
+        else:
+            self._line(self.style.red("  denied"))
+
+    def _message(self, kind: EventType, data: MessageData) -> None:
+        usage = _usage_text(data.usage)
+        if kind == EventType.MESSAGE_COMPLETED:
+            reason = data.finish_reason or "STOP"
+            extra = f": {one_line(data.finish_message)}" if data.finish_message else ""
+            self._line(
+                self.style.green("■ completed") + self.style.dim(f" ({reason}{extra}){usage}")
+            )
+        elif kind == EventType.MESSAGE_FAILED:
+            code = data.error_code or "ERROR"
+            hint = " (recoverable: retry it from the last step)" if data.recoverable else ""
+            message = one_line(data.error_message or "the run failed")
+            self._line(
+                self.style.red(f"✗ run failed [{code}]: {message}{hint}") + self.style.dim(usage)
+            )
+        elif kind == EventType.MESSAGE_SUSPENDED:
+            suspend = data.suspend_reason
+            why = suspend.type if suspend else "UNKNOWN"
+            text = f": {one_line(suspend.message)}" if suspend and suspend.message else ""
+            self._line(self.style.yellow(f"⏸ suspended ({why}){text}"))
+
+    def _attachment(self, kind: EventType, data: AttachmentData) -> None:
+        verb = "sent" if kind == EventType.ATTACHMENT_SENT else data.change_type.lower()
+        self._line(
+            f"📎 {clean(data.file_name)} ({data.file_size} bytes, {verb}) → "
+            + clean(self._locate(data.virtual_path))
+        )
+
+    def _status(self, data: AgentStatusData) -> None:
+        text = f"[{data.level}] {one_line(data.message or data.code)}"
+        match data.level:
+            case "ERROR":
+                self._line(self.style.red(text))
+            case "WARN":
+                self._line(self.style.yellow(text))
+            case _:
+                self._line(self.style.dim(text))
+
+    def _process(self, data: ProcessData) -> None:
+        percent = data.percent
+        if percent is None and data.current is not None and data.total:
+            percent = 100.0 * data.current / data.total
+        parts = [data.stage or data.target_type, data.status]
+        if percent is not None:
+            parts.append(f"{percent:.0f}%")
+        if data.message:
+            parts.append(one_line(data.message))
+        self._line(self.style.dim("  ◦ " + " ".join(clean(p) for p in parts)))
+
+    def _other(self, kind: EventType, data: SkillData | CompactionData | ClarifyData) -> None:
+        match data:
+            case SkillData():
+                text = f"skill {data.skill_name}: {kind.removeprefix('SKILL_').lower()}"
+            case CompactionData():
+                text = f"context compaction: {kind.removeprefix('COMPACTION_').lower()}"
+            case ClarifyData():
+                text = f"question: {data.question}"
+        self._line(self.style.dim(f"  ◦ {one_line(text)}"))
+
+
+class JsonRenderer:
+    """Writes each envelope as one JSON line (for scripts); the CLI's own words go to stderr."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+
+    def feed(self, payload: str) -> AgentEvent | None:
+        """Print the envelope exactly as stored or received."""
+        self.out.write(payload + "\n")
+        return decode_event(payload)
+
+    def flush(self) -> None:
+        """Push the lines out so a reading pipe sees them at once."""
+        self.out.flush()
+
+    def notice(self, text: str) -> None:
+        """A message from the CLI itself."""
+        self.err.write(text + "\n")
+        self.err.flush()
+
+    def prompt(self, text: str) -> None:
+        """A question on stderr, so stdout stays pure JSON lines."""
+        self.err.write(text)
+        self.err.flush()
+
+
+Renderer = TerminalRenderer | JsonRenderer
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The answer to one permission ask."""
+
+    approved: bool
+    always: bool = False
+
+
+async def read_line(stream: TextIO) -> str | None:
+    """One line from ``stream`` without blocking the event loop; None at end of input.
+
+    A daemon thread rather than the default executor: a Ctrl-C while the user is deciding
+    must not leave ``asyncio.run`` waiting at exit for a read that never returns.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+
+    def deliver(line: str) -> None:
+        if not future.done():
+            future.set_result(line)
+
+    def worker() -> None:
+        try:
+            line = stream.readline()
+        except (OSError, ValueError):
+            line = ""
+        with contextlib.suppress(RuntimeError):  # the loop closed while we were reading
+            loop.call_soon_threadsafe(deliver, line)
+
+    threading.Thread(target=worker, name="neta-stdin", daemon=True).start()
+    line = await future
+    return line if line else None
+
+
+class PermissionPrompter:
+    """Answers ``PERMISSION_ASK`` by asking the person at the terminal."""
+
+    def __init__(self, renderer: Renderer, stdin: TextIO, *, assume_yes: bool) -> None:
+        self.renderer = renderer
+        self.stdin = stdin
+        self.assume_yes = assume_yes
+
+    async def __call__(self, ask: PermissionAskData) -> Decision:
+        """Approve once, always, or deny; deny when nobody can be asked."""
+        if self.assume_yes:
+            return Decision(approved=True)
+        if not self.stdin.isatty():
+            # Piped input is data, not a person: approving from it could run tools unseen.
+            self.renderer.notice(
+                f"stdin is not a terminal, so {ask.tool_name} is denied "
+                "(pass --yes to approve tool calls without asking)"
+            )
+            return Decision(approved=False)
+        question = f"Allow {clean(ask.tool_name)} {compact_arguments(ask.arguments)}? "
+        while True:
+            self.renderer.prompt(question + "[y]es / [a]lways / [n]o: ")
+            line = await read_line(self.stdin)
+            if line is None:
+                self.renderer.notice("no answer (end of input): denied")
+                return Decision(approved=False)
+            answer = line.strip().lower()
+            if answer in ("y", "yes"):
+                return Decision(approved=True)
+            if answer in ("a", "always"):
+                return Decision(approved=True, always=True)
+            if answer in ("n", "no"):
+                return Decision(approved=False)
