@@ -1,0 +1,392 @@
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import type { Action } from "../src/actions";
+import {
+  attachmentUrl,
+  createCommTransport,
+  postAction,
+  readPageConfig,
+  type CommModel,
+  type PageConfig,
+} from "../src/transport";
+import { backoffMs, createServerTransport, sseUrl, type ServerEnv } from "../src/transport-server";
+import { envelope, fixture } from "./helpers";
+
+// --- fakes ---------------------------------------------------------------------------------------
+
+class FakeSocket {
+  static all: FakeSocket[] = [];
+  readyState = 0;
+  sent: unknown[] = [];
+  onopen: (() => void) | null = null;
+  onmessage: ((event: { data: string }) => void) | null = null;
+  onclose: (() => void) | null = null;
+  closedByClient = false;
+
+  constructor(readonly url: string) {
+    FakeSocket.all.push(this);
+  }
+  send(data: string): void {
+    this.sent.push(JSON.parse(data));
+  }
+  close(): void {
+    this.closedByClient = true;
+    this.drop();
+  }
+  open(): void {
+    this.readyState = 1;
+    this.onopen?.();
+  }
+  receive(frame: unknown): void {
+    this.onmessage?.({ data: JSON.stringify(frame) });
+  }
+  drop(): void {
+    if (this.readyState === 3) return;
+    this.readyState = 3;
+    this.onclose?.();
+  }
+}
+
+class FakeSource {
+  static all: FakeSource[] = [];
+  listeners = new Map<string, ((event: Event) => void)[]>();
+  onopen: (() => void) | null = null;
+  closed = false;
+
+  constructor(readonly url: string, readonly init?: EventSourceInit) {
+    FakeSource.all.push(this);
+  }
+  addEventListener(type: string, listener: (event: Event) => void): void {
+    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
+  }
+  close(): void {
+    this.closed = true;
+  }
+  emit(event: Record<string, unknown> & { eventType: string }): void {
+    const message = new MessageEvent(event.eventType, { data: JSON.stringify(event), lastEventId: String(event["seq"] ?? "") });
+    this.listeners.get(event.eventType)?.forEach((l) => l(message));
+  }
+  fail(): void {
+    this.listeners.get("error")?.forEach((l) => l(new Event("error")));
+  }
+  serverError(): void {
+    this.listeners.get("error")?.forEach((l) => l(new MessageEvent("error", { data: "" })));
+  }
+}
+
+class Timers {
+  now = 0;
+  private next = 1;
+  pending = new Map<number, { due: number; callback: () => void }>();
+  setTimeout = (callback: () => void, ms: number): unknown => {
+    const handle = this.next++;
+    this.pending.set(handle, { due: this.now + ms, callback });
+    return handle;
+  };
+  clearTimeout = (handle: unknown): void => {
+    this.pending.delete(handle as number);
+  };
+  advance(ms: number): void {
+    const until = this.now + ms;
+    for (;;) {
+      const due = [...this.pending].filter(([, t]) => t.due <= until).sort((a, b) => a[1].due - b[1].due)[0];
+      if (!due) break;
+      this.pending.delete(due[0]);
+      this.now = due[1].due;
+      due[1].callback();
+    }
+    this.now = until;
+  }
+}
+
+const CONFIG: PageConfig = { baseUrl: "/user/alice/" };
+let timers: Timers;
+let fetchMock: ReturnType<typeof vi.fn<ServerEnv["fetch"]>>;
+let env: ServerEnv;
+let received: unknown[];
+let notices: (string | null)[];
+
+beforeEach(() => {
+  FakeSocket.all = [];
+  FakeSource.all = [];
+  timers = new Timers();
+  fetchMock = vi.fn<ServerEnv["fetch"]>(async () => new Response(JSON.stringify({ success: true }), { status: 200 }));
+  env = {
+    WebSocket: FakeSocket as unknown as ServerEnv["WebSocket"],
+    EventSource: FakeSource as unknown as ServerEnv["EventSource"],
+    fetch: fetchMock,
+    location: { protocol: "https:", host: "hub.example:8443" },
+    cookies: () => "theme=dark; _xsrf=2|ab%3D|cd|17; other=1",
+    setTimeout: timers.setTimeout,
+    clearTimeout: timers.clearTimeout,
+  };
+  received = [];
+  notices = [];
+});
+
+function startServer(requestId = "r_basic", lastSeq?: number) {
+  const transport = createServerTransport({ config: CONFIG, requestId, lastSeq, env });
+  transport.start(
+    (events) => received.push(...events),
+    (message) => notices.push(message),
+  );
+  return transport;
+}
+
+const lastSocket = () => FakeSocket.all[FakeSocket.all.length - 1]!;
+const lastSource = () => FakeSource.all[FakeSource.all.length - 1]!;
+const seqs = () => received.map((e) => (e as { seq: number }).seq);
+
+// --- WebSocket ---------------------------------------------------------------------------------
+
+describe("server transport over WebSocket", () => {
+  const events = fixture("basic_run");
+
+  it("subscribes to the run under the page's base URL", () => {
+    startServer();
+    const socket = lastSocket();
+    expect(socket.url).toBe("wss://hub.example:8443/user/alice/neta/ws");
+    socket.open();
+    expect(socket.sent).toEqual([{ type: "subscribe", requestId: "r_basic" }]);
+  });
+
+  it("resubscribes from the seq the view already has", () => {
+    startServer("r_basic", 4);
+    lastSocket().open();
+    expect(lastSocket().sent).toEqual([{ type: "subscribe", requestId: "r_basic", lastEventId: 4 }]);
+  });
+
+  it("delivers array frames and ignores pong and subscribed", () => {
+    startServer();
+    const socket = lastSocket();
+    socket.open();
+    socket.receive({ type: "subscribed", requestId: "r_basic" });
+    socket.receive(events.slice(0, 3));
+    socket.receive({ type: "pong" });
+    socket.receive(events.slice(3, 6));
+    expect(seqs()).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it("reconnects after a drop and resumes from the last seq, without duplicates", () => {
+    startServer();
+    lastSocket().open();
+    lastSocket().receive(events.slice(0, 10));
+    lastSocket().drop();
+    expect(FakeSocket.all).toHaveLength(1);
+    timers.advance(backoffMs(0));
+    expect(FakeSocket.all).toHaveLength(2);
+    lastSocket().open();
+    const withSeq = events.filter((e) => e.seq !== undefined);
+    const last = Math.max(...events.slice(0, 10).map((e) => e.seq ?? -1));
+    expect(lastSocket().sent[0]).toEqual({ type: "subscribe", requestId: "r_basic", lastEventId: last });
+    lastSocket().receive(withSeq.slice(last - 2, last + 4));
+    expect(seqs()).toEqual([...Array(last + 4).keys()]);
+  });
+
+  it("stays subscribed through a suspension and keeps receiving the resumed run", () => {
+    const perm = fixture("permission_resume");
+    const cut = perm.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1;
+    startServer("r_perm");
+    const socket = lastSocket();
+    socket.open();
+    socket.receive(perm.slice(0, cut));
+    expect(socket.closedByClient).toBe(false);
+    socket.receive(perm.slice(cut));
+    expect(received).toHaveLength(perm.length);
+    // Completed: unsubscribe, close, and never come back.
+    expect(socket.sent[socket.sent.length - 1]).toEqual({ type: "unsubscribe", requestId: "r_perm" });
+    expect(socket.closedByClient).toBe(true);
+    timers.advance(60_000);
+    expect(FakeSocket.all).toHaveLength(1);
+  });
+
+  it("stops on an error about its run, and only reports other errors", () => {
+    startServer();
+    const socket = lastSocket();
+    socket.open();
+    socket.receive({ type: "error", errCode: "BAD_FRAME", message: "Unknown message type" });
+    expect(notices).toEqual(["Unknown message type"]);
+    expect(socket.closedByClient).toBe(false);
+    socket.receive({ type: "error", errCode: "RUN_NOT_FOUND", message: "No such run", requestId: "r_basic" });
+    expect(notices[notices.length - 1]).toBe("No such run");
+    expect(socket.closedByClient).toBe(true);
+    timers.advance(60_000);
+    expect(FakeSocket.all).toHaveLength(1);
+    expect(FakeSource.all).toHaveLength(0);
+  });
+
+  it("pings to keep the connection alive", () => {
+    startServer();
+    lastSocket().open();
+    timers.advance(30_000);
+    expect(lastSocket().sent).toContainEqual({ type: "ping" });
+  });
+
+  it("close() unsubscribes and stops reconnecting", () => {
+    const transport = startServer();
+    const socket = lastSocket();
+    socket.open();
+    transport.close();
+    expect(socket.sent[socket.sent.length - 1]).toEqual({ type: "unsubscribe", requestId: "r_basic" });
+    timers.advance(60_000);
+    expect(FakeSocket.all).toHaveLength(1);
+  });
+});
+
+// --- SSE fallback ---------------------------------------------------------------------------------
+
+describe("server transport falling back to SSE", () => {
+  function failWebSocket() {
+    const transport = startServer("r_perm");
+    lastSocket().drop(); // never opened
+    timers.advance(0);
+    return transport;
+  }
+
+  it("uses SSE when the WebSocket cannot connect", () => {
+    failWebSocket();
+    expect(FakeSource.all).toHaveLength(1);
+    expect(lastSource().url).toBe("/user/alice/neta/api/agent/run/stream?requestId=r_perm");
+    expect(lastSource().init).toEqual({ withCredentials: true });
+  });
+
+  it("reads named events, resumes after an error from the last id, waits while suspended", async () => {
+    const perm = fixture("permission_resume");
+    const cut = perm.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1;
+    const transport = failWebSocket();
+    perm.slice(0, 3).forEach((e) => lastSource().emit(e));
+    lastSource().emit({ eventType: "HEARTBEAT", requestId: "r_perm", data: { type: "heartbeat" } });
+    lastSource().fail();
+    expect(lastSource().closed).toBe(true);
+    timers.advance(backoffMs(0));
+    expect(lastSource().url).toBe("/user/alice/neta/api/agent/run/stream?requestId=r_perm&lastEventId=2");
+    perm.slice(2, cut).forEach((e) => lastSource().emit(e));
+    expect(seqs()).toEqual([...Array(cut).keys()]);
+    // Suspended: the stream is closed and polled slowly until the run goes on.
+    expect(lastSource().closed).toBe(true);
+    const sources = FakeSource.all.length;
+    await transport.send({ action: "resume", askId: "ask_1", approved: true, always: false });
+    expect(FakeSource.all.length).toBe(sources + 1);
+    expect(lastSource().url).toContain(`lastEventId=${cut - 1}`);
+    perm.slice(cut).forEach((e) => lastSource().emit(e));
+    expect(received).toHaveLength(perm.length);
+  });
+
+  it("stops when the server says the run is unknown or forbidden", () => {
+    failWebSocket();
+    lastSource().serverError();
+    expect(lastSource().closed).toBe(true);
+    expect(notices[notices.length - 1]).toMatch(/cannot be followed/);
+    timers.advance(60_000);
+    expect(FakeSource.all).toHaveLength(1);
+  });
+});
+
+// --- REST actions -----------------------------------------------------------------------------
+
+describe("actions over REST", () => {
+  it.each<[Action, string, Record<string, unknown>]>([
+    [{ action: "resume", askId: "ask_1", approved: true, always: true }, "resumeTask", { requestId: "r_1", askId: "ask_1", approved: true, always: true }],
+    [{ action: "resume", askId: "cl_1", answer: "b" }, "resumeTask", { requestId: "r_1", askId: "cl_1", answer: "b" }],
+    [{ action: "terminate" }, "terminateTask", { requestId: "r_1" }],
+    [{ action: "retry" }, "retryTask", { requestId: "r_1" }],
+    [{ action: "input", content: "more" }, "addSupplementaryInput", { requestId: "r_1", content: "more" }],
+  ])("%o posts to %s", async (action, endpoint, body) => {
+    await postAction(fetchMock, CONFIG, "r_1", action, "_xsrf=2|ab%3D|cd|17");
+    const [url, init] = fetchMock.mock.calls[0]!;
+    expect(url).toBe(`/user/alice/neta/api/agent/run/${endpoint}`);
+    expect(init).toMatchObject({
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-XSRFToken": "2|ab=|cd|17" },
+    });
+    expect(JSON.parse(String(init.body))).toEqual(body);
+  });
+
+  it("rejects with the server's message", async () => {
+    fetchMock.mockResolvedValueOnce(
+      new Response(JSON.stringify({ httpStatusCode: 409, message: "Run is not suspended", success: false, errCode: "CONFLICT", requestId: "r_1" }), { status: 409 }),
+    );
+    await expect(postAction(fetchMock, CONFIG, "r_1", { action: "retry" })).rejects.toThrow("Run is not suspended");
+    fetchMock.mockResolvedValueOnce(new Response("<html>", { status: 502 }));
+    await expect(postAction(fetchMock, CONFIG, "r_1", { action: "retry" })).rejects.toThrow("HTTP 502");
+    fetchMock.mockRejectedValueOnce(new TypeError("network"));
+    await expect(postAction(fetchMock, CONFIG, "r_1", { action: "retry" })).rejects.toThrow("Could not reach");
+  });
+
+  it("adds the page's token where the page uses token auth", async () => {
+    await postAction(fetchMock, { baseUrl: "/", token: "t0k" }, "r_1", { action: "retry" }, "");
+    expect(fetchMock.mock.calls[0]![1].headers).toEqual({ "Content-Type": "application/json", Authorization: "token t0k" });
+    expect(sseUrl({ baseUrl: "/", token: "t0k" }, "r 1", 3)).toBe("/neta/api/agent/run/stream?requestId=r+1&lastEventId=3&token=t0k");
+  });
+});
+
+// --- page config and URLs -------------------------------------------------------------------------
+
+describe("the Jupyter page", () => {
+  it("reads baseUrl from jupyter-config-data, or says there is no server", () => {
+    expect(readPageConfig()).toBeNull();
+    const script = document.createElement("script");
+    script.id = "jupyter-config-data";
+    script.type = "application/json";
+    script.textContent = JSON.stringify({ baseUrl: "/user/bob", appName: "JupyterLab" });
+    document.body.append(script);
+    expect(readPageConfig()).toEqual({ baseUrl: "/user/bob/", wsUrl: undefined, token: undefined });
+    script.textContent = JSON.stringify({});
+    expect(readPageConfig()?.baseUrl).toBe("/");
+    script.remove();
+  });
+
+  it("builds download URLs, and passes data URLs through", () => {
+    expect(attachmentUrl("/sessions/s 1/a.png", CONFIG)).toBe("/user/alice/neta/api/agent/attachment/download?virtualPath=%2Fsessions%2Fs%201%2Fa.png");
+    expect(attachmentUrl("data:image/png;base64,AAAA", null)).toBe("data:image/png;base64,AAAA");
+    expect(attachmentUrl("/sessions/a.png", null)).toBeNull();
+  });
+});
+
+// --- comm ---------------------------------------------------------------------------------------
+
+describe("comm transport", () => {
+  function fakeModel() {
+    const handlers = new Set<(message: unknown) => void>();
+    const model = {
+      sent: [] as unknown[],
+      send(content: unknown) {
+        this.sent.push(content);
+      },
+      on(_name: "msg:custom", callback: (message: unknown) => void) {
+        handlers.add(callback);
+      },
+      off(_name: "msg:custom", callback: (message: unknown) => void) {
+        handlers.delete(callback);
+      },
+      push(message: unknown) {
+        handlers.forEach((h) => h(message));
+      },
+      handlers,
+    };
+    return model satisfies CommModel;
+  }
+
+  it("asks for a replay, receives batches and sends actions", async () => {
+    const model = fakeModel();
+    const transport = createCommTransport({ model, requestId: () => "r_1", lastSeq: () => -1 });
+    transport.start((events) => received.push(...events), (message) => notices.push(message));
+    expect(model.sent).toEqual([{ kind: "replay", lastSeq: -1 }]);
+
+    model.push({ kind: "events", events: [envelope("TEXT_START", 0, { type: "text", text: "a" }, "r_1")] });
+    model.push({ kind: "something_new" });
+    model.push({ kind: "error", message: "The run is gone" });
+    expect(seqs()).toEqual([0]);
+    expect(notices).toEqual(["The run is gone"]);
+
+    await transport.send({ action: "resume", askId: "ask_1", approved: false, always: false });
+    await transport.send({ action: "input", content: "hi" });
+    expect(model.sent.slice(1)).toEqual([
+      { kind: "action", action: "resume", requestId: "r_1", askId: "ask_1", approved: false, always: false },
+      { kind: "action", action: "input", requestId: "r_1", content: "hi" },
+    ]);
+
+    transport.close();
+    expect(model.handlers.size).toBe(0);
+  });
+});
