@@ -1,0 +1,120 @@
+"""Crash and restart: nothing is sent before it is stored; every run ends; asks survive."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from httpx_sse import connect_sse
+
+from tests.server_process import ServerProcess
+
+
+def slow_script(path: Path, deltas: int = 3000, delay: float = 0.003) -> str:
+    path.write_text(json.dumps({"turns": [{"repeat": ["word ", deltas], "delay": delay}]}))
+    return f"scripted:{path}"
+
+
+@pytest.fixture
+def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    config = getattr(request, "param", None)
+    proc = ServerProcess(tmp_path, config)
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+def client(server: ServerProcess) -> httpx.Client:
+    return httpx.Client(base_url=server.url, headers=server.headers, timeout=30, trust_env=False)
+
+
+def read(server: ServerProcess, rid: str, after: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    params: dict[str, Any] = {"requestId": rid}
+    if after is not None:
+        params["lastEventId"] = after
+    out: list[dict[str, Any]] = []
+    with client(server) as http, connect_sse(http, "GET", "neta/api/agent/run/stream", params=params) as src:
+        for sse in src.iter_sse():
+            if sse.event != "HEARTBEAT":
+                out.append(json.loads(sse.data))
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+def start(server: ServerProcess, **body: Any) -> str:
+    with client(server) as http:
+        response = http.post("neta/api/agent/run/async", json=body)
+        assert response.status_code == 200, response.text
+        return str(response.json()["requestId"])
+
+
+def test_kill_9_mid_run_then_restart(server: ServerProcess, tmp_path: Path) -> None:
+    model = slow_script(tmp_path / "slow.json")
+    rid = start(server, content="write a lot", model=model)
+    seen = read(server, rid, limit=300)
+    assert len(seen) == 300
+    server.kill9()
+    server.start()
+    log = read(server, rid)
+    assert [e["seq"] for e in log] == list(range(len(log)))
+    assert log[: len(seen)] == seen, "every event a client received was stored before it was sent"
+    assert log[-1]["eventType"] == "MESSAGE_FAILED"
+    assert log[-1]["data"]["errorCode"] == "SYSTEM_CRASH"
+    assert sum(e["eventType"].startswith("MESSAGE_") for e in log) == 1
+    with client(server) as http:
+        status = http.get("neta/api/agent/run/status", params={"requestId": rid}).json()
+    assert status["status"] == "failed"
+
+
+def test_graceful_shutdown_suspends_and_the_run_resumes_after_restart(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    model = slow_script(tmp_path / "slow.json", deltas=2000, delay=0.005)
+    rid = start(server, content="write a lot", model=model)
+    seen = read(server, rid, limit=100)
+    server.shutdown()
+    server.start()
+    log = read(server, rid)
+    assert log[: len(seen)] == seen
+    assert log[-1]["eventType"] == "MESSAGE_SUSPENDED"
+    assert log[-1]["data"]["suspendReason"]["type"] == "SHUTDOWN_INTERRUPT"
+    with client(server) as http:
+        response = http.post("neta/api/agent/run/resumeTask", json={"requestId": rid})
+        assert response.status_code == 200, response.text
+    rest = read(server, rid, after=log[-1]["seq"])
+    assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert [e["seq"] for e in log + rest] == list(range(len(log) + len(rest)))
+
+
+@pytest.mark.parametrize(
+    "server", [{"permission_rules": [{"tool": "read_file", "action": "ask"}]}], indirect=True
+)
+def test_pending_permission_ask_survives_a_restart(server: ServerProcess, tmp_path: Path) -> None:
+    (server.root / "data.txt").write_text("forty-two")
+    script = tmp_path / "ask.json"
+    script.write_text(json.dumps({"turns": [
+        {"toolCalls": [{"name": "read_file", "arguments": {"path": "data.txt"}}]},
+        {"text": "The file says forty-two."},
+    ]}))
+    rid = start(server, content="read data.txt", model=f"scripted:{script}")
+    first = read(server, rid)
+    assert first[-1]["eventType"] == "MESSAGE_SUSPENDED"
+    ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
+    server.kill9()
+    server.start()
+    assert read(server, rid)[-1]["eventType"] == "MESSAGE_SUSPENDED", "a suspended run stays suspended"
+    with client(server) as http:
+        response = http.post("neta/api/agent/run/resumeTask",
+                             json={"requestId": rid, "approved": True, "askId": ask["askId"]})
+        assert response.status_code == 200, response.text
+    rest = read(server, rid, after=first[-1]["seq"])
+    names = [e["eventType"] for e in rest]
+    assert names[0] == "PERMISSION_ASK_RESOLVED"
+    completed = next(e for e in rest if e["eventType"] == "TOOL_COMPLETED")
+    assert completed["data"]["output"] == "forty-two"
+    assert names[-1] == "MESSAGE_COMPLETED"
