@@ -18,8 +18,8 @@ export interface WidgetModel extends CommModel {
   get(name: string): unknown;
   set(name: string, value: unknown): void;
   save_changes(): void;
-  on(name: string, callback: (...args: never[]) => void): void;
-  off(name: string, callback?: (...args: never[]) => void): void;
+  on(name: string, callback: (...args: unknown[]) => void): void;
+  off(name: string, callback?: (...args: unknown[]) => void): void;
 }
 
 export interface RenderContext {

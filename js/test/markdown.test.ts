@@ -75,12 +75,12 @@ function stream(text: string, random: () => number, maxChunk: number): HTMLEleme
 describe("streaming markdown", () => {
   it.each(SAMPLES.map((text, i) => [i, text] as const))("sample %i gives the same HTML in any chunk sizes", (_, text) => {
     const once = normalised(renderMarkdown(text));
-    for (let seed = 1; seed <= 25; seed++) {
+    for (let seed = 1; seed <= 10; seed++) {
       const random = prng(seed);
       const maxChunk = [1, 3, 8, 40, 500][seed % 5]!;
       expect(stream(text, random, maxChunk).innerHTML).toBe(once);
     }
-  });
+  }, 30_000);
 
   it("cuts only outside code fences, and only once the next line is there", () => {
     const text = "a\n\n```\nx\n\ny\n```\n\nb\n";

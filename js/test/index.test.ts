@@ -1,0 +1,150 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import widget, { type WidgetModel } from "../src/index";
+import { SnapshotWriter, snapshotOf, stateFromSnapshot } from "../src/snapshot";
+import { reduceAll } from "../src/reducer";
+import { fixture } from "./helpers";
+
+type Callback = (...args: unknown[]) => void;
+
+/** Just enough of anywidget's model: traits, change events, custom messages. */
+class FakeModel implements WidgetModel {
+  traits: Record<string, unknown>;
+  sent: unknown[] = [];
+  saves = 0;
+  private listeners = new Map<string, Set<Callback>>();
+
+  constructor(traits: Record<string, unknown>) {
+    this.traits = { ...traits };
+  }
+  get(name: string): unknown {
+    return this.traits[name];
+  }
+  set(name: string, value: unknown): void {
+    this.traits[name] = value;
+    this.emit(`change:${name}`);
+  }
+  save_changes(): void {
+    this.saves++;
+  }
+  send(content: unknown): void {
+    this.sent.push(content);
+  }
+  on(name: string, callback: Callback): void {
+    if (!this.listeners.has(name)) this.listeners.set(name, new Set());
+    this.listeners.get(name)!.add(callback);
+  }
+  off(name: string, callback?: Callback): void {
+    if (callback) this.listeners.get(name)?.delete(callback);
+    else this.listeners.delete(name);
+  }
+  emit(name: string, ...args: unknown[]): void {
+    this.listeners.get(name)?.forEach((cb) => cb(...args));
+  }
+  listenerCount(): number {
+    return [...this.listeners.values()].reduce((n, set) => n + set.size, 0);
+  }
+}
+
+let el: HTMLElement;
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  document.body.replaceChildren();
+  el = document.createElement("div");
+  document.body.append(el);
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const root = () => el.querySelector<HTMLElement>('[data-testid="neta-run"]')!;
+const frame = () => vi.advanceTimersToNextFrame();
+
+describe("the anywidget entry (embedded mode)", () => {
+  it("asks the kernel for a replay and renders the events it sends", () => {
+    const model = new FakeModel({ request_id: "r_basic", mode: "embedded", prompt: "why?", snapshot: {} });
+    const cleanup = widget.render({ model, el });
+    expect(model.sent).toEqual([{ kind: "replay", lastSeq: -1 }]);
+    expect(el.textContent).toContain("why?");
+
+    model.emit("msg:custom", { kind: "events", events: fixture("basic_run") });
+    frame();
+    expect(root().dataset["status"]).toBe("completed");
+    expect(el.querySelector('[data-testid="neta-answer"]')?.textContent).toContain("I saved the counts");
+
+    // The terminal event writes the snapshot at once.
+    expect(model.traits["snapshot"]).toMatchObject({ requestId: "r_basic", status: "completed", lastSeq: 36 });
+    expect((model.traits["snapshot"] as { finalText: string }).finalText).toContain("Column **b**");
+    expect(model.saves).toBe(1);
+
+    cleanup();
+    expect(el.children).toHaveLength(0);
+    expect(model.listenerCount()).toBe(0);
+  });
+
+  it("sends actions back over the comm with the requestId", () => {
+    const model = new FakeModel({ request_id: "r_perm", mode: "embedded", prompt: "", snapshot: {} });
+    widget.render({ model, el });
+    const events = fixture("permission_resume");
+    model.emit("msg:custom", { kind: "events", events: events.slice(0, events.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1) });
+    frame();
+    el.querySelector<HTMLElement>('[data-testid="neta-always"]')!.click();
+    expect(model.sent[1]).toEqual({ kind: "action", action: "resume", requestId: "r_perm", askId: "ask_1", approved: true, always: true });
+  });
+
+  it("shows the saved snapshot until live events arrive", () => {
+    const snapshot = { requestId: "r_old", status: "completed", finalText: "The **saved** answer", lastSeq: 12 };
+    const model = new FakeModel({ request_id: "r_old", mode: "server", prompt: "", snapshot });
+    widget.render({ model, el }); // no Jupyter page config here: falls back to the comm
+    frame();
+    expect(el.querySelector('[data-testid="neta-answer"] strong')?.textContent).toBe("saved");
+    expect(root().dataset["status"]).toBe("completed");
+    expect(model.saves).toBe(0);
+  });
+
+  it("starts over when request_id changes", () => {
+    const model = new FakeModel({ request_id: "", mode: "embedded", prompt: "", snapshot: {} });
+    widget.render({ model, el });
+    model.emit("msg:custom", { kind: "events", events: fixture("max_steps") });
+    frame();
+    model.set("request_id", "r_basic");
+    frame();
+    expect(root().dataset["lastSeq"]).toBe("-1");
+    expect(model.sent[model.sent.length - 1]).toEqual({ kind: "replay", lastSeq: -1 });
+  });
+});
+
+describe("snapshot", () => {
+  it("round-trips the final text and status", () => {
+    const state = reduceAll(fixture("failed_recoverable"));
+    const snapshot = snapshotOf(state);
+    expect(snapshot).toEqual({
+      requestId: "r_fail",
+      status: "failed",
+      finalText: "Let me look",
+      lastSeq: 4,
+      errorMessage: "The model did not answer in time",
+    });
+    const shown = stateFromSnapshot(snapshot);
+    expect(shown?.answer[0]?.text).toBe("Let me look");
+    expect(shown?.failure?.errorMessage).toBe("The model did not answer in time");
+    expect(stateFromSnapshot({})).toBeNull();
+    expect(stateFromSnapshot(null)).toBeNull();
+  });
+
+  it("is written at most once per interval while running, and at once at rest", () => {
+    const writes: unknown[] = [];
+    const writer = new SnapshotWriter((s) => writes.push(s), { setTimeout, clearTimeout }, 1000);
+    const events = fixture("basic_run");
+    for (let i = 1; i < events.length; i++) writer.push(reduceAll(events.slice(0, i)));
+    expect(writes).toHaveLength(0);
+    vi.advanceTimersByTime(1000);
+    expect(writes).toHaveLength(1);
+    writer.push(reduceAll(events));
+    expect(writes).toHaveLength(2);
+    expect(writes[1]).toMatchObject({ status: "completed" });
+    writer.dispose();
+    expect(writes).toHaveLength(2);
+  });
+});
