@@ -43,7 +43,9 @@ class ApiClient:
         return await self.post("resumeTask", {"requestId": request_id, **fields})
 
     async def status(self, request_id: str) -> dict[str, Any]:
-        response = await self.http.get("neta/api/agent/run/status", params={"requestId": request_id})
+        response = await self.http.get(
+            "neta/api/agent/run/status", params={"requestId": request_id}
+        )
         assert response.status_code == 200, response.text
         return response.json()
 
@@ -55,14 +57,18 @@ class ApiClient:
         if last_event_id is not None:
             params["lastEventId"] = last_event_id
         out: list[Frame] = []
-        async with aconnect_sse(self.http, "GET", "neta/api/agent/run/stream", params=params) as src:
+        async with aconnect_sse(
+            self.http, "GET", "neta/api/agent/run/stream", params=params
+        ) as src:
             async for sse in src.aiter_sse():
                 out.append(Frame(sse.id, sse.event, sse.data))
                 if limit is not None and len(out) >= limit:
                     break
         return out
 
-    async def segment(self, request_id: str, last_event_id: int | None = None) -> list[dict[str, Any]]:
+    async def segment(
+        self, request_id: str, last_event_id: int | None = None
+    ) -> list[dict[str, Any]]:
         """Envelopes of one stream segment (up to its terminal event), heartbeats dropped."""
         frames = await self.frames(request_id, last_event_id)
         return [f.json for f in frames if f.event != "HEARTBEAT"]

@@ -31,8 +31,13 @@ class ServerProcess:
         self.token = "test-token-" + os.urandom(6).hex()
         self.port = free_port()
         self.config_file = workdir / "jupyter_server_config.json"
-        config = {"NetaApp": {"data_dir": str(workdir / "neta-data"), "demo_pace": 0.0,
-                              **(neta_config or {})}}
+        config = {
+            "NetaApp": {
+                "data_dir": str(workdir / "neta-data"),
+                "demo_pace": 0.0,
+                **(neta_config or {}),
+            }
+        }
         self.config_file.write_text(json.dumps(config))
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -51,17 +56,33 @@ class ServerProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NETA_", "JPY_"))}
         env["JUPYTER_RUNTIME_DIR"] = str(self.workdir / "runtime")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyter_server", f"--port={self.port}", "--port-retries=0",
-             f"--IdentityProvider.token={self.token}", "--ServerApp.open_browser=False",
-             f"--ServerApp.root_dir={self.root}", f"--config={self.config_file}", "--ip=127.0.0.1", "--allow-root"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
+            [
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                f"--port={self.port}",
+                "--port-retries=0",
+                f"--IdentityProvider.token={self.token}",
+                "--ServerApp.open_browser=False",
+                f"--ServerApp.root_dir={self.root}",
+                f"--config={self.config_file}",
+                "--ip=127.0.0.1",
+                "--allow-root",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.workdir,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited early:\n{self.log_text()}")
             try:
-                if httpx.get(self.url + "api/status", headers=self.headers, timeout=2).status_code == 200:
+                if (
+                    httpx.get(self.url + "api/status", headers=self.headers, timeout=2).status_code
+                    == 200
+                ):
                     return
             except httpx.HTTPError:
                 pass
@@ -84,4 +105,6 @@ class ServerProcess:
             self.proc.wait(10)
 
     def log_text(self) -> str:
-        return "\n".join(p.read_text(errors="replace") for p in sorted(self.workdir.glob("server-*.log")))
+        return "\n".join(
+            p.read_text(errors="replace") for p in sorted(self.workdir.glob("server-*.log"))
+        )

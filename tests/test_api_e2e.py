@@ -14,7 +14,11 @@ from tests.helpers import TERMINAL, ApiClient, assert_in_order, types
 def neta_config() -> dict[str, Any]:
     # Reading files is read-only and allowed by default; this server asks first, so the demo
     # run exercises the whole permission round trip.
-    return {"permission_rules": [{"tool": "read_file", "action": "ask", "description": "reading files needs approval"}]}
+    return {
+        "permission_rules": [
+            {"tool": "read_file", "action": "ask", "description": "reading files needs approval"}
+        ]
+    }
 
 
 async def test_demo_run_with_permission_ask_and_answer(api: ApiClient, jp_root_dir: Path) -> None:
@@ -27,8 +31,18 @@ async def test_demo_run_with_permission_ask_and_answer(api: ApiClient, jp_root_d
     assert names[0] == "SESSION_CREATED"
     assert [e["seq"] for e in first] == list(range(len(first)))
     assert sum(n in TERMINAL for n in names) == 1 and names[-1] == "MESSAGE_SUSPENDED"
-    assert_in_order(names, ["SESSION_CREATED", "REASONING_START", "REASONING_DELTA", "REASONING_END",
-                            "TOOL_CALL_GENERATING", "PERMISSION_ASK", "MESSAGE_SUSPENDED"])
+    assert_in_order(
+        names,
+        [
+            "SESSION_CREATED",
+            "REASONING_START",
+            "REASONING_DELTA",
+            "REASONING_END",
+            "TOOL_CALL_GENERATING",
+            "PERMISSION_ASK",
+            "MESSAGE_SUSPENDED",
+        ],
+    )
     ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
     assert ask["toolName"] == "read_file" and "notes.txt" in ask["arguments"]
     assert ask["ruleDescription"] == "reading files needs approval"
@@ -38,11 +52,24 @@ async def test_demo_run_with_permission_ask_and_answer(api: ApiClient, jp_root_d
     assert response.status_code == 200, response.text
 
     second = await api.segment(rid, last_event_id=first[-1]["seq"])
-    assert [e["seq"] for e in second] == list(range(first[-1]["seq"] + 1, first[-1]["seq"] + 1 + len(second)))
+    assert [e["seq"] for e in second] == list(
+        range(first[-1]["seq"] + 1, first[-1]["seq"] + 1 + len(second))
+    )
     names = types(second)
     assert sum(n in TERMINAL for n in names) == 1 and names[-1] == "MESSAGE_COMPLETED"
-    assert_in_order(names, ["PERMISSION_ASK_RESOLVED", "TOOL_START", "TOOL_RUNNING", "TOOL_COMPLETED",
-                            "TEXT_START", "TEXT_DELTA", "TEXT_END", "MESSAGE_COMPLETED"])
+    assert_in_order(
+        names,
+        [
+            "PERMISSION_ASK_RESOLVED",
+            "TOOL_START",
+            "TOOL_RUNNING",
+            "TOOL_COMPLETED",
+            "TEXT_START",
+            "TEXT_DELTA",
+            "TEXT_END",
+            "MESSAGE_COMPLETED",
+        ],
+    )
     completed = next(e for e in second if e["eventType"] == "TOOL_COMPLETED")["data"]
     assert "quarterly revenue grew 12%" in completed["output"]
     answer = "".join(e["data"]["text"] for e in second if e["eventType"] == "TEXT_DELTA")
@@ -67,7 +94,8 @@ async def test_reconnect_after_terminal_gets_204(api: ApiClient) -> None:
     assert response.status_code == 204
     # The standard header works too, as a browser EventSource sends it.
     response = await api.http.get(
-        "neta/api/agent/run/stream", params={"requestId": rid},
+        "neta/api/agent/run/stream",
+        params={"requestId": rid},
         headers={"Last-Event-ID": str(events[-1]["seq"])},
     )
     assert response.status_code == 204

@@ -32,12 +32,17 @@ def client(server: ServerProcess) -> httpx.Client:
     return httpx.Client(base_url=server.url, headers=server.headers, timeout=30, trust_env=False)
 
 
-def read(server: ServerProcess, rid: str, after: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+def read(
+    server: ServerProcess, rid: str, after: int | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
     params: dict[str, Any] = {"requestId": rid}
     if after is not None:
         params["lastEventId"] = after
     out: list[dict[str, Any]] = []
-    with client(server) as http, connect_sse(http, "GET", "neta/api/agent/run/stream", params=params) as src:
+    with (
+        client(server) as http,
+        connect_sse(http, "GET", "neta/api/agent/run/stream", params=params) as src,
+    ):
         for sse in src.iter_sse():
             if sse.event != "HEARTBEAT":
                 out.append(json.loads(sse.data))
@@ -97,20 +102,30 @@ def test_graceful_shutdown_suspends_and_the_run_resumes_after_restart(
 def test_pending_permission_ask_survives_a_restart(server: ServerProcess, tmp_path: Path) -> None:
     (server.root / "data.txt").write_text("forty-two")
     script = tmp_path / "ask.json"
-    script.write_text(json.dumps({"turns": [
-        {"toolCalls": [{"name": "read_file", "arguments": {"path": "data.txt"}}]},
-        {"text": "The file says forty-two."},
-    ]}))
+    script.write_text(
+        json.dumps(
+            {
+                "turns": [
+                    {"toolCalls": [{"name": "read_file", "arguments": {"path": "data.txt"}}]},
+                    {"text": "The file says forty-two."},
+                ]
+            }
+        )
+    )
     rid = start(server, content="read data.txt", model=f"scripted:{script}")
     first = read(server, rid)
     assert first[-1]["eventType"] == "MESSAGE_SUSPENDED"
     ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
     server.kill9()
     server.start()
-    assert read(server, rid)[-1]["eventType"] == "MESSAGE_SUSPENDED", "a suspended run stays suspended"
+    assert read(server, rid)[-1]["eventType"] == "MESSAGE_SUSPENDED", (
+        "a suspended run stays suspended"
+    )
     with client(server) as http:
-        response = http.post("neta/api/agent/run/resumeTask",
-                             json={"requestId": rid, "approved": True, "askId": ask["askId"]})
+        response = http.post(
+            "neta/api/agent/run/resumeTask",
+            json={"requestId": rid, "approved": True, "askId": ask["askId"]},
+        )
         assert response.status_code == 200, response.text
     rest = read(server, rid, after=first[-1]["seq"])
     names = [e["eventType"] for e in rest]

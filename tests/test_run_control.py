@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from neta_jupyter.providers import ProviderUnavailable, ScriptedModel, ScriptedToolCall, ScriptedTurn
+from neta_jupyter.providers import (
+    ProviderUnavailable,
+    ScriptedModel,
+    ScriptedToolCall,
+    ScriptedTurn,
+)
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.tools import ToolContext, ToolFile, ToolResult, tool
 from tests.helpers import ApiClient, types
@@ -18,7 +23,9 @@ from tests.helpers import ApiClient, types
 
 @pytest.fixture
 def neta_config() -> dict[str, Any]:
-    return {"permission_rules": [{"tool": "read_file", "args": {"path": "secret*"}, "action": "ask"}]}
+    return {
+        "permission_rules": [{"tool": "read_file", "args": {"path": "secret*"}, "action": "ask"}]
+    }
 
 
 def script(runtime: Runtime, *turns: ScriptedTurn) -> ScriptedModel:
@@ -59,8 +66,13 @@ async def test_always_allow_is_remembered_for_the_session(
 ) -> None:
     (jp_root_dir / "secret.txt").write_text("s3")
     call = ScriptedToolCall("read_file", {"path": "secret.txt"})
-    script(runtime, ScriptedTurn(tool_calls=[call]), ScriptedTurn(text="done"),
-           ScriptedTurn(tool_calls=[call]), ScriptedTurn(text="done again"))
+    script(
+        runtime,
+        ScriptedTurn(tool_calls=[call]),
+        ScriptedTurn(text="done"),
+        ScriptedTurn(tool_calls=[call]),
+        ScriptedTurn(text="done again"),
+    )
     rid = (await api.start("one", model="scripted", sessionName="nb.ipynb"))["requestId"]
     first = await api.segment(rid)
     ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
@@ -95,13 +107,18 @@ async def test_supplementary_input_is_injected_at_the_next_step(
 ) -> None:
     model = script(
         runtime,
-        ScriptedTurn(reasoning=["thinking "] * 60, delay=0.01,
-                     tool_calls=[ScriptedToolCall("list_files", {})]),
+        ScriptedTurn(
+            reasoning=["thinking "] * 60,
+            delay=0.01,
+            tool_calls=[ScriptedToolCall("list_files", {})],
+        ),
         ScriptedTurn(text="Noted: use the median."),
     )
     rid = (await api.start("describe the data", model="scripted"))["requestId"]
     await api.frames(rid, limit=5)
-    response = await api.post("addSupplementaryInput", {"requestId": rid, "content": "use the median"})
+    response = await api.post(
+        "addSupplementaryInput", {"requestId": rid, "content": "use the median"}
+    )
     assert response.status_code == 200
     input_id = response.json()["inputId"]
     events = await api.segment(rid)
@@ -111,7 +128,9 @@ async def test_supplementary_input_is_injected_at_the_next_step(
     names = types(events)
     assert names.index("SUPPLEMENTARY_INPUT_CONSUMED") > names.index("TOOL_COMPLETED")
     assert names.index("SUPPLEMENTARY_INPUT_CONSUMED") < names.index("TEXT_START")
-    assert [m.content for m in model.requests[1].messages if m.role == "user"][-1] == "use the median"
+    assert [m.content for m in model.requests[1].messages if m.role == "user"][
+        -1
+    ] == "use the median"
 
 
 async def test_max_steps_ends_with_synthetic_text(api: ApiClient, runtime: Runtime) -> None:
@@ -126,8 +145,11 @@ async def test_max_steps_ends_with_synthetic_text(api: ApiClient, runtime: Runti
     assert events[-1]["eventType"] == "MESSAGE_COMPLETED" and final["finishReason"] == "MAX_STEPS"
     assert final["finishMessage"] == starts[0]["data"]["text"]
     model.assert_complete()
-    tree = (await api.http.get("neta/api/sessions/tree",
-                               params={"sessionId": events[0]["data"]["sessionId"]})).json()
+    tree = (
+        await api.http.get(
+            "neta/api/sessions/tree", params={"sessionId": events[0]["data"]["sessionId"]}
+        )
+    ).json()
     assert tree["entries"][-1]["message"]["content"] == starts[0]["data"]["text"]
 
 
@@ -148,7 +170,9 @@ async def test_retry_after_recoverable_failure_does_not_rerun_finished_tools(
     model = script(
         runtime,
         ScriptedTurn(tool_calls=[ScriptedToolCall("read_file", {"path": "a.txt"}, id="call_read")]),
-        ScriptedTurn(text="partial ", error=ProviderUnavailable("upstream reset", network_error=True)),
+        ScriptedTurn(
+            text="partial ", error=ProviderUnavailable("upstream reset", network_error=True)
+        ),
         ScriptedTurn(text="The file says alpha."),
     )
     rid = (await api.start("read a.txt", model="scripted"))["requestId"]
@@ -185,18 +209,27 @@ async def test_invalid_request_failure_is_not_recoverable(api: ApiClient, runtim
 async def test_virtual_tools_follow_seed_003_section_8(api: ApiClient, runtime: Runtime) -> None:
     model = script(
         runtime,
-        ScriptedTurn(tool_calls=[
-            ScriptedToolCall("render_chart", {"kind": "bar"}, id="c1"),
-            ScriptedToolCall("show_table", {}, id="c2"),
-            ScriptedToolCall("silent", {}, id="c3"),
-            ScriptedToolCall("render_chart", {"kind": 3}, id="c4"),
-        ]),
+        ScriptedTurn(
+            tool_calls=[
+                ScriptedToolCall("render_chart", {"kind": "bar"}, id="c1"),
+                ScriptedToolCall("show_table", {}, id="c2"),
+                ScriptedToolCall("silent", {}, id="c3"),
+                ScriptedToolCall("render_chart", {"kind": 3}, id="c4"),
+            ]
+        ),
         ScriptedTurn(text="Rendered."),
     )
     virtual = [
-        {"name": "render_chart", "description": "draw a chart", "mockResponse": "chart shown",
-         "parameters": {"type": "object", "required": ["kind"],
-                        "properties": {"kind": {"type": "string"}}}},
+        {
+            "name": "render_chart",
+            "description": "draw a chart",
+            "mockResponse": "chart shown",
+            "parameters": {
+                "type": "object",
+                "required": ["kind"],
+                "properties": {"kind": {"type": "string"}},
+            },
+        },
         {"name": "show_table", "description": "show a table"},
         {"name": "silent", "mockResponse": ""},
     ]
@@ -210,8 +243,12 @@ async def test_virtual_tools_follow_seed_003_section_8(api: ApiClient, runtime: 
             by_call.setdefault(e["data"]["toolCallId"], []).append(e)
     start = next(e for e in by_call["c1"] if e["eventType"] == "TOOL_START")
     assert json.loads(start["data"]["arguments"]) == {"kind": "bar"}
-    outputs = {cid: next((e["data"].get("output") for e in evs if e["eventType"] == "TOOL_COMPLETED"), None)
-               for cid, evs in by_call.items()}
+    outputs = {
+        cid: next(
+            (e["data"].get("output") for e in evs if e["eventType"] == "TOOL_COMPLETED"), None
+        )
+        for cid, evs in by_call.items()
+    }
     assert outputs["c1"] == "chart shown"
     assert outputs["c2"] == '{"status":"success"}'
     assert outputs["c3"] == ""
@@ -223,14 +260,21 @@ async def test_virtual_tools_follow_seed_003_section_8(api: ApiClient, runtime: 
 async def make_report(ctx: ToolContext, rows: int = 3) -> ToolResult:
     """Write a CSV report."""
     body = "n,square\n" + "".join(f"{i},{i * i}\n" for i in range(rows))
-    return ToolResult(f"wrote report.csv with {rows} rows",
-                      files=[ToolFile("report.csv", body.encode(), "text/csv")])
+    return ToolResult(
+        f"wrote report.csv with {rows} rows",
+        files=[ToolFile("report.csv", body.encode(), "text/csv")],
+    )
 
 
-async def test_produced_file_becomes_a_downloadable_attachment(api: ApiClient, runtime: Runtime) -> None:
+async def test_produced_file_becomes_a_downloadable_attachment(
+    api: ApiClient, runtime: Runtime
+) -> None:
     runtime.tools.register(make_report)
-    script(runtime, ScriptedTurn(tool_calls=[ScriptedToolCall("make_report", {"rows": 4})]),
-           ScriptedTurn(text="Report ready."))
+    script(
+        runtime,
+        ScriptedTurn(tool_calls=[ScriptedToolCall("make_report", {"rows": 4})]),
+        ScriptedTurn(text="Report ready."),
+    )
     rid = (await api.start("make a report", model="scripted"))["requestId"]
     events = await api.segment(rid)
     names = types(events)
@@ -238,14 +282,16 @@ async def test_produced_file_becomes_a_downloadable_attachment(api: ApiClient, r
     att = next(e for e in events if e["eventType"] == "ATTACHMENT_CHANGED")["data"]
     assert att["fileName"] == "report.csv" and att["fileExtension"] == "csv"
     assert att["source"] == "AGENT_GENERATED" and att["changeType"] == "CREATED"
-    response = await api.http.get("neta/api/agent/attachment/download",
-                                  params={"virtualPath": att["virtualPath"]})
+    response = await api.http.get(
+        "neta/api/agent/attachment/download", params={"virtualPath": att["virtualPath"]}
+    )
     assert response.status_code == 200
     assert response.content == b"n,square\n0,0\n1,1\n2,4\n3,9\n"
     assert att["fileSize"] == len(response.content)
     assert response.headers["content-type"].startswith("text/csv")
-    missing = await api.http.get("neta/api/agent/attachment/download",
-                                 params={"virtualPath": "../../etc/passwd"})
+    missing = await api.http.get(
+        "neta/api/agent/attachment/download", params={"virtualPath": "../../etc/passwd"}
+    )
     assert missing.status_code == 404 and missing.json()["errCode"] == "ATTACHMENT_NOT_FOUND"
 
 
@@ -258,32 +304,48 @@ async def test_imported_run_stream_answers_409(api: ApiClient) -> None:
     body = stream.json()
     assert body["errCode"] == "IMPORTED_RUN" and body["success"] is False
     assert body["httpStatusCode"] == 409 and body["requestId"] == rid
-    tree = (await api.http.get("neta/api/sessions/tree",
-                               params={"sessionId": response.json()["sessionId"]})).json()
+    tree = (
+        await api.http.get(
+            "neta/api/sessions/tree", params={"sessionId": response.json()["sessionId"]}
+        )
+    ).json()
     assert [e["message"]["content"] for e in tree["entries"]] == ["q?", "a."]
 
 
 async def test_session_follow_up_sees_the_conversation_and_leaf_switch(
     api: ApiClient, runtime: Runtime
 ) -> None:
-    model = script(runtime, ScriptedTurn(text="first answer"), ScriptedTurn(text="second answer"),
-                   ScriptedTurn(text="branch answer"))
+    model = script(
+        runtime,
+        ScriptedTurn(text="first answer"),
+        ScriptedTurn(text="second answer"),
+        ScriptedTurn(text="branch answer"),
+    )
     one = await api.start("first question", model="scripted", sessionName="nb")
     await api.segment(one["requestId"])
     two = await api.start("second question", model="scripted", sessionName="nb")
     await api.segment(two["requestId"])
     assert two["sessionId"] == one["sessionId"]
     assert [m.content for m in model.requests[1].messages] == [
-        "first question", "first answer", "second question"]
-    tree = (await api.http.get("neta/api/sessions/tree", params={"sessionId": one["sessionId"]})).json()
+        "first question",
+        "first answer",
+        "second question",
+    ]
+    tree = (
+        await api.http.get("neta/api/sessions/tree", params={"sessionId": one["sessionId"]})
+    ).json()
     first_answer = tree["entries"][1]["entryId"]
-    switched = await api.http.post("neta/api/sessions/leaf",
-                                   json={"sessionId": one["sessionId"], "leafEntryId": first_answer})
+    switched = await api.http.post(
+        "neta/api/sessions/leaf", json={"sessionId": one["sessionId"], "leafEntryId": first_answer}
+    )
     assert switched.status_code == 200 and switched.json()["activePath"][-1] == first_answer
     three = await api.start("branch question", model="scripted", sessionId=one["sessionId"])
     await api.segment(three["requestId"])
     assert [m.content for m in model.requests[2].messages] == [
-        "first question", "first answer", "branch question"]
+        "first question",
+        "first answer",
+        "branch question",
+    ]
 
 
 async def test_busy_session_is_refused(api: ApiClient, runtime: Runtime) -> None:

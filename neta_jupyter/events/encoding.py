@@ -39,7 +39,7 @@ def ws_batch(payloads: list[str]) -> str:
 
 
 def decode_event(raw: str | bytes | dict[str, Any]) -> AgentEvent | None:
-    """Parse an envelope; unknown event types, ``data.type`` values and fields give ``None``/are dropped.
+    """Parse an envelope; unknown event types or ``data.type`` values give ``None``.
 
     Clients must keep consuming when the server adds something new (seed 003 §10), so this never
     raises on well-formed JSON of an unknown shape.
@@ -57,7 +57,7 @@ def decode_event(raw: str | bytes | dict[str, Any]) -> AgentEvent | None:
 
 
 def catalogue_schema() -> dict[str, Any]:
-    """JSON Schema of the envelope and every data body (the widget's types are generated from it)."""
+    """JSON Schema of the envelope and every data body (the widget's types come from it)."""
     schema = TypeAdapter(AgentEvent).json_schema(by_alias=True, mode="serialization")
     schema["title"] = "AgentEvent"
     return schema

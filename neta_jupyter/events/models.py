@@ -15,7 +15,7 @@ from pydantic.alias_generators import to_camel
 
 
 class _Wire(BaseModel):
-    """Base of every wire model: camelCase on the wire, snake_case in Python, unknown fields ignored."""
+    """Base of wire models: camelCase on the wire, snake_case in Python, unknown fields ignored."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True

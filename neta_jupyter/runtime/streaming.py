@@ -35,7 +35,7 @@ class Reply:
 
 
 class ReplyStreamer:
-    """Emits REASONING_* / TEXT_* / TOOL_CALL_GENERATING as parts arrive and closes open segments."""
+    """Emits REASONING_* / TEXT_* / TOOL_CALL_GENERATING as parts arrive; closes open segments."""
 
     def __init__(self, emitter: RunEmitter, call_id_prefix: str) -> None:
         self._emitter = emitter

@@ -104,9 +104,14 @@ class ToolRunner:
     async def run_tool(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> tuple[str, bool]:
         """Execute a registry tool; returns (output for the model, ok)."""
         self._start(call)
-        ctx.report = lambda title: self._emitter.emit(
-            EventType.TOOL_RUNNING, ToolData(tool_call_id=call.id, tool_name=call.name, title=title)
-        )
+
+        def report(title: str) -> None:
+            self._emitter.emit(
+                EventType.TOOL_RUNNING,
+                ToolData(tool_call_id=call.id, tool_name=call.name, title=title),
+            )
+
+        ctx.report = report
         ctx.report(f"Running {call.name}")
         await self._emitter.flush()
         began = time.monotonic()

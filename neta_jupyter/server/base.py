@@ -6,18 +6,17 @@ import hmac
 import json
 from typing import Any, TypeVar
 
-from jupyter_server.base.handlers import APIHandler, JupyterHandler
-from pydantic import BaseModel, ValidationError
-from tornado import web
-
 from jupyter_server.auth.identity import (
     IdentityProvider,
     LegacyIdentityProvider,
     PasswordIdentityProvider,
     User,
 )
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from pydantic import BaseModel, ValidationError
+from tornado import web
 
-from ..runtime import Runtime, RunApiError
+from ..runtime import RunApiError, Runtime
 from .errors import ApiError, describe_validation, error_body
 
 AUTH_RESOURCE = "neta"
@@ -36,6 +35,8 @@ def principal_of(handler: JupyterHandler) -> str:
     if type(handler.identity_provider) in _SHARED_SECRET_PROVIDERS:
         return str(handler.settings.get("neta_owner", OWNER))
     return str(getattr(user, "username", None) or user)
+
+
 B = TypeVar("B", bound=BaseModel)
 _SHARED_SECRET_PROVIDERS = (IdentityProvider, PasswordIdentityProvider, LegacyIdentityProvider)
 
@@ -85,8 +86,10 @@ class NetaHandler(APIHandler):
         expected = self.settings.get("neta_kernel_token")
         header = self.request.headers.get("Authorization", "")
         scheme, _, value = header.partition(" ")
-        return bool(expected) and scheme.lower() == "neta-kernel" and hmac.compare_digest(
-            value.strip(), str(expected)
+        return (
+            bool(expected)
+            and scheme.lower() == "neta-kernel"
+            and hmac.compare_digest(value.strip(), str(expected))
         )
 
     def set_default_headers(self) -> None:
@@ -103,7 +106,9 @@ class NetaHandler(APIHandler):
         """The JSON body validated as ``model``; a clear 4xx otherwise."""
         limit = int(self.settings.get("neta_max_body_bytes", 1_000_000))
         if len(self.request.body) > limit:
-            raise ApiError(413, "BODY_TOO_LARGE", f"request body is over the limit of {limit} bytes")
+            raise ApiError(
+                413, "BODY_TOO_LARGE", f"request body is over the limit of {limit} bytes"
+            )
         try:
             raw = json.loads(self.request.body or b"{}")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

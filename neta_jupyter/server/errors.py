@@ -1,4 +1,4 @@
-"""HTTP errors in seed 003's body shape; tornado's own errors are translated here and nowhere else."""
+"""HTTP errors in seed 003's body shape; tornado's errors are translated here, nowhere else."""
 
 from __future__ import annotations
 

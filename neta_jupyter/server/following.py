@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from ..events import AgentEvent, EventType, HeartbeatData, encode_json
 from ..store import EventLog, StoredEvent
@@ -34,8 +35,9 @@ async def follow_with_heartbeat(
         while not stop.is_set():
             if pending is None:
                 pending = asyncio.ensure_future(anext(stream))
+            waiting: set[asyncio.Future[Any]] = {pending, stopper}
             done, _ = await asyncio.wait(
-                {pending, stopper}, timeout=interval, return_when=asyncio.FIRST_COMPLETED
+                waiting, timeout=interval, return_when=asyncio.FIRST_COMPLETED
             )
             if stopper in done:
                 return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import mimetypes
 from pathlib import Path
 from typing import Any
@@ -65,8 +66,12 @@ class ResumeHandler(NetaHandler):
     async def post(self) -> None:
         body = self.parse_body(ResumeRequest)
         run = await self.runtime.resume(
-            self.principal, body.request_id, approved=body.approved, ask_id=body.ask_id,
-            always=body.always, answer=body.answer,
+            self.principal,
+            body.request_id,
+            approved=body.approved,
+            ask_id=body.ask_id,
+            always=body.always,
+            answer=body.answer,
         )
         self.reply({"requestId": run.request_id, "status": run.status})
 
@@ -149,7 +154,7 @@ class AttachmentHandler(NetaHandler):
         if record is None or record.principal != self.principal:
             raise ApiError(404, "ATTACHMENT_NOT_FOUND", f"no attachment at {virtual_path!r}")
         path = Path(record.disk_path)
-        if not path.is_file():
+        if not await asyncio.to_thread(path.is_file):
             raise ApiError(404, "ATTACHMENT_NOT_FOUND", f"the file of {virtual_path!r} is gone")
         content_type = record.content_type or mimetypes.guess_type(record.file_name)[0]
         self.set_header("Content-Type", content_type or "application/octet-stream")
@@ -157,7 +162,7 @@ class AttachmentHandler(NetaHandler):
         self.set_header(
             "Content-Disposition", f"{disposition}; filename*=UTF-8''{quote(record.file_name)}"
         )
-        self.finish(path.read_bytes())
+        self.finish(await asyncio.to_thread(path.read_bytes))
 
 
 def _session_json(session: SessionRecord) -> dict[str, Any]:

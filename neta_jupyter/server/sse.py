@@ -22,7 +22,9 @@ def parse_last_event_id(value: str | None) -> int:
     try:
         seq = int(value)
     except ValueError as exc:
-        raise ApiError(400, "INVALID_LAST_EVENT_ID", f"lastEventId must be an integer, got {value!r}") from exc
+        raise ApiError(
+            400, "INVALID_LAST_EVENT_ID", f"lastEventId must be an integer, got {value!r}"
+        ) from exc
     if seq < -1:
         raise ApiError(400, "INVALID_LAST_EVENT_ID", "lastEventId must be -1 or more")
     return seq
@@ -43,7 +45,8 @@ class StreamHandler(NetaHandler):
         self._closed = asyncio.Event()
         request_id = self.query("requestId") or ""
         after = parse_last_event_id(
-            self.get_query_argument("lastEventId", None) or self.request.headers.get("Last-Event-ID")
+            self.get_query_argument("lastEventId", None)
+            or self.request.headers.get("Last-Event-ID")
         )
         try:
             run = self.runtime.get_run(self.principal, request_id)
@@ -52,11 +55,21 @@ class StreamHandler(NetaHandler):
             self.finish(sse_error_frame(exc.message))
             return
         if run.imported:
-            raise ApiError(409, "IMPORTED_RUN", "this run was imported from history and has no "
-                           "event stream; read its messages from the session tree", request_id)
+            raise ApiError(
+                409,
+                "IMPORTED_RUN",
+                "this run was imported from history and has no "
+                "event stream; read its messages from the session tree",
+                request_id,
+            )
         log = self.runtime.store.events
         last = log.last_event(request_id)
-        if last is not None and last.terminal and after >= last.seq and not self.runtime.is_active(request_id):
+        if (
+            last is not None
+            and last.terminal
+            and after >= last.seq
+            and not self.runtime.is_active(request_id)
+        ):
             self.set_status(204)  # nothing will follow: EventSource stops reconnecting
             self.finish()
             return
@@ -67,7 +80,7 @@ class StreamHandler(NetaHandler):
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
-        stream = self.request.connection.stream  # type: ignore[attr-defined]
+        stream = getattr(self.request.connection, "stream", None)
         if stream is not None:
             # Nagle's algorithm adds ~20 ms to small-frame delivery on loopback.
             stream.set_nodelay(True)

@@ -20,13 +20,12 @@ from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..events import ws_batch
-from ..runtime import Runtime, RunApiError
+from ..runtime import RunApiError, Runtime
 from .base import AUTH_RESOURCE, principal_of
-from .errors import describe_validation
+from .errors import ApiError, describe_validation
 from .following import follow_with_heartbeat, heartbeat_json
 from .schemas import InputRequest, RequestRef, ResumeRequest, RunRequest
 from .sse import parse_last_event_id
-from .errors import ApiError
 
 Reply = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
@@ -46,7 +45,7 @@ class _Chat(RunRequest):
     leaf_entry_id: str | None = None
 
 
-class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):  # type: ignore[misc]
+class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
     """One client connection."""
 
     auth_resource = AUTH_RESOURCE
@@ -73,7 +72,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):  # type: igno
         """The Jupyter user of this connection."""
         return principal_of(self)
 
-    def open(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def open(self, *args: Any, **kwargs: Any) -> None:
         """Start with no subscriptions."""
         self._subs: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Reply | None]]] = {
@@ -108,15 +107,24 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):  # type: igno
             handler = self._handlers.get(str(frame.get("type")))
             if handler is None:
                 known = ", ".join(sorted(self._handlers))
-                raise _FrameError("UNKNOWN_TYPE", f"unknown message type {frame.get('type')!r}; "
-                                  f"known: {known}")
+                raise _FrameError(
+                    "UNKNOWN_TYPE", f"unknown message type {frame.get('type')!r}; known: {known}"
+                )
             reply = await handler(frame)
         except _FrameError as exc:
-            reply = {"type": "error", "errCode": exc.code, "message": exc.message,
-                     "requestId": exc.request_id}
+            reply = {
+                "type": "error",
+                "errCode": exc.code,
+                "message": exc.message,
+                "requestId": exc.request_id,
+            }
         except ApiError as exc:
-            reply = {"type": "error", "errCode": exc.code, "message": exc.message,
-                     "requestId": exc.request_id}
+            reply = {
+                "type": "error",
+                "errCode": exc.code,
+                "message": exc.message,
+                "requestId": exc.request_id,
+            }
         except RunApiError as exc:
             reply = {"type": "error", "errCode": exc.code, "message": exc.message}
         if reply is not None:
@@ -187,7 +195,9 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):  # type: igno
         ticks = follow_with_heartbeat(log, request_id, after, interval, stop)
         try:
             async for tick in ticks:
-                payloads = [heartbeat_json(request_id)] if tick is None else [e.payload for e in tick]
+                payloads = (
+                    [heartbeat_json(request_id)] if tick is None else [e.payload for e in tick]
+                )
                 if not await self._send(ws_batch(payloads)):
                     return
         finally:
@@ -199,15 +209,26 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):  # type: igno
         if body.leaf_entry_id is not None and body.session_id is not None:
             entry = records.get_entry(body.leaf_entry_id)
             session = records.get_session(body.session_id)
-            if entry is None or session is None or session.principal != self.principal or \
-                    entry.session_id != body.session_id:
-                raise _FrameError("ENTRY_NOT_FOUND", f"no entry {body.leaf_entry_id!r} in that session")
+            if (
+                entry is None
+                or session is None
+                or session.principal != self.principal
+                or entry.session_id != body.session_id
+            ):
+                raise _FrameError(
+                    "ENTRY_NOT_FOUND", f"no entry {body.leaf_entry_id!r} in that session"
+                )
             records.set_leaf(body.session_id, body.leaf_entry_id)
         run = await self.runtime.start(
-            self.principal, body.content, session_id=body.session_id,
-            session_name=body.session_name, model=body.model,
+            self.principal,
+            body.content,
+            session_id=body.session_id,
+            session_name=body.session_name,
+            model=body.model,
             virtual_tools=[v.model_dump(by_alias=True) for v in body.virtual_tools],
-            tools=body.tools, max_steps=body.max_steps, approve=body.approve,
+            tools=body.tools,
+            max_steps=body.max_steps,
+            approve=body.approve,
             kernel_id=body.kernel_id,
         )
         await self._subscribe({"requestId": run.request_id})
@@ -216,23 +237,39 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):  # type: igno
     async def _resume(self, frame: dict[str, Any]) -> Reply:
         body = self._validate(ResumeRequest, frame)
         run = await self.runtime.resume(
-            self.principal, body.request_id, approved=body.approved, ask_id=body.ask_id,
-            always=body.always, answer=body.answer,
+            self.principal,
+            body.request_id,
+            approved=body.approved,
+            ask_id=body.ask_id,
+            always=body.always,
+            answer=body.answer,
         )
-        return {"type": "ack", "action": frame["type"], "requestId": run.request_id,
-                "status": run.status}
+        return {
+            "type": "ack",
+            "action": frame["type"],
+            "requestId": run.request_id,
+            "status": run.status,
+        }
 
     async def _terminate(self, frame: dict[str, Any]) -> Reply:
         body = self._validate(RequestRef, frame)
         run = await self.runtime.terminate(self.principal, body.request_id)
-        return {"type": "ack", "action": "terminate", "requestId": run.request_id,
-                "status": run.status}
+        return {
+            "type": "ack",
+            "action": "terminate",
+            "requestId": run.request_id,
+            "status": run.status,
+        }
 
     async def _input(self, frame: dict[str, Any]) -> Reply:
         body = self._validate(InputRequest, frame)
         input_id = await self.runtime.add_input(self.principal, body.request_id, body.content)
-        return {"type": "ack", "action": "supplementary_input", "requestId": body.request_id,
-                "inputId": input_id}
+        return {
+            "type": "ack",
+            "action": "supplementary_input",
+            "requestId": body.request_id,
+            "inputId": input_id,
+        }
 
     async def _thinking_level(self, frame: dict[str, Any]) -> Reply:
         level = frame.get("level")

@@ -238,7 +238,8 @@ class RecordStore:
     def add_usage(self, session_id: str, inputs: int, outputs: int, unknown: bool) -> SessionRecord:
         """Add a turn's usage to the session totals."""
         self._db.execute(
-            "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
+            "UPDATE sessions SET input_tokens = input_tokens + ?,"
+            " output_tokens = output_tokens + ?,"
             " has_unknown_usage = MAX(has_unknown_usage, ?) WHERE session_id = ?",
             (inputs, outputs, int(unknown), session_id),
         )

@@ -14,7 +14,7 @@ MAX_LIST_ENTRIES = 500
 
 
 def resolve_inside(root: Path, path: str) -> Path:
-    """``path`` resolved under ``root``; anything that escapes it (``..``, absolute, symlink) is refused."""
+    """``path`` under ``root``; escaping it (``..``, absolute, symlink) is refused."""
     base = root.resolve()
     candidate = (base / path).resolve()
     if candidate != base and base not in candidate.parents:

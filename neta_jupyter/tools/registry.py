@@ -5,7 +5,7 @@ tools run in the notebook's kernel through the :class:`KernelBridge` the host su
 
 Exceptions (who raises → who catches)::
 
-    ToolError            raised by tools and argument validation, caught by the runtime → TOOL_FAILED
+    ToolError    raised by tools and argument validation, caught by the runtime → TOOL_FAILED
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class ToolResult:
 
 
 class KernelBridge(Protocol):
-    """Runs code in the notebook's kernel (supplied by the host, see ``kernel/`` and ``server/``)."""
+    """Runs code in the notebook's kernel (supplied by the host: ``kernel/``, ``server/``)."""
 
     async def execute(self, code: str, *, timeout: float | None = None) -> ToolResult:
         """Execute ``code`` and collect its outputs."""
