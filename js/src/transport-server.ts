@@ -86,10 +86,12 @@ class ServerTransport implements Transport {
   private timer: unknown = null;
   private pinger: unknown = null;
   private closed = false;
+  private readonly subscribeId: string;
 
   constructor(private readonly options: ServerOptions) {
     this.env = options.env ?? browserEnv();
     this.lastSeq = options.lastSeq ?? -1;
+    this.subscribeId = `subscribe:${options.requestId}`;
   }
 
   start(onEvents: EventsHandler, onNotice?: NoticeHandler): void {
@@ -180,7 +182,8 @@ class ServerTransport implements Transport {
     socket.onopen = () => {
       opened = true;
       this.attempt = 0;
-      const subscribe: Record<string, unknown> = { type: "subscribe", requestId: this.options.requestId };
+      // `id` comes back as `replyTo` on the server's answer, so a refusal can be told apart.
+      const subscribe: Record<string, unknown> = { type: "subscribe", requestId: this.options.requestId, id: this.subscribeId };
       if (this.lastSeq >= 0) subscribe["lastEventId"] = this.lastSeq;
       socket.send(JSON.stringify(subscribe));
       this.startPing(socket);
@@ -222,7 +225,8 @@ class ServerTransport implements Transport {
     if (frame["type"] === "error") {
       const message = str(frame["message"]) || str(frame["errCode"]) || "The server reported an error";
       // An error about our run means we cannot follow it; any other is about one bad frame.
-      if (str(frame["requestId"]) === this.options.requestId) this.refuse(message);
+      const aboutUs = frame["replyTo"] === this.subscribeId || str(frame["requestId"]) === this.options.requestId;
+      if (aboutUs) this.refuse(message);
       else this.onNotice(message);
     }
   }

@@ -146,13 +146,13 @@ describe("server transport over WebSocket", () => {
     const socket = lastSocket();
     expect(socket.url).toBe("wss://hub.example:8443/user/alice/neta/ws");
     socket.open();
-    expect(socket.sent).toEqual([{ type: "subscribe", requestId: "r_basic" }]);
+    expect(socket.sent).toEqual([{ type: "subscribe", requestId: "r_basic", id: "subscribe:r_basic" }]);
   });
 
   it("resubscribes from the seq the view already has", () => {
     startServer("r_basic", 4);
     lastSocket().open();
-    expect(lastSocket().sent).toEqual([{ type: "subscribe", requestId: "r_basic", lastEventId: 4 }]);
+    expect(lastSocket().sent).toEqual([{ type: "subscribe", requestId: "r_basic", id: "subscribe:r_basic", lastEventId: 4 }]);
   });
 
   it("delivers array frames and ignores pong and subscribed", () => {
@@ -177,7 +177,7 @@ describe("server transport over WebSocket", () => {
     lastSocket().open();
     const withSeq = events.filter((e) => e.seq !== undefined);
     const last = Math.max(...events.slice(0, 10).map((e) => e.seq ?? -1));
-    expect(lastSocket().sent[0]).toEqual({ type: "subscribe", requestId: "r_basic", lastEventId: last });
+    expect(lastSocket().sent[0]).toEqual({ type: "subscribe", requestId: "r_basic", id: "subscribe:r_basic", lastEventId: last });
     lastSocket().receive(withSeq.slice(last - 2, last + 4));
     expect(seqs()).toEqual([...Array(last + 4).keys()]);
   });
@@ -212,6 +212,17 @@ describe("server transport over WebSocket", () => {
     timers.advance(60_000);
     expect(FakeSocket.all).toHaveLength(1);
     expect(FakeSource.all).toHaveLength(0);
+  });
+
+  it("stops when the server refuses the subscription (error replying to it)", () => {
+    startServer("r_gone");
+    const socket = lastSocket();
+    socket.open();
+    socket.receive({ type: "error", errCode: "RUN_NOT_FOUND", message: "no run r_gone", replyTo: "subscribe:r_gone" });
+    expect(notices).toEqual(["no run r_gone"]);
+    expect(socket.closedByClient).toBe(true);
+    timers.advance(60_000);
+    expect(FakeSocket.all).toHaveLength(1);
   });
 
   it("pings to keep the connection alive", () => {
