@@ -1,0 +1,119 @@
+"""The protocol: envelope, SSE framing, tolerant decoding, the schema export."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from neta_jupyter.events import (
+    AgentEvent,
+    EventType,
+    HeartbeatData,
+    TextData,
+    ToolData,
+    decode_event,
+    encode_json,
+    sse_error_frame,
+    sse_frame,
+    ws_batch,
+)
+from neta_jupyter.events.models import DATA_TYPES
+
+
+def test_envelope_is_camel_case_and_omits_nulls() -> None:
+    event = AgentEvent(
+        event_type=EventType.TOOL_START,
+        seq=5,
+        request_id="r_1",
+        step=1,
+        total_tokens=856,
+        data=ToolData(tool_call_id="call_1", tool_name="read_file", arguments='{"path":"a"}'),
+    )
+    wire = json.loads(encode_json(event))
+    assert wire["eventType"] == "TOOL_START" and wire["requestId"] == "r_1"
+    assert wire["data"] == {
+        "type": "tool",
+        "toolCallId": "call_1",
+        "toolName": "read_file",
+        "arguments": '{"path":"a"}',
+    }
+    assert wire["seq"] == 5 and wire["step"] == 1 and wire["totalTokens"] == 856
+    assert wire["timestamp"].endswith("Z")
+    assert decode_event(encode_json(event)) == event
+
+
+def test_sse_frames() -> None:
+    payload = encode_json(
+        AgentEvent(
+            event_type=EventType.TEXT_DELTA,
+            seq=12,
+            request_id="r",
+            data=TextData(text="line one\nline two"),
+        )
+    )
+    frame = sse_frame("TEXT_DELTA", payload, 12)
+    assert frame.startswith("id: 12\nevent: TEXT_DELTA\ndata: {")
+    assert frame.endswith("}\n\n") and frame.count("\n") == 4, (
+        "a newline in the text must not split data"
+    )
+    heartbeat = encode_json(
+        AgentEvent(event_type=EventType.HEARTBEAT, request_id="r", data=HeartbeatData())
+    )
+    frame = sse_frame("HEARTBEAT", heartbeat, None)
+    assert not frame.startswith("id:") and "\nid:" not in frame
+    error = sse_error_frame("no run with requestId 'x'\nsecond line")
+    assert error == ": no run with requestId 'x' second line\nevent: error\ndata: \n\n"
+    assert ws_batch(['{"a":1}', '{"b":2}']) == '[{"a":1},{"b":2}]'
+
+
+def test_decoder_ignores_unknown_types_and_fields() -> None:
+    base = {
+        "eventType": "TEXT_DELTA",
+        "seq": 1,
+        "requestId": "r",
+        "data": {"type": "text", "text": "hi"},
+        "timestamp": "2026-01-01T00:00:00Z",
+    }
+    assert decode_event({**base, "eventType": "FUTURE_EVENT"}) is None
+    assert decode_event({**base, "data": {"type": "hologram", "text": "x"}}) is None
+    event = decode_event(
+        {**base, "newTopLevel": 1, "data": {"type": "text", "text": "hi", "colour": "red"}}
+    )
+    assert event is not None and event.data == TextData(text="hi")
+    assert decode_event("[1, 2]") is None
+    assert decode_event({**base, "data": {"type": "text", "text": 5}}) is None
+
+
+def test_every_event_type_and_data_type_is_in_the_schema() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "neta_jupyter.events", "--schema"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    schema = json.loads(out.stdout)
+    assert set(
+        schema["properties"]["eventType"]["enum"]
+        if "enum" in schema["properties"]["eventType"]
+        else schema["$defs"]["EventType"]["enum"]
+    ) == {e.value for e in EventType}
+    mapping = schema["properties"]["data"]["discriminator"]["mapping"]
+    assert set(mapping) == DATA_TYPES
+    assert len(EventType) >= 19 + 1 + 9 + 9
+
+
+def test_committed_widget_schema_is_current() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "neta_jupyter.events", "--schema"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    from pathlib import Path
+
+    committed = Path(__file__).parent.parent / "js" / "schema" / "events.schema.json"
+    assert json.loads(committed.read_text()) == json.loads(out.stdout), (
+        "js/schema/events.schema.json is stale: run "
+        "`python -m neta_jupyter.events --schema > js/schema/events.schema.json`"
+    )

@@ -1,0 +1,90 @@
+"""The event log: contiguous seq, durability before delivery, followers, slow followers."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from neta_jupyter.events import AgentEvent, EventType, MessageData, TextData
+from neta_jupyter.store import Store
+
+
+def delta(rid: str, text: str) -> AgentEvent:
+    return AgentEvent(event_type=EventType.TEXT_DELTA, request_id=rid, data=TextData(text=text))
+
+
+def done(rid: str) -> AgentEvent:
+    return AgentEvent(
+        event_type=EventType.MESSAGE_COMPLETED,
+        request_id=rid,
+        data=MessageData(finish_reason="STOP"),
+    )
+
+
+def committed_rows(path: Path, rid: str) -> list[int]:
+    with sqlite3.connect(path) as other:  # a second connection sees only committed data
+        return [
+            r[0]
+            for r in other.execute(
+                "SELECT seq FROM events WHERE request_id = ? ORDER BY seq", (rid,)
+            )
+        ]
+
+
+async def test_seq_is_contiguous_per_run_and_append_returns_when_durable(tmp_path: Path) -> None:
+    store = Store(tmp_path / "log.sqlite3", commit_interval=0.05)
+    log = store.events
+    assert [log.append_nowait(delta("a", str(i))) for i in range(3)] == [0, 1, 2]
+    assert log.append_nowait(delta("b", "x")) == 0
+    assert committed_rows(tmp_path / "log.sqlite3", "a") == [], "not yet committed"
+    assert log.last_seq("a") == -1, "readers see only durable events"
+    assert await log.append(delta("a", "3")) == 3
+    assert committed_rows(tmp_path / "log.sqlite3", "a") == [0, 1, 2, 3]
+    assert [e.seq for e in log.read_after("a", 1)] == [2, 3]
+    store.close()
+    reopened = Store(tmp_path / "log.sqlite3")
+    assert reopened.events.append_nowait(delta("a", "4")) == 4, "seq continues after a restart"
+    reopened.close()
+
+
+async def test_followers_get_only_durable_events_in_order(tmp_path: Path) -> None:
+    store = Store(tmp_path / "log.sqlite3", commit_interval=0.01)
+    log = store.events
+    got: list[int] = []
+
+    async def follow() -> None:
+        async for batch in log.follow("r", -1):
+            for event in batch:
+                assert event.seq in committed_rows(tmp_path / "log.sqlite3", "r")
+                got.append(event.seq)
+            if batch[-1].terminal:
+                return
+
+    task = asyncio.create_task(follow())
+    for i in range(500):
+        log.append_nowait(delta("r", str(i)))
+        if i % 50 == 0:
+            await asyncio.sleep(0.005)
+    await log.append(done("r"))
+    await asyncio.wait_for(task, 5)
+    assert got == list(range(501))
+    store.close()
+
+
+async def test_a_slow_follower_reads_the_store_and_memory_stays_bounded(tmp_path: Path) -> None:
+    store = Store(tmp_path / "log.sqlite3", commit_interval=0.001)
+    log = store.events
+    follower = log.follow("r", -1)
+    for i in range(30_000):
+        log.append_nowait(delta("r", str(i)))
+    await log.flush()
+    tail = log._tails["r"]
+    assert len(tail.events) <= 2 * 4096, "the in-memory window is bounded"
+    seqs: list[int] = []
+    async for batch in follower:  # starts reading only now: far behind the window
+        seqs += [e.seq for e in batch]
+        if seqs[-1] == 29_999:
+            break
+    assert seqs == list(range(30_000))
+    store.close()

@@ -1,0 +1,132 @@
+"""Tools: schema from type hints, confinement to the root, permission rules."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
+from neta_jupyter.runtime import Runtime
+from neta_jupyter.tools import PermissionRule, ToolContext, ToolError, decide, list_files, read_file
+from tests.helpers import ApiClient
+
+
+def ctx(root: Path) -> ToolContext:
+    return ToolContext(root_dir=root, session_id="s", request_id="r", tool_call_id="c")
+
+
+def test_schema_is_derived_from_type_hints() -> None:
+    schema = read_file.definition.parameters
+    assert schema["required"] == ["path"]
+    assert schema["properties"]["path"]["type"] == "string"
+    assert schema["properties"]["max_bytes"]["maximum"] == 200_000
+    assert schema["additionalProperties"] is False
+    assert read_file.readonly and read_file.host == "server"
+
+
+async def test_read_and_list_inside_the_root(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.txt").write_text("hello")
+    assert await read_file.run('{"path": "sub/a.txt"}', ctx(tmp_path)) == read_file_result("hello")
+    listing = (await list_files.run("{}", ctx(tmp_path))).output
+    assert listing.splitlines() == ["sub/"]
+
+
+def read_file_result(text: str) -> Any:
+    from neta_jupyter.tools import ToolResult
+
+    return ToolResult(text)
+
+
+@pytest.mark.parametrize(
+    "path", ["../outside.txt", "/etc/passwd", "sub/../../outside.txt", "link/x.txt"]
+)
+async def test_paths_escaping_the_root_are_refused(tmp_path: Path, path: str) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (tmp_path / "outside.txt").write_text("secret")
+    os.symlink(tmp_path, root / "link")
+    (tmp_path / "x.txt").write_text("secret")
+    with pytest.raises(ToolError, match="outside the notebook root"):
+        await read_file.run(f'{{"path": "{path}"}}', ctx(root))
+
+
+async def test_bad_arguments_are_clear_tool_errors(tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="not valid JSON"):
+        await read_file.run("{oops", ctx(tmp_path))
+    with pytest.raises(ToolError, match="path: Field required"):
+        await read_file.run("{}", ctx(tmp_path))
+    with pytest.raises(ToolError, match="no such file"):
+        await read_file.run('{"path": "nope.txt"}', ctx(tmp_path))
+
+
+def test_permission_rules_first_match_wins() -> None:
+    rules = [
+        PermissionRule(tool="read_file", args={"path": "secrets/*"}, action="deny"),
+        PermissionRule(tool="read_*", action="ask", description="reads need approval"),
+        PermissionRule(tool="python", args={"code": "*import os*"}, action="deny"),
+    ]
+    assert decide(rules, "read_file", {"path": "secrets/key"}, readonly=True).action == "deny"
+    asked = decide(rules, "read_file", {"path": "data.csv"}, readonly=True)
+    assert asked.action == "ask" and asked.rule_description == "reads need approval"
+    assert asked.rule_pattern == "read_*"
+    assert decide(rules, "list_files", {}, readonly=True).action == "allow"
+    assert (
+        decide(rules, "python", {"code": "import os; os.remove('x')"}, readonly=False).action
+        == "deny"
+    )
+    assert decide(rules, "python", {"code": "1+1"}, readonly=False).action == "ask"
+    always = decide(
+        rules, "read_file", {"path": "a"}, readonly=True, always_allowed=frozenset({"read_file"})
+    )
+    assert always.action == "allow"
+    still_denied = decide(
+        rules,
+        "read_file",
+        {"path": "secrets/k"},
+        readonly=True,
+        always_allowed=frozenset({"read_file"}),
+    )
+    assert still_denied.action == "deny", "always-allow never overrides a deny rule"
+
+
+async def test_escaping_path_through_the_api_is_tool_failed(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    runtime.models.register(
+        "s",
+        ScriptedModel(
+            [
+                ScriptedTurn(
+                    tool_calls=[ScriptedToolCall("read_file", {"path": "../../etc/passwd"})]
+                ),
+                ScriptedTurn(text="I cannot read that."),
+            ]
+        ),
+    )
+    events = await api.segment((await api.start("read passwd", model="s"))["requestId"])
+    failed = next(e for e in events if e["eventType"] == "TOOL_FAILED")["data"]
+    assert "outside the notebook root" in failed["errorMessage"]
+    assert events[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert "root:" not in str(events)
+
+
+@pytest.fixture
+def neta_config() -> dict[str, Any]:
+    return {"heartbeat_interval": 0.1}
+
+
+async def test_idle_stream_gets_heartbeats_without_ids(api: ApiClient, runtime: Runtime) -> None:
+    runtime.models.register(
+        "slow", ScriptedModel([ScriptedTurn(text=["a ", "b ", "c"], delay=0.35)])
+    )
+    frames = await api.frames((await api.start("slow", model="slow"))["requestId"])
+    beats = [f for f in frames if f.event == "HEARTBEAT"]
+    assert len(beats) >= 3
+    assert all(f.id in ("", None) or f.id == frames[frames.index(f) - 1].id for f in beats)
+    assert all(f.json["data"]["type"] == "heartbeat" and "seq" not in f.json for f in beats)
+    ids = [int(f.id) for f in frames if f.event != "HEARTBEAT"]
+    assert ids == list(range(len(ids)))
