@@ -5,7 +5,8 @@ Exceptions (who raises → who catches)::
     ProviderError                 raised by providers, caught by the runtime loop
     ├── ProviderInvalidRequest    the provider rejected the request; retrying cannot help
     ├── ContextTooLong            the request exceeds the model's context window
-    └── ProviderUnavailable       transient: network, rate limit, overload (recoverable)
+    └── ProviderUnavailable       transient: network, overload, a stream cut short (recoverable)
+        └── RateLimited           HTTP 429; ``retry_after`` seconds when the provider said
     ScriptExhausted               a scripted model called more often than scripted (tests)
 """
 
@@ -168,6 +169,14 @@ class ProviderUnavailable(ProviderError):
     def __init__(self, message: str, *, network_error: bool = False) -> None:
         super().__init__(message)
         self.network_error = network_error
+
+
+class RateLimited(ProviderUnavailable):
+    """The provider asked us to slow down."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ScriptExhausted(ProviderError):
