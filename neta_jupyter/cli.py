@@ -23,6 +23,10 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
+import httpx
+from httpx_sse import SSEError, aconnect_sse
+from jupyter_core.paths import jupyter_data_dir
+
 from . import __version__
 from .cli_render import (
     Decision,
@@ -32,7 +36,11 @@ from .cli_render import (
     TerminalRenderer,
     color_enabled,
 )
-from .events import AgentEvent, EventType, PermissionAskData, SuspendType
+from .events import TERMINAL_EVENT_TYPES, AgentEvent, EventType, PermissionAskData, SuspendType
+from .providers import UnknownModel
+from .runtime import RunApiError, RunConflict, Runtime, RuntimeConfig
+from .store import Store
+from .tools.permissions import DEFAULT_RULES, PermissionRule
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_ERROR, EXIT_SUSPENDED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 _RECONNECT_LIMIT = 8
@@ -84,8 +92,6 @@ class Backend(Protocol):
 
 def default_data_dir() -> Path:
     """``<jupyter data dir>/neta/cli``: the embedded runs' store, apart from the server's."""
-    from jupyter_core.paths import jupyter_data_dir
-
     return Path(jupyter_data_dir()) / "neta" / "cli"
 
 
@@ -93,10 +99,6 @@ class EmbeddedBackend:
     """The runtime in this process, followed through its event log."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from .runtime import Runtime, RuntimeConfig
-        from .store import Store
-        from .tools.permissions import DEFAULT_RULES, PermissionRule
-
         self.args = args
         data_dir = Path(args.data_dir or default_data_dir()).expanduser()
         asked = [
@@ -117,11 +119,18 @@ class EmbeddedBackend:
             raise CliError(f"cannot open the run store in {data_dir}: {exc}") from exc
         self.runtime = Runtime(self.store, config)
         self.principal = _user_name()
+        if args.model and args.model.startswith("scripted:"):
+            self._pin_script(args.model)
+
+    def _pin_script(self, spec: str) -> None:
+        """Load a script once, so a resumed run continues it instead of replaying it."""
+        try:
+            self.runtime.models.register(spec, self.runtime.models.resolve(spec))
+        except UnknownModel as exc:
+            raise CliError(str(exc)) from exc
 
     async def start(self) -> str:
         """Start the run in this process."""
-        from .runtime import RunApiError
-
         args = self.args
         try:
             run = await self.runtime.start(
@@ -153,18 +162,24 @@ class EmbeddedBackend:
 
     async def resume(self, request_id: str, ask_id: str, decision: Decision) -> None:
         """Hand the decision to the runtime."""
-        await self.runtime.resume(
-            self.principal,
-            request_id,
-            approved=decision.approved,
-            ask_id=ask_id,
-            always=decision.always,
-        )
+        # The terminal event is in the log a moment before the activation has wound down, and
+        # the runtime forgets a finished activation only in a done-callback, one tick later.
+        while self.runtime.is_active(request_id):
+            await self.runtime.wait(request_id)
+            await asyncio.sleep(0)
+        try:
+            await self.runtime.resume(
+                self.principal,
+                request_id,
+                approved=decision.approved,
+                ask_id=ask_id,
+                always=decision.always,
+            )
+        except RunApiError as exc:
+            raise CliError(exc.message) from exc
 
     async def terminate(self, request_id: str) -> None:
         """Cancel the run; one that already ended is left as it is."""
-        from .runtime import RunConflict
-
         with contextlib.suppress(RunConflict):
             await self.runtime.terminate(self.principal, request_id)
 
@@ -183,8 +198,6 @@ class ServerBackend:
     """A run on a Jupyter server, over the run API (REST to act, SSE to follow)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        import httpx
-
         self.args = args
         self.base = args.server if args.server.endswith("/") else args.server + "/"
         token = args.token if args.token is not None else os.environ.get("JUPYTER_TOKEN", "")
@@ -195,15 +208,15 @@ class ServerBackend:
         self.http = httpx.AsyncClient(base_url=self.base, headers=headers, timeout=timeout)
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        import httpx
-
         try:
             response = await self.http.post(f"neta/api/agent/run/{path}", json=body)
+            if response.status_code >= 400:
+                raise CliError(_api_error(response))
+            result: dict[str, Any] = response.json()
         except httpx.HTTPError as exc:
             raise CliError(f"cannot reach {self.base}: {type(exc).__name__} {exc}") from exc
-        if response.status_code >= 400:
-            raise CliError(_api_error(response))
-        result: dict[str, Any] = response.json()
+        except ValueError as exc:  # a 200 that is not JSON: not a Jupyter server with neta
+            raise CliError(f"{self.base} did not answer like a neta_jupyter server") from exc
         return result
 
     async def start(self) -> str:
@@ -216,8 +229,6 @@ class ServerBackend:
 
     async def segment(self, request_id: str, after: int) -> AsyncIterator[tuple[int, str]]:
         """Follow the SSE stream, reconnecting with lastEventId until a terminal event."""
-        import httpx
-
         failures = 0
         while True:
             try:
@@ -227,7 +238,7 @@ class ServerBackend:
                     if terminal:
                         return
                 reason = "the stream ended before the run did"
-            except (httpx.TransportError, httpx_sse_error()) as exc:
+            except (httpx.TransportError, SSEError) as exc:
                 reason = f"{type(exc).__name__}"
             failures += 1
             if failures > _RECONNECT_LIMIT:
@@ -236,8 +247,6 @@ class ServerBackend:
 
     async def _connect(self, request_id: str, after: int) -> AsyncIterator[tuple[int, str, bool]]:
         """One SSE connection: ``(seq, payload, terminal)``; heartbeats (no id) are dropped."""
-        from httpx_sse import aconnect_sse
-
         params: dict[str, Any] = {"requestId": request_id}
         if after >= 0:
             params["lastEventId"] = after
@@ -255,20 +264,12 @@ class ServerBackend:
                     raise CliError(f"the server refused the stream of run {request_id}")
                 if not sse.id:
                     continue
-                terminal = sse.event in {str(t) for t in _TERMINAL}
-                yield int(sse.id), sse.data, terminal
+                yield int(sse.id), sse.data, sse.event in TERMINAL_EVENT_TYPES
 
     async def resume(self, request_id: str, ask_id: str, decision: Decision) -> None:
         """``POST …/run/resumeTask``."""
-        await self._post(
-            "resumeTask",
-            {
-                "requestId": request_id,
-                "askId": ask_id,
-                "approved": decision.approved,
-                "always": decision.always,
-            },
-        )
+        answer = {"approved": decision.approved, "always": decision.always}
+        await self._post("resumeTask", {"requestId": request_id, "askId": ask_id, **answer})
 
     async def terminate(self, request_id: str) -> None:
         """``POST …/run/terminateTask``; a run that already ended is left as it is."""
@@ -284,24 +285,18 @@ class ServerBackend:
         await self.http.aclose()
 
 
-_TERMINAL = (EventType.MESSAGE_COMPLETED, EventType.MESSAGE_SUSPENDED, EventType.MESSAGE_FAILED)
-
-
-def httpx_sse_error() -> type[Exception]:
-    """httpx-sse's error for a stream that is not SSE (a proxy's error page, say)."""
-    from httpx_sse import SSEError
-
-    error: type[Exception] = SSEError
-    return error
-
-
 def _api_error(response: Any) -> str:
     """The message of a seed-003 error body, or the HTTP status when there is none."""
+    status = response.status_code
     try:
         body = response.json()
-        return f"{body['message']} ({body.get('errCode')}, HTTP {response.status_code})"
+        message = f"{body['message']} ({body.get('errCode')}, HTTP {status})"
     except (ValueError, KeyError, TypeError):
-        return f"HTTP {response.status_code} from the server"
+        message = f"HTTP {status} from the server"
+    if status in (401, 403):
+        # Jupyter answers a bad token with a 403 about XSRF, which points the user elsewhere.
+        return f"the server refused the request: {message}; check --token or $JUPYTER_TOKEN"
+    return message
 
 
 def _user_name() -> str:
@@ -399,9 +394,11 @@ async def run_command(args: argparse.Namespace) -> int:
         )
         task = asyncio.create_task(follower.run())
         stop = asyncio.create_task(interrupted.wait())
-        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-        if task.done():
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
             stop.cancel()
+        if task.done():
             return task.result()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -503,6 +500,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, and keep Python's exit-time flush
+        # of stdout from raising again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -1,0 +1,372 @@
+"""``neta-jupyter run`` as a user runs it: a real process, the embedded runtime or a real server."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pty
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from neta_jupyter import __version__
+from tests.server_process import ServerProcess
+
+TERMINAL = {"MESSAGE_COMPLETED", "MESSAGE_SUSPENDED", "MESSAGE_FAILED"}
+READ_THEN_DONE = {
+    "turns": [
+        {"toolCalls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+        {"text": "done"},
+    ]
+}
+SLOW = {"turns": [{"repeat": ["tok ", 3000], "delay": 0.01}]}
+
+
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("JUPYTER_TOKEN", "NO_COLOR")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def cli(*args: str, stdin: str = "", timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "neta_jupyter.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(),
+    )
+
+
+class LiveCli:
+    """The CLI in the background, its output collected as it arrives (to act mid-run)."""
+
+    def __init__(self, *args: str, stdin: int | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "neta_jupyter.cli", *args],
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=cli_env(),
+        )
+        self.chunks: list[bytes] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while chunk := self.proc.stdout.read1(65536):
+            self.chunks.append(chunk)
+
+    @property
+    def output(self) -> str:
+        return b"".join(self.chunks).decode(errors="replace")
+
+    def wait_for(self, text: str, timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.output:
+            assert time.monotonic() < deadline, f"{text!r} never appeared in:\n{self.output}"
+            assert self.proc.poll() is None, f"exited {self.proc.returncode}:\n{self.output}"
+            time.sleep(0.02)
+
+    def finish(self, timeout: float = 20) -> int:
+        code = self.proc.wait(timeout)
+        self.reader.join(5)
+        return code
+
+
+def on_a_terminal(*args: str, answer: bytes) -> tuple[int, str]:
+    """Run with stdin on a pseudo-terminal (so the CLI may ask) and type ``answer`` once asked."""
+    master, slave = pty.openpty()
+    try:
+        live = LiveCli(*args, stdin=slave)
+        os.close(slave)
+        live.wait_for("[y]es / [a]lways / [n]o:")
+        os.write(master, answer)
+        return live.finish(), live.output
+    finally:
+        os.close(master)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha contents\n")
+    (root / "sales.csv").write_text("region,amount\nnorth,10\n")
+    return tmp_path
+
+
+def embedded(workdir: Path, *args: str) -> list[str]:
+    return [
+        *args,
+        "--pace",
+        "0",
+        "--root",
+        str(workdir / "root"),
+        "--data-dir",
+        str(workdir / "data"),
+    ]
+
+
+def script(workdir: Path, turns: dict[str, object]) -> str:
+    path = workdir / "script.json"
+    path.write_text(json.dumps(turns))
+    return f"scripted:{path}"
+
+
+# --- embedded runtime ------------------------------------------------------------------------
+
+
+def test_run_renders_tool_card_files_and_answer(workdir: Path) -> None:
+    done = cli("run", *embedded(workdir, "what files are here?", "--yes"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert '▸ list_files {"path": "."}' in out
+    assert "✓ list_files" in out and "│ a.txt" in out
+    assert "What I found" in out and "`sales.csv`" in out
+    assert "■ completed (STOP)" in out and "total" in out
+    assert "\x1b[" not in out  # not a terminal: no colour codes
+
+
+def test_ask_is_denied_when_stdin_is_not_a_terminal(workdir: Path) -> None:
+    model = script(workdir, READ_THEN_DONE)
+    done = cli(
+        "run", *embedded(workdir, "read a.txt", "--model", model, "--ask", "read_file"), stdin="y\n"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "? read_file needs approval" in done.stdout
+    assert "stdin is not a terminal" in done.stdout and "denied" in done.stdout
+    assert "✗ read_file" in done.stdout and "alpha contents" not in done.stdout
+    assert done.stdout.rstrip().endswith("total") and "\ndone\n" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [(b"y\n", "  approved\n"), (b"a\n", "approved (always"), (b"n\n", "  denied\n")],
+)
+def test_ask_is_answered_on_the_terminal(workdir: Path, answer: bytes, expected: str) -> None:
+    model = script(workdir, READ_THEN_DONE)
+    code, out = on_a_terminal(
+        "run",
+        *embedded(workdir, "read a.txt", "--model", model, "--ask", "read_file"),
+        answer=answer,
+    )
+    assert code == 0, out
+    assert 'Allow read_file {"path": "a.txt"}? [y]es / [a]lways / [n]o:' in out
+    assert expected in out
+    if answer == b"n\n":
+        assert "✗ read_file" in out and "denied permission" in out
+        assert "alpha contents" not in out
+    else:
+        assert "✓ read_file" in out and "│ alpha contents" in out
+        assert out.count("▸ read_file") == 1  # the resumed run continues the script
+    assert "\ndone\n" in out and "■ completed" in out
+
+
+def test_json_lines_are_the_envelopes_in_order(workdir: Path) -> None:
+    done = cli("run", *embedded(workdir, "summarise a.txt", "--yes", "--json"))
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    names = [e["eventType"] for e in events]
+    assert names[0] == "SESSION_CREATED"
+    assert [n for n in names if n in TERMINAL] == ["MESSAGE_COMPLETED"] and names[-1] in TERMINAL
+    assert len({e["requestId"] for e in events}) == 1
+    assert done.stderr == ""
+
+
+def test_ctrl_c_cancels_the_run(workdir: Path) -> None:
+    live = LiveCli("run", *embedded(workdir, "go", "--model", script(workdir, SLOW)))
+    live.wait_for("tok tok")
+    live.proc.send_signal(signal.SIGINT)
+    assert live.finish() == 130, live.output
+    assert "interrupted: cancelling the run" in live.output
+    assert "✗ run failed [USER_CANCELLED]" in live.output
+
+
+def test_failed_run_exits_1(workdir: Path) -> None:
+    failing = {"turns": [{"text": "part", "error": {"kind": "invalid", "message": "no way"}}]}
+    done = cli("run", *embedded(workdir, "go", "--model", script(workdir, failing)))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "✗ run failed [LLM_INVALID_REQUEST]" in done.stdout and "no way" in done.stdout
+
+
+def test_version_help_and_usage_errors(workdir: Path) -> None:
+    assert cli("--version").stdout.strip() == f"neta-jupyter {__version__}"
+    usage = cli("run", "--help").stdout
+    for option in (
+        "--model",
+        "--yes",
+        "--max-steps",
+        "--root",
+        "--data-dir",
+        "--pace",
+        "--session",
+        "--json",
+        "--ask",
+        "--server",
+        "--token",
+        "exit status",
+    ):
+        assert option in usage
+    mixed = cli("run", "hi", "--server", "http://127.0.0.1:9/", "--root", ".")
+    assert mixed.returncode == 2 and "only apply to the embedded runtime" in mixed.stderr
+    unknown = cli("run", *embedded(workdir, "hi", "--model", "nope"))
+    assert unknown.returncode == 2 and "unknown model 'nope'" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+
+# --- on a Jupyter server ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    rules = [{"tool": "read_file", "action": "ask", "description": "reading files needs approval"}]
+    process = ServerProcess(tmp_path_factory.mktemp("server"), {"permission_rules": rules})
+    (process.root / "notes.txt").write_text("quarterly revenue grew 12%\n")
+    try:
+        process.start()
+        yield process
+    finally:
+        process.stop()
+
+
+def test_server_run_with_token(server: ServerProcess) -> None:
+    done = cli(
+        "run", "what files are here?", "--server", server.url, "--token", server.token, "--yes"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "▸ list_files" in done.stdout and "`notes.txt`" in done.stdout
+    assert "■ completed (STOP)" in done.stdout
+    assert server.token not in done.stdout + done.stderr
+
+
+def test_server_bad_token_is_a_clear_error(server: ServerProcess) -> None:
+    done = cli("run", "hello", "--server", server.url, "--token", "not-the-token")
+    assert done.returncode == 2
+    assert "check --token or $JUPYTER_TOKEN" in done.stderr and "Traceback" not in done.stderr
+    assert "not-the-token" not in done.stdout + done.stderr
+
+
+def test_server_permission_ask_via_resume_task(server: ServerProcess) -> None:
+    code, out = on_a_terminal(
+        "run",
+        "summarise notes.txt",
+        "--server",
+        server.url,
+        "--token",
+        server.token,
+        answer=b"y\n",
+    )
+    assert code == 0, out
+    assert "? read_file needs approval (reading files needs approval)" in out
+    assert "  approved\n" in out and "│ quarterly revenue grew 12%" in out
+    assert "12%" in out.split("■ completed")[0].split("│ quarterly")[-1]
+    assert server.token not in out
+
+
+def test_server_ctrl_c_terminates_the_run(server: ServerProcess, tmp_path: Path) -> None:
+    live = LiveCli(
+        "run",
+        "go",
+        "--server",
+        server.url,
+        "--token",
+        server.token,
+        "--model",
+        script(tmp_path, SLOW),
+    )
+    live.wait_for("tok tok")
+    live.proc.send_signal(signal.SIGINT)
+    assert live.finish() == 130, live.output
+    assert "✗ run failed [USER_CANCELLED]" in live.output
+
+
+class DroppingProxy:
+    """A TCP proxy that cuts the first event stream partway, as a flaky network would."""
+
+    def __init__(self, target_port: int, cut_after: int) -> None:
+        self.target_port = target_port
+        self.cut_after = cut_after
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.cuts = 0
+        self.resumed_streams = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            state = {"cut": False, "sent": 0}
+            threading.Thread(target=self._up, args=(client, upstream, state), daemon=True).start()
+            threading.Thread(target=self._down, args=(upstream, client, state), daemon=True).start()
+
+    def _up(self, client: socket.socket, upstream: socket.socket, state: dict[str, int]) -> None:
+        while data := _recv(client):
+            if data.startswith(b"GET /neta/api/agent/run/stream"):
+                if b"lastEventId" in data.split(b"\r\n", 1)[0]:
+                    self.resumed_streams += 1
+                elif self.cuts == 0:
+                    self.cuts, state["cut"], state["sent"] = 1, True, 0
+            upstream.sendall(data)
+        upstream.close()
+
+    def _down(self, upstream: socket.socket, client: socket.socket, state: dict[str, int]) -> None:
+        while data := _recv(upstream):
+            if state["cut"]:
+                data = data[: self.cut_after - state["sent"]]
+            client.sendall(data)
+            state["sent"] += len(data)
+            if state["cut"] and state["sent"] >= self.cut_after:
+                break
+        for sock in (client, upstream):
+            # shutdown (not just close) sends the FIN and wakes the other pump's recv.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _recv(sock: socket.socket) -> bytes:
+    try:
+        return sock.recv(65536)
+    except OSError:
+        return b""
+
+
+def test_server_stream_reconnects_with_last_event_id(server: ServerProcess) -> None:
+    proxy = DroppingProxy(server.port, cut_after=3000)
+    try:
+        done = cli(
+            "run",
+            "what files are here?",
+            "--server",
+            f"http://127.0.0.1:{proxy.port}/",
+            "--token",
+            server.token,
+            "--yes",
+            "--json",
+        )
+    finally:
+        proxy.close()
+    assert done.returncode == 0, done.stderr
+    assert proxy.cuts == 1 and proxy.resumed_streams >= 1
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert events[-1]["eventType"] == "MESSAGE_COMPLETED"
