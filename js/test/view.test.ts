@@ -175,6 +175,7 @@ describe("permission prompt", () => {
     expect(prompt.textContent).toContain("Running code in your kernel needs your approval");
     expect(prompt.textContent).toContain("python(*)");
     expect(byTestId("neta-run").dataset["status"]).toBe("suspended");
+    expect(byTestId("neta-tool-card").querySelector(".neta-badge")?.textContent).toBe("needs approval");
   });
 
   it.each([
@@ -200,6 +201,7 @@ describe("permission prompt", () => {
   it("goes away when the run resumes", () => {
     show(reduceAll(events));
     expect(byTestId("neta-permission").hidden).toBe(true);
+    expect(byTestId("neta-tool-card").querySelector(".neta-badge")?.textContent).toBe("done");
     expect(byTestId("neta-answer").textContent).toContain("Removed data.csv.");
   });
 });

@@ -49,11 +49,11 @@ class ToolCardView {
     setData(this.element, "toolCallId", card.toolCallId);
   }
 
-  render(card: ToolCard, prev: ToolCard | undefined): void {
+  render(card: ToolCard, prev: ToolCard | undefined, waiting: boolean): void {
     setData(this.element, "toolName", card.toolName);
     setData(this.element, "status", card.status);
-    this.status.className = `neta-badge neta-badge-${card.status}`;
-    setText(this.status, STATUS_LABELS[card.status] ?? card.status);
+    this.status.className = `neta-badge neta-badge-${waiting ? "waiting" : card.status}`;
+    setText(this.status, waiting ? "needs approval" : (STATUS_LABELS[card.status] ?? card.status));
     setText(this.name, card.toolName || "tool");
     setText(this.title, card.status === "running" ? (card.title ?? "") : "");
     setText(this.duration, card.durationMs !== undefined ? formatDuration(card.durationMs) : "");
@@ -127,21 +127,24 @@ export class ToolsPart implements Part {
   constructor(private readonly ctx: ViewContext) {}
 
   render(state: RunState, prev: RunState | null): void {
-    if (prev && state.tools === prev.tools) return;
+    if (prev && state.tools === prev.tools && state.permission === prev.permission) return;
     this.dropMissing(state);
+    const waitingFor = state.permission?.toolCallId;
+    const waitedFor = prev?.permission?.toolCallId;
     for (const id of state.tools.order) {
       const card = state.tools.byId[id];
       if (!card) continue;
       const view = this.cards.get(id);
       if (view) {
         const previous = prev?.tools.byId[id];
-        if (card !== previous) view.render(card, previous);
+        const waitChanged = (id === waitingFor) !== (id === waitedFor);
+        if (card !== previous || waitChanged) view.render(card, previous, id === waitingFor);
         continue;
       }
       const created = new ToolCardView(this.ctx, card);
       this.cards.set(id, created);
       this.element.append(created.element);
-      created.render(card, undefined);
+      created.render(card, undefined, id === waitingFor);
     }
   }
 
