@@ -167,6 +167,7 @@ async def test_retry_after_recoverable_failure_does_not_rerun_finished_tools(
     api: ApiClient, runtime: Runtime, jp_root_dir: Path
 ) -> None:
     (jp_root_dir / "a.txt").write_text("alpha")
+    runtime.config.llm_max_retries = 0  # fail at once, so the client retries
     model = script(
         runtime,
         ScriptedTurn(tool_calls=[ScriptedToolCall("read_file", {"path": "a.txt"}, id="call_read")]),

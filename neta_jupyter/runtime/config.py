@@ -13,6 +13,11 @@ DEFAULT_SYSTEM_PROMPT = (
     "only when it helps. Answer in concise markdown."
 )
 
+TOOL_FAILURE_REMINDER = (
+    "Several steps in a row had only failing tool calls. Do not repeat the same call: read the "
+    "error messages, try a different approach, or explain the problem to the user."
+)
+
 MAX_STEPS_TEXT = (
     "I stopped here because this run reached its limit of {max_steps} steps. "
     "Send a follow-up message to let me continue."
@@ -37,6 +42,14 @@ class RuntimeConfig:
     """Characters of tool output carried in one event; the rest goes to an attachment."""
     demo_pace: float = 0.015
     """Seconds between the demo model's tokens."""
+    llm_max_retries: int = 3
+    """Retries of one model call (rate limits, network, empty replies) before LLM_ERROR."""
+    retry_base_delay: float = 1.0
+    """First backoff in seconds; doubles per attempt."""
+    retry_max_delay: float = 30.0
+    """Longest wait between attempts, whatever Retry-After says."""
+    max_failed_tool_steps: int = 3
+    """Consecutive steps whose tool calls all failed before the model gets a reminder."""
 
     @property
     def attachments_dir(self) -> Path:

@@ -16,6 +16,7 @@ from ..events import (
     FinishReason,
     PermissionAskData,
     SessionEntryData,
+    StatusCode,
     SupplementaryInputData,
     SuspendReason,
     SuspendType,
@@ -25,9 +26,10 @@ from ..providers.base import Message, Model, ModelRequest, ToolCall, UsagePart
 from ..store import Entry, RunRecord, Store, new_id
 from ..tools import Tool, ToolContext, ToolError, decide
 from ..tools.registry import KernelBridge
-from .config import MAX_STEPS_TEXT, RuntimeConfig
+from .config import MAX_STEPS_TEXT, TOOL_FAILURE_REMINDER, RuntimeConfig
 from .emitter import RunEmitter
-from .streaming import Reply, ReplyStreamer
+from .retries import status, stream_with_retries
+from .streaming import Reply
 from .tooling import ToolRunner, VirtualTool
 
 
@@ -124,8 +126,13 @@ class RunLoop:
         step = self.state["step"] + 1
         self._emitter.step = step
         request = self._build_request()
-        streamer = ReplyStreamer(self._emitter, f"call_{self.run.request_id[-6:]}_{step}")
-        reply = await streamer.consume(self._model.stream(request))
+        reply = await stream_with_retries(
+            self._model,
+            request,
+            self._emitter,
+            self._config,
+            f"call_{self.run.request_id[-6:]}_{step}",
+        )
         self._account(request, reply)
         entry = self._add_entry("assistant", _assistant_message(reply))
         self.state.update(step=step, last_assistant=entry.entry_id)
@@ -159,11 +166,11 @@ class RunLoop:
         path = self._records.path(self.run.session_id, self.state.get("leaf"))
         definitions = [t.definition for t in self._tools.values()]
         definitions += [v.definition for v in self._virtual.values()]
-        return ModelRequest(
-            system=self._config.system_prompt,
-            messages=[Message.from_json(e.message) for e in path],
-            tools=definitions,
-        )
+        messages = [Message.from_json(e.message) for e in path]
+        if self.state.pop("remind", False):
+            # Injected for this request only: a nudge, not part of the conversation.
+            messages.append(Message(role="user", content=TOOL_FAILURE_REMINDER))
+        return ModelRequest(system=self._config.system_prompt, messages=messages, tools=definitions)
 
     def _account(self, request: ModelRequest, reply: Reply) -> None:
         usage = reply.usage or UsagePart(
@@ -189,6 +196,7 @@ class RunLoop:
         assistant = self._records.get_entry(self.state["last_assistant"])
         assert assistant is not None, "a tools phase always follows a persisted reply"
         answered = self._answered_calls(assistant)
+        outcomes: list[bool] = []
         for raw in assistant.message.get("tool_calls", []):
             call = ToolCall(**raw)
             if call.id in answered:
@@ -196,15 +204,33 @@ class RunLoop:
             outcome = await self._one_call(call)
             if isinstance(outcome, Suspend):
                 return outcome
-            output, _ok = outcome
+            output, ok = outcome
+            outcomes.append(ok)
             self._add_entry(
                 "tool",
                 {"role": "tool", "content": output, "tool_call_id": call.id, "name": call.name},
             )
             await self._emitter.flush()
+        await self._track_failures(outcomes)
         self.state["phase"] = "model"
         self._records.save_run(self.run)
         return CallModel()
+
+    async def _track_failures(self, outcomes: list[bool]) -> None:
+        """Count steps whose calls all failed; past the threshold, remind the model (once)."""
+        failed = self.state.get("failed_tool_steps", 0) + 1 if outcomes and not any(outcomes) else 0
+        self.state["failed_tool_steps"] = failed
+        limit = self._config.max_failed_tool_steps
+        if failed >= limit:
+            self.state["failed_tool_steps"] = 0
+            self.state["remind"] = True
+            await status(
+                self._emitter,
+                StatusCode.TOOL_CONSECUTIVE_FAILURES,
+                f"Tool calls failed in {failed} steps in a row; reminding the model to change course",
+                failedSteps=failed,
+                maxFailedSteps=limit,
+            )
 
     def _answered_calls(self, assistant: Entry) -> set[str]:
         path = self._records.path(self.run.session_id, self.state.get("leaf"))

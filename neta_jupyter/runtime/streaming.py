@@ -1,4 +1,9 @@
-"""One shared translation of provider stream parts into events, accumulating the reply."""
+"""One shared translation of provider stream parts into events, accumulating the reply.
+
+When a step is retried after a stream broke off, the new attempt is given what the broken one
+already sent: text, reasoning and argument fragments the client has seen are not sent twice, and
+tool calls keep the ids the client already knows.
+"""
 
 from __future__ import annotations
 
@@ -18,13 +23,6 @@ from .emitter import RunEmitter
 
 
 @dataclass(slots=True)
-class _PendingCall:
-    id: str
-    name: str
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
 class Reply:
     """Everything one model reply produced."""
 
@@ -33,17 +31,54 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: UsagePart | None = None
 
+    @property
+    def empty(self) -> bool:
+        """No answer and no tool call: nothing the run can use."""
+        return not self.text.strip() and not self.tool_calls
+
+
+class _Fresh:
+    """Passes through only what goes beyond text a previous attempt already sent."""
+
+    def __init__(self, sent: str) -> None:
+        self.sent = sent
+        self.seen = ""
+
+    def __call__(self, chunk: str) -> str:
+        start = len(self.seen)
+        self.seen += chunk
+        if not self.sent:
+            return chunk
+        if len(self.seen) <= len(self.sent):
+            return "" if self.sent.startswith(self.seen) else chunk
+        if self.seen.startswith(self.sent):
+            return self.seen[max(start, len(self.sent)) :]
+        return chunk
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+    fresh: _Fresh = field(default_factory=lambda: _Fresh(""))
+
 
 class ReplyStreamer:
     """Emits REASONING_* / TEXT_* / TOOL_CALL_GENERATING as parts arrive; closes open segments."""
 
-    def __init__(self, emitter: RunEmitter, call_id_prefix: str) -> None:
+    def __init__(
+        self, emitter: RunEmitter, call_id_prefix: str, already_sent: Reply | None = None
+    ) -> None:
         self._emitter = emitter
         self._prefix = call_id_prefix
-        self._open: EventType | None = None  # TEXT_START or REASONING_START while a segment is open
+        self._before = already_sent or Reply()
+        self._open: EventType | None = None  # TEXT_START or REASONING_START while open
         self._text: list[str] = []
         self._reasoning: list[str] = []
-        self._calls: dict[int, _PendingCall] = {}
+        self._fresh_text = _Fresh(self._before.text)
+        self._fresh_reasoning = _Fresh(self._before.reasoning)
+        self._calls: dict[int, _Call] = {}
         self._usage: UsagePart | None = None
 
     async def consume(self, parts: AsyncIterator[StreamPart]) -> Reply:
@@ -53,6 +88,10 @@ class ReplyStreamer:
                 self._on_part(part)
         finally:
             self._close_segment()
+        return self.reply()
+
+    def reply(self) -> Reply:
+        """What was received so far."""
         return Reply(
             text="".join(self._text),
             reasoning="".join(self._reasoning),
@@ -62,21 +101,34 @@ class ReplyStreamer:
             usage=self._usage,
         )
 
+    def sent(self) -> Reply:
+        """Everything the client has seen of this step, across attempts."""
+        mine = self.reply()
+        return Reply(
+            text=max(self._before.text, mine.text, key=len),
+            reasoning=max(self._before.reasoning, mine.reasoning, key=len),
+            tool_calls=mine.tool_calls or self._before.tool_calls,
+        )
+
     @property
     def produced_output(self) -> bool:
-        """Whether any text, reasoning or tool call came out so far."""
-        return bool(self._text or self._reasoning or self._calls)
+        """Whether any text, reasoning or tool call came out so far (in any attempt)."""
+        return bool(self._text or self._reasoning or self._calls or self._before.text)
 
     def _on_part(self, part: StreamPart) -> None:
         match part:
             case TextPart(text=text) if text:
-                self._segment(EventType.TEXT_START)
                 self._text.append(text)
-                self._emitter.emit(EventType.TEXT_DELTA, TextData(text=text))
+                fresh = self._fresh_text(text)
+                if fresh:
+                    self._segment(EventType.TEXT_START)
+                    self._emitter.emit(EventType.TEXT_DELTA, TextData(text=fresh))
             case ReasoningPart(text=text) if text:
-                self._segment(EventType.REASONING_START)
                 self._reasoning.append(text)
-                self._emitter.emit(EventType.REASONING_DELTA, ReasoningData(text=text))
+                fresh = self._fresh_reasoning(text)
+                if fresh:
+                    self._segment(EventType.REASONING_START)
+                    self._emitter.emit(EventType.REASONING_DELTA, ReasoningData(text=fresh))
             case ToolCallPart():
                 self._close_segment()
                 self._on_tool_fragment(part)
@@ -88,22 +140,29 @@ class ReplyStreamer:
     def _on_tool_fragment(self, part: ToolCallPart) -> None:
         call = self._calls.get(part.index)
         if call is None:
-            call_id = part.id or f"{self._prefix}_{part.index}"
-            call = self._calls[part.index] = _PendingCall(call_id, part.name or "")
-            self._emitter.emit(
-                EventType.TOOL_CALL_GENERATING,
-                ToolData(tool_call_id=call.id, tool_name=call.name, arguments=part.arguments),
-            )
-        else:
-            if part.name and not call.name:
-                call.name = part.name
-            if not part.arguments:
-                return
-            self._emitter.emit(
-                EventType.TOOL_CALL_GENERATING,
-                ToolData(tool_call_id=call.id, arguments=part.arguments),
-            )
+            call = self._new_call(part)
+        elif part.name and not call.name:
+            call.name = part.name
         call.arguments.append(part.arguments)
+        fresh = call.fresh(part.arguments)
+        if fresh:
+            self._emitter.emit(
+                EventType.TOOL_CALL_GENERATING, ToolData(tool_call_id=call.id, arguments=fresh)
+            )
+
+    def _new_call(self, part: ToolCallPart) -> _Call:
+        earlier = self._before.tool_calls
+        if part.index < len(earlier):  # the client already has a card for this call
+            known = earlier[part.index]
+            call = _Call(known.id, part.name or known.name, fresh=_Fresh(known.arguments))
+        else:
+            call = _Call(part.id or f"{self._prefix}_{part.index}", part.name or "")
+            self._emitter.emit(
+                EventType.TOOL_CALL_GENERATING,
+                ToolData(tool_call_id=call.id, tool_name=call.name, arguments=""),
+            )
+        self._calls[part.index] = call
+        return call
 
     def _segment(self, start: EventType) -> None:
         if self._open == start:

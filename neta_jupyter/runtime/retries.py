@@ -1,0 +1,118 @@
+"""Provider retries and the AGENT_STATUS signals that explain them (seed 003 §4).
+
+429 honours Retry-After; a connection failure before any output retries with backoff; a stream cut
+short after output continues the same step without repeating what was sent; an empty reply is
+asked for again. When retries run out the error propagates: the run fails with LLM_ERROR,
+recoverable, so ``retryTask`` can continue it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..events import AgentStatusData, EventType, StatusCode
+from ..providers.base import Model, ModelRequest, ProviderUnavailable, RateLimited
+from .config import RuntimeConfig
+from .emitter import RunEmitter
+from .streaming import Reply, ReplyStreamer
+
+
+class EmptyReply(ProviderUnavailable):
+    """The model answered with nothing usable, every time we asked."""
+
+
+async def stream_with_retries(
+    model: Model,
+    request: ModelRequest,
+    emitter: RunEmitter,
+    config: RuntimeConfig,
+    call_id_prefix: str,
+) -> Reply:
+    """One model reply, retried per the policy above."""
+    sent: Reply | None = None
+    attempt = 0
+    while True:
+        streamer = ReplyStreamer(emitter, call_id_prefix, sent)
+        try:
+            reply = await streamer.consume(model.stream(request))
+        except ProviderUnavailable as exc:
+            attempt += 1
+            if attempt > config.llm_max_retries:
+                raise
+            partial = streamer.produced_output
+            sent = streamer.sent()
+            await _announce_and_wait(emitter, config, exc, attempt, partial)
+            continue
+        if not reply.empty:
+            return reply
+        attempt += 1
+        if attempt > config.llm_max_retries:
+            raise EmptyReply("the model returned an empty reply")
+        await _status(
+            emitter,
+            StatusCode.LLM_EMPTY_RESPONSE_RETRYING,
+            f"The model returned an empty reply; asking again ({attempt}/{config.llm_max_retries})",
+            attempt=attempt,
+            maxRetries=config.llm_max_retries,
+        )
+        await asyncio.sleep(_backoff(config, attempt))
+
+
+async def _announce_and_wait(
+    emitter: RunEmitter,
+    config: RuntimeConfig,
+    exc: ProviderUnavailable,
+    attempt: int,
+    partial: bool,
+) -> None:
+    retries = config.llm_max_retries
+    if isinstance(exc, RateLimited):
+        delay = exc.retry_after if exc.retry_after is not None else _backoff(config, attempt)
+        delay = min(delay, config.retry_max_delay)
+        await _status(
+            emitter,
+            StatusCode.LLM_RATE_LIMITED,
+            f"The model is rate-limited; retrying in {delay:.1f} s ({attempt}/{retries})",
+            attempt=attempt,
+            maxRetries=retries,
+            backoffMs=int(delay * 1000),
+        )
+    elif partial:
+        delay = _backoff(config, attempt)
+        await _status(
+            emitter,
+            StatusCode.LLM_AUTO_RECOVERING,
+            f"The connection to the model broke off; continuing where it stopped "
+            f"({attempt}/{retries})",
+            attempt=attempt,
+            maxAttempts=retries,
+        )
+    else:
+        delay = _backoff(config, attempt)
+        await _status(
+            emitter,
+            StatusCode.LLM_NETWORK_RETRYING,
+            f"Could not reach the model; retrying in {delay:.1f} s ({attempt}/{retries})",
+            attempt=attempt,
+            maxRetries=retries,
+            backoffMs=int(delay * 1000),
+        )
+    await asyncio.sleep(delay)
+
+
+def _backoff(config: RuntimeConfig, attempt: int) -> float:
+    return float(min(config.retry_base_delay * 2 ** (attempt - 1), config.retry_max_delay))
+
+
+async def _status(emitter: RunEmitter, code: StatusCode, message: str, **attributes: Any) -> None:
+    level = "INFO" if code == StatusCode.CONTEXT_COMPACTING else "WARN"
+    await emitter.emit_durable(
+        EventType.AGENT_STATUS,
+        AgentStatusData(code=code, level=level, message=message, attributes=attributes),
+    )
+
+
+async def status(emitter: RunEmitter, code: StatusCode, message: str, **attributes: Any) -> None:
+    """Publish an AGENT_STATUS (transient: never part of the transcript)."""
+    await _status(emitter, code, message, **attributes)
