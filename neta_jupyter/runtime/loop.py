@@ -227,7 +227,7 @@ class RunLoop:
             await status(
                 self._emitter,
                 StatusCode.TOOL_CONSECUTIVE_FAILURES,
-                f"Tool calls failed in {failed} steps in a row; reminding the model to change course",
+                f"Tool calls failed in {failed} steps in a row; reminding the model to change tack",
                 failedSteps=failed,
                 maxFailedSteps=limit,
             )

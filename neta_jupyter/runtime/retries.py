@@ -9,7 +9,7 @@ recoverable, so ``retryTask`` can continue it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from ..events import AgentStatusData, EventType, StatusCode
 from ..providers.base import Model, ModelRequest, ProviderUnavailable, RateLimited
@@ -106,7 +106,7 @@ def _backoff(config: RuntimeConfig, attempt: int) -> float:
 
 
 async def _status(emitter: RunEmitter, code: StatusCode, message: str, **attributes: Any) -> None:
-    level = "INFO" if code == StatusCode.CONTEXT_COMPACTING else "WARN"
+    level: Literal["INFO", "WARN"] = "INFO" if code == StatusCode.CONTEXT_COMPACTING else "WARN"
     await emitter.emit_durable(
         EventType.AGENT_STATUS,
         AgentStatusData(code=code, level=level, message=message, attributes=attributes),
