@@ -418,12 +418,18 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run a prompt and show the agent's work live",
-        description="Run a prompt and render the run as it happens: reasoning (dimmed), the "
-        "answer, one card per tool call, progress and notices. Tool calls that need approval "
-        "are asked about on the terminal.",
+        description="Run a prompt and render the run as it happens: reasoning (dimmed), the\n"
+        "answer, one card per tool call, progress and notices. Tool calls that need\n"
+        "approval are asked about on the terminal.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_run_options(run)
+    return parser
+
+
+def _add_run_options(run: argparse.ArgumentParser) -> None:
+    """Options of ``run``, grouped by where the run lives."""
     run.add_argument("prompt", help="what to ask the agent")
     run.add_argument(
         "--model",
@@ -464,7 +470,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="follow the run on this Jupyter server, e.g. http://localhost:8888/",
     )
     remote.add_argument("--token", metavar="T", help="the server's token (default: $JUPYTER_TOKEN)")
-    return parser
 
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -479,6 +484,8 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             parser.error(f"{', '.join(local)} only apply to the embedded runtime, not --server")
     elif args.token is not None:
         parser.error("--token needs --server")
+    if args.root is not None and not Path(args.root).expanduser().is_dir():
+        parser.error(f"--root {args.root!r} is not a folder")
     if args.max_steps is not None and args.max_steps < 1:
         parser.error("--max-steps must be at least 1")
     if args.pace is not None and args.pace < 0:

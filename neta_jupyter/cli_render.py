@@ -168,7 +168,10 @@ class TerminalRenderer:
             self._write("\n")
         self.out.write(self.style.yellow(text))
         self.out.flush()
-        # The user's Enter ends the line on the terminal, not in our output.
+        self._at_line_start = False
+
+    def answered(self) -> None:
+        """The user pressed Enter: the terminal, not our output, ended the prompt's line."""
         self._at_line_start = True
 
     # --- events
@@ -368,6 +371,9 @@ class JsonRenderer:
         self.err.write(text)
         self.err.flush()
 
+    def answered(self) -> None:
+        """Nothing to track: stdout never holds a prompt."""
+
 
 Renderer = TerminalRenderer | JsonRenderer
 
@@ -429,6 +435,8 @@ class PermissionPrompter:
         while True:
             self.renderer.prompt(question + "[y]es / [a]lways / [n]o: ")
             line = await read_line(self.stdin)
+            if line is not None:
+                self.renderer.answered()
             if line is None:
                 self.renderer.notice("no answer (end of input): denied")
                 return Decision(approved=False)

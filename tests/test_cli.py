@@ -194,6 +194,72 @@ def test_ctrl_c_cancels_the_run(workdir: Path) -> None:
     assert "✗ run failed [USER_CANCELLED]" in live.output
 
 
+def test_always_allow_is_remembered_in_the_named_session(workdir: Path) -> None:
+    args = ["--model", script(workdir, READ_THEN_DONE), "--ask", "read_file", "--session", "nb"]
+    code, out = on_a_terminal("run", *embedded(workdir, "read a.txt", *args), answer=b"a\n")
+    assert code == 0 and "approved (always, for this session)" in out, out
+    again = cli("run", *embedded(workdir, "read a.txt again", *args))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "needs approval" not in again.stdout and "│ alpha contents" in again.stdout
+
+
+def test_max_steps_and_full_output_attachment(workdir: Path) -> None:
+    (workdir / "root" / "big.txt").write_text("".join(f"row {i} {'x' * 60}\n" for i in range(600)))
+    done = cli("run", *embedded(workdir, "read big.txt", "--yes", "--max-steps", "1"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "■ completed (MAX_STEPS" in done.stdout
+    saved = next(line for line in done.stdout.splitlines() if "full output: " in line)
+    path = Path(saved.split("full output: ", 1)[1])
+    assert path.is_file() and path.read_text().startswith("row 0 ")
+    assert f"📎 {path.name}" in done.stdout
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(workdir: Path) -> None:
+    def on_tty(env: dict[str, str]) -> str:
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "neta_jupyter.cli",
+                "run",
+                *embedded(workdir, "what files are here?", "--yes"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+        )
+        os.close(slave)
+        chunks = []
+        with contextlib.suppress(OSError):  # EIO once the child has exited
+            while chunk := os.read(master, 65536):
+                chunks.append(chunk)
+        os.close(master)
+        assert proc.wait(20) == 0
+        return b"".join(chunks).decode()
+
+    coloured = on_tty(cli_env())
+    assert "\x1b[2mthinking: " in coloured and "\x1b[32m✓ \x1b[0m" in coloured
+    plain = on_tty({**cli_env(), "NO_COLOR": "1"})
+    assert "\x1b[" not in plain and "✓ list_files" in plain
+
+
+def test_ctrl_c_at_the_prompt_cancels_the_waiting_run(workdir: Path) -> None:
+    master, slave = pty.openpty()
+    try:
+        args = ["--model", script(workdir, READ_THEN_DONE), "--ask", "read_file"]
+        live = LiveCli("run", *embedded(workdir, "read a.txt", *args), stdin=slave)
+        os.close(slave)
+        live.wait_for("[y]es / [a]lways / [n]o: ")
+        live.proc.send_signal(signal.SIGINT)
+        assert live.finish() == 130, live.output
+    finally:
+        os.close(master)
+    assert "[n]o: \ninterrupted: cancelling the run" in live.output
+    assert "✗ run failed [USER_CANCELLED]" in live.output
+
+
 def test_failed_run_exits_1(workdir: Path) -> None:
     failing = {"turns": [{"text": "part", "error": {"kind": "invalid", "message": "no way"}}]}
     done = cli("run", *embedded(workdir, "go", "--model", script(workdir, failing)))
