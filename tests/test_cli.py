@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import pty
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from neta_jupyter import __version__
+from neta_jupyter.cli_render import TerminalRenderer
 from tests.server_process import ServerProcess
 
 TERMINAL = {"MESSAGE_COMPLETED", "MESSAGE_SUSPENDED", "MESSAGE_FAILED"}
@@ -36,14 +38,16 @@ def cli_env() -> dict[str, str]:
     return env
 
 
-def cli(*args: str, stdin: str = "", timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, stdin: str = "", env: dict[str, str] | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "neta_jupyter.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=cli_env(),
+        env={**cli_env(), **(env or {})},
     )
 
 
@@ -292,6 +296,75 @@ def test_version_help_and_usage_errors(workdir: Path) -> None:
     assert "Traceback" not in unknown.stderr
 
 
+def test_renderer_shows_status_progress_attachments_and_ignores_unknown_events() -> None:
+    def envelope(event_type: str, seq: int, **data: object) -> str:
+        return json.dumps({"eventType": event_type, "seq": seq, "requestId": "r_1", "data": data})
+
+    out = io.StringIO()
+    renderer = TerminalRenderer(out, color=False, locate_attachment=lambda p: f"/files/{p}")
+    payloads = [
+        envelope("TEXT_START", 0, type="text", text="evil \x1b]0;title\x07text"),
+        envelope(
+            "AGENT_STATUS",
+            1,
+            type="agent_status",
+            code="LLM_RATE_LIMITED",
+            level="WARN",
+            message="The model is rate-limited; retrying in 2.0 s (1/3)",
+        ),
+        envelope(
+            "PROCESS_EVENT",
+            2,
+            type="process",
+            operationId="op",
+            stage="load",
+            status="running",
+            current=3,
+            total=4,
+            message="reading rows",
+        ),
+        envelope("SOMETHING_NEW", 3, type="brand_new", answer=42),
+        envelope(
+            "ATTACHMENT_CHANGED",
+            4,
+            type="attachment",
+            attachmentId="a",
+            sessionId="s",
+            fileName="plot.png",
+            fileExtension="png",
+            contentType="image/png",
+            fileSize=2048,
+            virtualPath="s/r/plot.png",
+        ),
+        envelope(
+            "TOOL_FAILED",
+            5,
+            type="tool",
+            toolCallId="c",
+            toolName="python",
+            errorMessage="NameError: x",
+            durationMs=1500,
+        ),
+        envelope(
+            "MESSAGE_FAILED",
+            6,
+            type="message",
+            errorCode="LLM_ERROR",
+            errorMessage="model call failed",
+            recoverable=True,
+        ),
+    ]
+    events = [renderer.feed(p) for p in payloads]
+    assert events[3] is None  # unknown types are skipped, not fatal
+    text = out.getvalue()
+    assert "evil ]0;titletext" in text and "\x1b" not in text and "\x07" not in text
+    assert "\n[WARN] The model is rate-limited; retrying in 2.0 s (1/3)\n" in text
+    assert "  ◦ load running 75% reading rows\n" in text
+    assert "📎 plot.png (2048 bytes, created) → /files/s/r/plot.png\n" in text
+    assert "✗ python (1.5 s) error: NameError: x\n" in text
+    assert "✗ run failed [LLM_ERROR]: model call failed (recoverable" in text
+
+
 # --- on a Jupyter server ---------------------------------------------------------------------
 
 
@@ -424,10 +497,9 @@ def test_server_stream_reconnects_with_last_event_id(server: ServerProcess) -> N
             "what files are here?",
             "--server",
             f"http://127.0.0.1:{proxy.port}/",
-            "--token",
-            server.token,
             "--yes",
             "--json",
+            env={"JUPYTER_TOKEN": server.token},  # the token from the environment this time
         )
     finally:
         proxy.close()
