@@ -435,11 +435,14 @@ class TokenUsageData(_Wire):
     """Turn reasoning tokens."""
 
 
+CompactionScope = Literal["in-loop", "turn-level", "manual", "reactive"]
+
+
 class CompactionData(_Wire):
     """Context compaction progress."""
 
     type: Literal["compaction"] = "compaction"
-    scope: Literal["in-loop", "turn-level", "manual", "reactive"] = "in-loop"
+    scope: CompactionScope = "in-loop"
     """What triggered it."""
     tokens_before: int | None = None
     """Estimated input before."""

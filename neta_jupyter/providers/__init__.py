@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .base import (
     ContextTooLong,
@@ -22,19 +23,32 @@ from .base import (
     ToolDefinition,
     UsagePart,
 )
+from .config import ModelSelector, UnknownModel
 from .scripted import ScriptedModel, ScriptedToolCall, ScriptedTurn
 
-
-class UnknownModel(LookupError):
-    """No model is configured under that name."""
+if TYPE_CHECKING:
+    import httpx
 
 
 class ModelRegistry:
-    """Resolves ``provider:model`` strings to models."""
+    """Resolves ``provider:model`` strings to models.
 
-    def __init__(self, *, demo_pace: float = 0.015) -> None:
+    ``endpoints`` is ``c.NetaApp.endpoints`` (see :mod:`.config` for its shape); ``http_client``,
+    when given, is the client every provider model uses; ``environ`` replaces ``os.environ`` as
+    the source of API keys and base URLs.
+    """
+
+    def __init__(
+        self,
+        *,
+        demo_pace: float = 0.015,
+        endpoints: Mapping[str, Any] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.demo_pace = demo_pace
         self._models: dict[str, Model | Callable[[], Model]] = {}
+        self.selector = ModelSelector(endpoints, http_client=http_client, environ=environ)
 
     def register(self, name: str, model: Model | Callable[[], Model]) -> None:
         """Make ``name`` resolve to ``model`` (an instance, or a factory called per run)."""
@@ -42,7 +56,7 @@ class ModelRegistry:
 
     def names(self) -> list[str]:
         """Every name that resolves without further configuration."""
-        return ["demo", *self._models]
+        return ["demo", *self._models, *self.selector.names()]
 
     def resolve(self, spec: str) -> Model:
         """The model for ``spec``; :class:`UnknownModel` when nothing matches."""
@@ -54,11 +68,14 @@ class ModelRegistry:
 
             return DemoModel(pace=self.demo_pace)
         if spec.startswith("scripted:"):
+            # Loaded once per process: a script is consumed across the runs (and resumes) it drives.
             path = spec.removeprefix("scripted:")
             try:
-                return ScriptedModel.from_file(path)
+                model = ScriptedModel.from_file(path)
             except (OSError, ValueError) as exc:
                 raise UnknownModel(f"cannot load the scripted model {path!r}: {exc}") from exc
+            self._models[spec] = model
+            return model
         raise UnknownModel(f"unknown model {spec!r}; configured: {', '.join(self.names())}")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,9 +59,18 @@ def _chunks(value: str | list[str]) -> list[str]:
 class ScriptedModel:
     """Plays ``turns`` in order; one turn per call. Fails loudly when called past the script."""
 
-    def __init__(self, turns: list[ScriptedTurn], *, name: str = "scripted") -> None:
+    token_count_source = "tokenizer"
+
+    def __init__(
+        self,
+        turns: list[ScriptedTurn],
+        *,
+        name: str = "scripted",
+        count_tokens: Callable[[ModelRequest], int] | None = None,
+    ) -> None:
         self._turns = list(turns)
         self._name = name
+        self._count = count_tokens
         self.requests: list[ModelRequest] = []
         """Every request received, for assertions."""
 
@@ -69,6 +78,10 @@ class ScriptedModel:
     def name(self) -> str:
         """The model name."""
         return self._name
+
+    def count_tokens(self, request: ModelRequest) -> int | None:
+        """A counted (gateable) estimate when the test supplies a counter, else None."""
+        return self._count(request) if self._count is not None else None
 
     @property
     def remaining(self) -> int:

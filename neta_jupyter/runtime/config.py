@@ -48,6 +48,8 @@ class RuntimeConfig:
     """First backoff in seconds; doubles per attempt."""
     retry_max_delay: float = 30.0
     """Longest wait between attempts, whatever Retry-After says."""
+    prompt_budget: int = 120_000
+    """Input tokens one request may use; over it the conversation is compacted first."""
     max_failed_tool_steps: int = 3
     """Consecutive steps whose tool calls all failed before the model gets a reminder."""
 

@@ -22,10 +22,13 @@ from ..events import (
     SuspendType,
     TextData,
 )
-from ..providers.base import Message, Model, ModelRequest, ToolCall, UsagePart
+from ..events.models import CompactionScope
+from ..providers.base import ContextTooLong, Message, Model, ModelRequest, ToolCall
 from ..store import Entry, RunRecord, Store, new_id
 from ..tools import Tool, ToolContext, ToolError, decide
 from ..tools.registry import KernelBridge
+from .budget import BudgetExceeded, Estimate, estimate, publish_decision, reconcile
+from .compaction import compact
 from .config import MAX_STEPS_TEXT, TOOL_FAILURE_REMINDER, RuntimeConfig
 from .emitter import RunEmitter
 from .retries import status, stream_with_retries
@@ -64,11 +67,6 @@ Step = CallModel | RunTools | Suspend | Finish
 def first_step(state: dict[str, Any]) -> CallModel | RunTools:
     """Where an activation starts, from the persisted phase."""
     return RunTools() if state.get("phase") == "tools" else CallModel()
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough count (4 characters a token) for when a provider reports no usage."""
-    return max(1, len(text) // 4)
 
 
 class RunLoop:
@@ -125,15 +123,7 @@ class RunLoop:
         self._consume_inputs()
         step = self.state["step"] + 1
         self._emitter.step = step
-        request = self._build_request()
-        reply = await stream_with_retries(
-            self._model,
-            request,
-            self._emitter,
-            self._config,
-            f"call_{self.run.request_id[-6:]}_{step}",
-        )
-        self._account(request, reply)
+        reply = await self._reply(f"call_{self.run.request_id[-6:]}_{step}")
         entry = self._add_entry("assistant", _assistant_message(reply))
         self.state.update(step=step, last_assistant=entry.entry_id)
         self.state["phase"] = "tools" if reply.tool_calls else "model"
@@ -172,23 +162,52 @@ class RunLoop:
             messages.append(Message(role="user", content=TOOL_FAILURE_REMINDER))
         return ModelRequest(system=self._config.system_prompt, messages=messages, tools=definitions)
 
-    def _account(self, request: ModelRequest, reply: Reply) -> None:
-        usage = reply.usage or UsagePart(
-            estimate_tokens(request.system + "".join(m.content for m in request.messages)),
-            estimate_tokens(
-                reply.text + reply.reasoning + "".join(c.arguments for c in reply.tool_calls)
-            ),
+    async def _reply(self, call_id_prefix: str) -> Reply:
+        """Budget gate, stream with retries, reactive compaction once, reconcile usage."""
+        reactive_done = False
+        while True:
+            request, est = await self._gated_request()
+            try:
+                reply = await stream_with_retries(
+                    self._model, request, self._emitter, self._config, call_id_prefix
+                )
+            except ContextTooLong:
+                if reactive_done:
+                    raise
+                reactive_done = True
+                await self._compact("reactive", est.tokens)
+                continue
+            reconcile(self._emitter, self._records, self.run, request, est, reply)
+            return reply
+
+    async def _gated_request(self) -> tuple[ModelRequest, Estimate]:
+        """Build the request and pass it through the budget control plane."""
+        budget = self._config.prompt_budget
+        compacted = False
+        while True:
+            request = self._build_request()
+            est = estimate(self._model, request)
+            action = publish_decision(self._emitter, self.run, request, est, budget, compacted)
+            if action == "allow":
+                return request, est
+            if action == "stop":
+                raise BudgetExceeded(
+                    f"the conversation needs about {est.tokens} input tokens, over the budget of "
+                    f"{budget} even after compaction; start a new session or raise the budget"
+                )
+            compacted = True
+            await self._compact("in-loop", est.tokens)
+
+    async def _compact(self, scope: CompactionScope, tokens_before: int) -> bool:
+        return await compact(
+            model=self._model,
+            records=self._records,
+            run=self.run,
+            emitter=self._emitter,
+            scope=scope,
+            tokens_before=tokens_before,
+            budget=self._config.prompt_budget,
         )
-        totals = self.state.setdefault("usage", {})
-        for key, value in (
-            ("promptTokens", usage.input_tokens),
-            ("completionTokens", usage.output_tokens),
-            ("cachedTokens", usage.cached_tokens),
-            ("reasoningTokens", usage.reasoning_tokens),
-        ):
-            totals[key] = totals.get(key, 0) + value
-        totals["totalTokens"] = totals["promptTokens"] + totals["completionTokens"]
-        self._emitter.total_tokens = totals["totalTokens"]
 
     # --- tool step
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..events import (
     ErrorCode,
     EventType,
+    FinishReason,
     MessageData,
     PermissionResolvedData,
     SessionData,
@@ -28,6 +29,7 @@ from ..providers.base import ProviderInvalidRequest
 from ..store import RunRecord, Store, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
+from .compaction import compact
 from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .errors import BadRunRequest, RunConflict, RunNotFound
@@ -263,6 +265,75 @@ class Runtime:
             raise BadRunRequest("content must not be empty", code="EMPTY_CONTENT")
         return self.store.records.add_input(request_id, content)
 
+    async def compact_session(
+        self,
+        principal: str,
+        session_id: str,
+        *,
+        instructions: str | None = None,
+        model: str | None = None,
+    ) -> RunRecord:
+        """Summarise a session's older turns now (a short run whose stream shows the compaction)."""
+        session = self._session(principal, session_id, None)
+        await self._supersede_suspended(session.session_id)
+        run = RunRecord(
+            request_id=new_id("r"),
+            principal=principal,
+            session_id=session.session_id,
+            status="running",
+            model=model or self.config.default_model,
+            created=time.time(),
+            prompt="/compact",
+            options={"kind": "compact", "instructions": instructions},
+            state={"step": 0, "phase": "model", "usage": {}, "leaf": session.leaf_entry_id},
+        )
+        self.store.records.create_run(run)
+        self._emitter(run).emit(
+            EventType.SESSION_CREATED, SessionData(session_id=session.session_id)
+        )
+        self.store.records.save_run(run)
+        self._tasks[run.request_id] = asyncio.create_task(
+            self._finally_inactive(run.request_id, self._compaction(run)),
+            name=f"neta-compact-{run.request_id}",
+        )
+        return run
+
+    async def _compaction(self, run: RunRecord) -> None:
+        emitter = self._emitter(run)
+        try:
+            model = self.models.resolve(run.model)
+            path = self.store.records.path(run.session_id, run.state["leaf"])
+            tokens = sum(len(str(e.message.get("content", ""))) for e in path) // 4
+            done = await compact(
+                model=model,
+                records=self.store.records,
+                run=run,
+                emitter=emitter,
+                scope="manual",
+                tokens_before=tokens,
+                budget=self.config.prompt_budget,
+                instructions=run.options.get("instructions"),
+            )
+            message = "compacted the conversation" if done else "nothing was compacted"
+            await self._end(run, emitter, Finish(FinishReason.STOP, message))
+        except asyncio.CancelledError:
+            await self._fail(
+                run,
+                emitter,
+                ErrorCode.USER_CANCELLED,
+                "the compaction was cancelled",
+                recoverable=False,
+            )
+        except Exception as exc:
+            self.log.exception("compaction %s failed", run.request_id)
+            await self._fail(
+                run,
+                emitter,
+                ErrorCode.INTERNAL_ERROR,
+                f"compaction failed: {type(exc).__name__}",
+                recoverable=False,
+            )
+
     def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> RunRecord:
         """Register a history run that has messages but no event stream."""
         session = self.store.records.get_or_create_session(principal, session_name)
@@ -363,11 +434,18 @@ class Runtime:
         return emitter
 
     def _launch(self, run: RunRecord, virtual: list[VirtualTool], step: Step) -> None:
-        task = asyncio.create_task(
-            self._activate(run, virtual, step), name=f"neta-run-{run.request_id}"
+        self._tasks[run.request_id] = asyncio.create_task(
+            self._finally_inactive(run.request_id, self._activate(run, virtual, step)),
+            name=f"neta-run-{run.request_id}",
         )
-        self._tasks[run.request_id] = task
-        task.add_done_callback(lambda _t: self._tasks.pop(run.request_id, None))
+
+    async def _finally_inactive(self, request_id: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work``; the run stops counting as active before anyone awaiting it resumes."""
+        try:
+            await work
+        finally:
+            if self._tasks.get(request_id) is asyncio.current_task():
+                del self._tasks[request_id]
 
     async def _activate(self, run: RunRecord, virtual: list[VirtualTool], step: Step) -> None:
         emitter = self._emitter(run)

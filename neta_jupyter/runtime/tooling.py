@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import mimetypes
 import time
@@ -14,6 +15,7 @@ from ..providers.base import ToolCall, ToolDefinition
 from ..store import AttachmentRecord, RecordStore, RunRecord, new_id
 from ..tools import Tool, ToolContext, ToolError, ToolFile, ToolResult
 from .emitter import RunEmitter
+from .process import ProcessLog, ProcessReporter
 
 DEFAULT_VIRTUAL_RECEIPT = '{"status":"success"}'
 
@@ -81,12 +83,15 @@ class ToolRunner:
         *,
         attachments_dir: Path,
         max_event_output: int,
+        data_dir: Path | None = None,
     ) -> None:
         self._run = run
         self._emitter = emitter
         self._records = records
         self._attachments_dir = attachments_dir
         self._max_output = max_event_output
+        # The attachments folder sits in the data dir (RuntimeConfig.attachments_dir).
+        self._process_log = ProcessLog(data_dir or attachments_dir.parent)
 
     async def run_virtual(self, call: ToolCall, tool: VirtualTool) -> tuple[str, bool]:
         """Answer a virtual tool call; returns (output for the model, ok)."""
@@ -115,12 +120,9 @@ class ToolRunner:
         ctx.report(f"Running {call.name}")
         await self._emitter.flush()
         began = time.monotonic()
-        try:
-            result = await tool.run(call.arguments, ctx)
-        except ToolError as exc:
-            return self._failed(call, str(exc), _ms_since(began))
-        except Exception as exc:  # a tool's own bug must not end the run: the model hears of it
-            return self._failed(call, f"{type(exc).__name__}: {exc}", _ms_since(began))
+        result = await self._execute(call, tool, ctx)
+        if isinstance(result, str):
+            return self._failed(call, result, _ms_since(began))
         duration = _ms_since(began)
         images = [self._store_file(f, call.id) for f in result.images]
         files = [self._store_file(f, call.id) for f in result.files]
@@ -140,6 +142,27 @@ class ToolRunner:
         for record, change in images + files:
             self._emitter.emit(EventType.ATTACHMENT_CHANGED, self._attachment_data(record, change))
         return result.output, True
+
+    async def _execute(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> ToolResult | str:
+        """The tool's result, or why it failed; its process operations end with the call."""
+        process = ProcessReporter(
+            self._emitter,
+            self._process_log,
+            session_id=self._run.session_id,
+            tool_call_id=call.id,
+        )
+        ctx.process = process
+        try:
+            result = await tool.run(call.arguments, ctx)
+        except asyncio.CancelledError:
+            process.close("cancelled")
+            raise
+        except ToolError as exc:
+            return _with_process_log(str(exc), process.close("failed"))
+        except Exception as exc:  # a tool's own bug must not end the run: the model hears of it
+            return _with_process_log(f"{type(exc).__name__}: {exc}", process.close("failed"))
+        result.output = _with_process_log(result.output, process.close("completed"))
+        return result
 
     def fail_without_running(self, call: ToolCall, message: str) -> tuple[str, bool]:
         """A call that may not run (denied, unknown tool): reported like a failure."""
@@ -212,6 +235,11 @@ class ToolRunner:
             source="AGENT_GENERATED",
             change_type="UPDATED" if change == "UPDATED" else "CREATED",
         )
+
+
+def _with_process_log(text: str, references: list[str]) -> str:
+    """The text with the JSONL logs of its process events (paths under the data dir)."""
+    return f"{text}\n[process log: {', '.join(references)}]" if references else text
 
 
 def _ms_since(began: float) -> int:

@@ -14,7 +14,15 @@ from tornado import web
 from ..store import Entry, RunRecord, SessionRecord
 from .base import NetaHandler
 from .errors import ApiError
-from .schemas import ImportRequest, InputRequest, LeafRequest, RequestRef, ResumeRequest, RunRequest
+from .schemas import (
+    CompactRequest,
+    ImportRequest,
+    InputRequest,
+    LeafRequest,
+    RequestRef,
+    ResumeRequest,
+    RunRequest,
+)
 
 
 def run_summary(run: RunRecord, last_seq: int) -> dict[str, Any]:
@@ -234,6 +242,19 @@ class SessionLeafHandler(SessionTreeHandler):
                 raise ApiError(404, "ENTRY_NOT_FOUND", f"no entry {body.leaf_entry_id!r} here")
         records.set_leaf(body.session_id, body.leaf_entry_id)
         self.reply(self._snapshot(body.session_id))
+
+
+class CompactHandler(NetaHandler):
+    """``POST /neta/api/sessions/compact``: summarise the session's older turns now."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(CompactRequest)
+        run = await self.runtime.compact_session(
+            self.principal, body.session_id, instructions=body.instructions, model=body.model
+        )
+        self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
 
 
 class ModelsHandler(NetaHandler):

@@ -69,3 +69,11 @@ class LeafRequest(_Body):
 
     session_id: str
     leaf_entry_id: str | None
+
+
+class CompactRequest(_Body):
+    """``POST /neta/api/sessions/compact`` and the WebSocket ``compact`` message."""
+
+    session_id: str = Field(min_length=1)
+    instructions: str | None = None
+    model: str | None = None

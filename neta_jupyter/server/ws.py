@@ -24,7 +24,7 @@ from ..runtime import RunApiError, Runtime
 from .base import AUTH_RESOURCE, principal_of
 from .errors import ApiError, describe_validation
 from .following import follow_with_heartbeat, heartbeat_json
-from .schemas import InputRequest, RequestRef, ResumeRequest, RunRequest
+from .schemas import CompactRequest, InputRequest, RequestRef, ResumeRequest, RunRequest
 from .sse import parse_last_event_id
 
 Reply = dict[str, Any]
@@ -84,7 +84,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
             "clarify_response": self._resume,
             "terminate": self._terminate,
             "supplementary_input": self._input,
-            "compact": self._unsupported,
+            "compact": self._compact,
             "set_thinking_level": self._thinking_level,
         }
         if self.stream is not None:
@@ -278,5 +278,10 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         self.settings.setdefault("neta_thinking_levels", {})[self.principal] = level
         return {"type": "ack", "action": "set_thinking_level", "level": level}
 
-    async def _unsupported(self, frame: dict[str, Any]) -> Reply:
-        raise _FrameError("UNSUPPORTED", f"{frame['type']} is not available on this server yet")
+    async def _compact(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(CompactRequest, frame)
+        run = await self.runtime.compact_session(
+            self.principal, body.session_id, instructions=body.instructions, model=body.model
+        )
+        await self._subscribe({"requestId": run.request_id})
+        return {"type": "started", "requestId": run.request_id, "sessionId": run.session_id}

@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
     has_unknown_usage INTEGER NOT NULL DEFAULT 0,
-    always_allow TEXT NOT NULL DEFAULT '[]'
+    always_allow TEXT NOT NULL DEFAULT '[]',
+    todo TEXT NOT NULL DEFAULT '[]'
 );
 CREATE UNIQUE INDEX IF NOT EXISTS sessions_by_name ON sessions (principal, name);
 CREATE TABLE IF NOT EXISTS entries (
@@ -103,6 +104,7 @@ class Database:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA busy_timeout=5000")
         self.conn.executescript(_SCHEMA)
+        self._migrate()
         self.commit_interval = commit_interval
         self.max_batch = max_batch
         self._pending: list[PendingRow] = []
@@ -110,6 +112,12 @@ class Database:
         self._timer: asyncio.Handle | None = None
         self._listeners: list[CommitListener] = []
         self._closed = False
+
+    def _migrate(self) -> None:
+        """Add columns that later versions introduced to a database an earlier one created."""
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(sessions)")}
+        if "todo" not in columns:
+            self.conn.execute("ALTER TABLE sessions ADD COLUMN todo TEXT NOT NULL DEFAULT '[]'")
 
     def on_commit(self, listener: CommitListener) -> None:
         """Call ``listener`` with the event rows each commit made durable."""
@@ -150,6 +158,18 @@ class Database:
             raise
         self._finish_commit()
         return cur
+
+    def atomic(self, statements: list[tuple[str, tuple[object, ...]]]) -> None:
+        """Several writes that become durable together or not at all."""
+        self.conn.execute("BEGIN")
+        try:
+            self._write_pending()
+            for sql, params in statements:
+                self.conn.execute(sql, params)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self._finish_commit()
 
     def query(self, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         """A read of committed data."""

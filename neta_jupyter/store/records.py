@@ -54,6 +54,7 @@ class SessionRecord:
     output_tokens: int = 0
     has_unknown_usage: bool = False
     always_allow: list[str] = field(default_factory=list)
+    todo: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -257,6 +258,60 @@ class RecordStore:
             (json.dumps([*session.always_allow, tool_name]), session_id),
         )
 
+    def set_todo(self, session_id: str, items: list[dict[str, Any]]) -> None:
+        """Replace the session's todo list."""
+        self._db.execute(
+            "UPDATE sessions SET todo = ? WHERE session_id = ?", (json.dumps(items), session_id)
+        )
+
+    def replace_path(
+        self, session_id: str, summary: dict[str, Any], kept: list[Entry], request_id: str | None
+    ) -> Entry:
+        """Atomically start a branch: a summary root, then copies of ``kept``, as the new leaf.
+
+        The old entries stay in the tree (history), but the conversation the model sees from the
+        new leaf is the summary plus the kept turn.
+        """
+        now = time.time()
+        root = Entry(new_id("e"), session_id, None, "summary", summary, request_id, now)
+        chain = [root]
+        for entry in kept:
+            chain.append(
+                Entry(
+                    new_id("e"),
+                    session_id,
+                    chain[-1].entry_id,
+                    entry.role,
+                    entry.message,
+                    entry.request_id,
+                    now,
+                )
+            )
+        statements: list[tuple[str, tuple[object, ...]]] = [
+            (
+                "INSERT INTO entries (entry_id, session_id, parent_id, role, message, request_id,"
+                " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    e.entry_id,
+                    session_id,
+                    e.parent_id,
+                    e.role,
+                    json.dumps(e.message),
+                    e.request_id,
+                    e.created,
+                ),
+            )
+            for e in chain
+        ]
+        statements.append(
+            (
+                "UPDATE sessions SET leaf_entry_id = ? WHERE session_id = ?",
+                (chain[-1].entry_id, session_id),
+            )
+        )
+        self._db.atomic(statements)
+        return chain[-1]
+
     # --- supplementary inputs
 
     def add_input(self, request_id: str, content: str) -> str:
@@ -339,6 +394,7 @@ def _session(row: Any) -> SessionRecord:
         output_tokens=row["output_tokens"],
         has_unknown_usage=bool(row["has_unknown_usage"]),
         always_allow=json.loads(row["always_allow"]),
+        todo=json.loads(row["todo"]),
     )
 
 
