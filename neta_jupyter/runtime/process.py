@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ..events import EventType, ProcessData, SkillData
+from ..events import EventData, EventType, ProcessData, SkillData
 from ..tools.registry import (
     ProcessLevel,
     ProcessSource,
@@ -24,7 +24,6 @@ from ..tools.registry import (
     ProcessTarget,
     SkillEvent,
 )
-from .emitter import RunEmitter
 
 DEFAULT_INTERVAL = 0.4
 """Seconds over which repeated progress of one operation is coalesced."""
@@ -239,12 +238,20 @@ def _safe(name: str) -> str:
 # --- the reporter a tool call gets ---------------------------------------------------------
 
 
+class Emitter(Protocol):
+    """Publishes one event of the run (:class:`~neta_jupyter.runtime.emitter.RunEmitter`)."""
+
+    def emit(self, event_type: EventType, data: EventData) -> int:
+        """Append to the run's log; returns the seq."""
+        ...
+
+
 class ProcessReporter:
     """The :class:`~neta_jupyter.tools.registry.ProcessSink` of one tool call."""
 
     def __init__(
         self,
-        emitter: RunEmitter,
+        emitter: Emitter,
         log: ProcessLog,
         *,
         session_id: str,

@@ -47,6 +47,66 @@ class ToolResult:
     """Images to show in the tool card (also stored as attachments)."""
 
 
+ProcessStatus = Literal[
+    "queued", "started", "running", "completed", "failed", "cancelled", "skipped"
+]
+ProcessLevel = Literal["debug", "info", "warning", "error"]
+ProcessSource = Literal["skill", "tool", "subagent", "runtime"]
+ProcessTarget = Literal["tool", "skill", "subagent", "task", "runtime"]
+SkillEvent = Literal["activated", "deactivated", "missing"]
+
+
+class ProcessSink(Protocol):
+    """Where a long tool reports its progress (PROCESS_EVENT; supplied by the runtime)."""
+
+    @property
+    def operation_id(self) -> str:
+        """The operation of this tool call (the default of :meth:`report`)."""
+        ...
+
+    def report(
+        self,
+        *,
+        status: ProcessStatus = "running",
+        stage: str | None = None,
+        message: str | None = None,
+        current: float | None = None,
+        total: float | None = None,
+        percent: float | None = None,
+        level: ProcessLevel = "info",
+        payload: dict[str, Any] | None = None,
+        operation_id: str | None = None,
+        parent_operation_id: str | None = None,
+        target_type: ProcessTarget = "tool",
+        source: ProcessSource = "tool",
+    ) -> None:
+        """Report progress; frequent reports are coalesced, secrets in ``payload`` redacted."""
+        ...
+
+    def skill(
+        self,
+        event: SkillEvent,
+        name: str,
+        *,
+        description: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Announce a skill's activation, deactivation or absence (SKILL_*)."""
+        ...
+
+
+class _NoProcess:
+    """The sink of a context built outside a runtime: progress goes nowhere."""
+
+    operation_id = "op"
+
+    def report(self, **_fields: Any) -> None:
+        """Drop the report."""
+
+    def skill(self, event: SkillEvent, name: str, **_fields: Any) -> None:
+        """Drop the announcement."""
+
+
 class KernelBridge(Protocol):
     """Runs code in the notebook's kernel (supplied by the host: ``kernel/``, ``server/``)."""
 
@@ -66,6 +126,8 @@ class ToolContext:
     report: Callable[[str], None] = lambda title: None
     """Show a progress title on the tool card (TOOL_RUNNING)."""
     kernel: KernelBridge | None = None
+    process: ProcessSink = field(default_factory=_NoProcess)
+    """Report progress of a long operation (PROCESS_EVENT) and skill lifecycle (SKILL_*)."""
 
 
 ToolFunction = Callable[..., Awaitable[ToolResult | str]]
