@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,9 @@ class RuntimeConfig:
     """Input tokens one request may use; over it the conversation is compacted first."""
     max_failed_tool_steps: int = 3
     """Consecutive steps whose tool calls all failed before the model gets a reminder."""
+
+    skill_catalogue: Callable[[Path], list[tuple[str, str]]] | None = None
+    """(name, description) of the skills available under a root, for the system prompt."""
 
     @property
     def attachments_dir(self) -> Path:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from ..events import (
+    ClarifyData,
     EventType,
     FinishReason,
     PermissionAskData,
@@ -21,12 +22,16 @@ from ..events import (
     SuspendReason,
     SuspendType,
     TextData,
+    TodoData,
+    TodoItem,
 )
 from ..events.models import CompactionScope
 from ..providers.base import ContextTooLong, Message, Model, ModelRequest, ToolCall
 from ..store import Entry, RunRecord, Store, new_id
 from ..tools import Tool, ToolContext, ToolError, decide
+from ..tools.agent import RUNTIME_TOOL_NAMES
 from ..tools.registry import KernelBridge
+from . import context
 from .budget import BudgetExceeded, Estimate, estimate, publish_decision, reconcile
 from .compaction import compact
 from .config import MAX_STEPS_TEXT, TOOL_FAILURE_REMINDER, RuntimeConfig
@@ -93,6 +98,7 @@ class RunLoop:
         self._virtual = {v.name: v for v in virtual_tools}
         self._kernel = kernel
         self._emitter = emitter
+        self._kernel_summary: str | None = None
         self._runner = ToolRunner(
             run,
             emitter,
@@ -121,6 +127,7 @@ class RunLoop:
         if self.state["step"] >= max_steps:
             return self._max_steps_reached(max_steps)
         self._consume_inputs()
+        await self._summarise_kernel()
         step = self.state["step"] + 1
         self._emitter.step = step
         reply = await self._reply(f"call_{self.run.request_id[-6:]}_{step}")
@@ -156,11 +163,38 @@ class RunLoop:
         path = self._records.path(self.run.session_id, self.state.get("leaf"))
         definitions = [t.definition for t in self._tools.values()]
         definitions += [v.definition for v in self._virtual.values()]
-        messages = [Message.from_json(e.message) for e in path]
+        conversation = context.messages(path)
         if self.state.pop("remind", False):
             # Injected for this request only: a nudge, not part of the conversation.
-            messages.append(Message(role="user", content=TOOL_FAILURE_REMINDER))
-        return ModelRequest(system=self._config.system_prompt, messages=messages, tools=definitions)
+            conversation.append(Message(role="user", content=TOOL_FAILURE_REMINDER))
+        system = context.system_prompt(
+            self._config.system_prompt,
+            root=self._config.root_dir,
+            notebook_path=self.run.options.get("notebookPath"),
+            session=self._records.get_session(self.run.session_id),
+            skills=self._config.skill_catalogue(self._config.root_dir)
+            if self._config.skill_catalogue and "run_skill" in self._tools
+            else [],
+            kernel_summary=self._kernel_summary,
+        )
+        return ModelRequest(system=system, messages=conversation, tools=definitions)
+
+    async def _summarise_kernel(self) -> None:
+        """Once per activation: what variables the user has, so the model can refer to them."""
+        tool = self._tools.get("list_variables")
+        if self._kernel_summary is not None or tool is None or self._kernel is None:
+            return
+        ctx = ToolContext(
+            root_dir=self._config.root_dir,
+            session_id=self.run.session_id,
+            request_id=self.run.request_id,
+            tool_call_id="context",
+            kernel=self._kernel,
+        )
+        try:
+            self._kernel_summary = (await tool.run("{}", ctx)).output
+        except Exception as exc:  # a busy or dead kernel must not stop the run
+            self._kernel_summary = f"(could not list the kernel's variables: {exc})"
 
     async def _reply(self, call_id_prefix: str) -> Reply:
         """Budget gate, stream with retries, reactive compaction once, reconcile usage."""
@@ -261,6 +295,8 @@ class RunLoop:
         if call.name in self._virtual:
             return await self._runner.run_virtual(call, self._virtual[call.name])
         tool = self._tools.get(call.name)
+        if tool is not None and call.name in RUNTIME_TOOL_NAMES:
+            return await self._runtime_tool(call, tool)
         if tool is None:
             known = ", ".join(sorted([*self._tools, *self._virtual])) or "none"
             return self._runner.fail_without_running(
@@ -287,6 +323,51 @@ class RunLoop:
             kernel=self._kernel,
         )
         return await self._runner.run_tool(call, tool, ctx)
+
+    async def _runtime_tool(self, call: ToolCall, tool: Tool) -> tuple[str, bool] | Suspend:
+        """The clarify and todo tools act on the run, so the runtime carries them out."""
+        answer = self.state.setdefault("answers", {}).get(call.id)
+        if call.name == "clarify" and answer is not None:
+            return self._runner.complete(call, answer)
+        try:
+            arguments = tool.parse_arguments(call.arguments)
+        except ToolError as exc:
+            return self._runner.fail_without_running(call, str(exc))
+        self._runner.start(call)
+        if call.name == "todo":
+            items = [
+                {"id": e.id or str(i + 1), "content": e.content, "status": e.status}
+                for i, e in enumerate(arguments["items"])
+            ]
+            self._records.set_todo(self.run.session_id, items)
+            self._emitter.emit(
+                EventType.TODO_UPDATE, TodoData(items=[TodoItem(**i) for i in items])
+            )
+            done = sum(i["status"] == "completed" for i in items)
+            return self._runner.complete(
+                call, f"todo list updated: {len(items)} items, {done} done"
+            )
+        clarify_id = new_id("clr")
+        self.state["ask"] = {
+            "kind": "clarify",
+            "askId": clarify_id,
+            "toolCallId": call.id,
+            "toolName": call.name,
+        }
+        self._emitter.emit(
+            EventType.CLARIFY_REQUEST,
+            ClarifyData(
+                clarify_id=clarify_id,
+                question=arguments["question"],
+                options=list(arguments.get("options") or []),
+                tool_call_id=call.id,
+            ),
+        )
+        return Suspend(
+            SuspendReason(
+                type=SuspendType.CLARIFY_REQUEST, ask_id=clarify_id, message=arguments["question"]
+            )
+        )
 
     def _permission(
         self, call: ToolCall, tool: Tool, arguments: dict[str, Any]

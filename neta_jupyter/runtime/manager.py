@@ -99,6 +99,7 @@ class Runtime:
         max_steps: int | None = None,
         approve: str = "ask",
         kernel_id: str | None = None,
+        notebook_path: str | None = None,
     ) -> RunRecord:
         """Create a run, persist the user message and start the loop."""
         if not content.strip():
@@ -133,6 +134,7 @@ class Runtime:
                 "maxSteps": max_steps,
                 "approve": approve,
                 "kernelId": kernel_id,
+                "notebookPath": notebook_path,
             },
             state={
                 "step": 0,
@@ -192,7 +194,17 @@ class Runtime:
             )
         ask = run.state.get("ask")
         emitter = self._emitter(run)
-        if ask:
+        if ask and ask.get("kind") == "clarify":
+            if ask_id is not None and ask_id != ask["askId"]:
+                raise RunConflict(f"{ask_id!r} is not the pending question", code="ASK_MISMATCH")
+            if answer is None and approved is not False:
+                raise BadRunRequest(
+                    "answer is required to reply to a question", code="ANSWER_REQUIRED"
+                )
+            reply = answer if answer is not None else "The user chose not to answer."
+            run.state.setdefault("answers", {})[ask["toolCallId"]] = reply
+            run.state["ask"] = None
+        elif ask:
             if ask_id is not None and ask_id != ask["askId"]:
                 raise RunConflict(f"askId {ask_id!r} is not the pending ask", code="ASK_MISMATCH")
             if approved is None:

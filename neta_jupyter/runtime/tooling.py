@@ -95,7 +95,7 @@ class ToolRunner:
 
     async def run_virtual(self, call: ToolCall, tool: VirtualTool) -> tuple[str, bool]:
         """Answer a virtual tool call; returns (output for the model, ok)."""
-        self._start(call)
+        self.start(call)
         try:
             output = tool.answer(call.arguments)
         except ToolError as exc:
@@ -108,7 +108,7 @@ class ToolRunner:
 
     async def run_tool(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> tuple[str, bool]:
         """Execute a registry tool; returns (output for the model, ok)."""
-        self._start(call)
+        self.start(call)
 
         def report(title: str) -> None:
             self._emitter.emit(
@@ -164,13 +164,22 @@ class ToolRunner:
         result.output = _with_process_log(result.output, process.close("completed"))
         return result
 
+    def complete(self, call: ToolCall, output: str) -> tuple[str, bool]:
+        """A call the runtime answered itself (clarify, todo)."""
+        self._emitter.emit(
+            EventType.TOOL_COMPLETED,
+            ToolData(tool_call_id=call.id, tool_name=call.name, output=output, duration_ms=0),
+        )
+        return output, True
+
     def fail_without_running(self, call: ToolCall, message: str) -> tuple[str, bool]:
         """A call that may not run (denied, unknown tool): reported like a failure."""
         return self._failed(call, message, 0)
 
     # --- helpers
 
-    def _start(self, call: ToolCall) -> None:
+    def start(self, call: ToolCall) -> None:
+        """TOOL_START with the complete arguments."""
         self._emitter.emit(
             EventType.TOOL_START,
             ToolData(tool_call_id=call.id, tool_name=call.name, arguments=call.arguments),

@@ -62,6 +62,7 @@ class StartRunHandler(NetaHandler):
             max_steps=body.max_steps,
             approve=body.approve,
             kernel_id=body.kernel_id,
+            notebook_path=body.notebook_path,
         )
         self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
 

@@ -33,6 +33,7 @@ class RunRequest(_Body):
     max_steps: int | None = Field(default=None, ge=1, le=200)
     approve: Literal["ask", "auto", "deny"] = "ask"
     kernel_id: str | None = None
+    notebook_path: str | None = Field(default=None, max_length=4096)
 
 
 class RequestRef(_Body):

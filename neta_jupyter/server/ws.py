@@ -230,6 +230,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
             max_steps=body.max_steps,
             approve=body.approve,
             kernel_id=body.kernel_id,
+            notebook_path=body.notebook_path,
         )
         await self._subscribe({"requestId": run.request_id})
         return {"type": "started", "requestId": run.request_id, "sessionId": run.session_id}

@@ -1,5 +1,6 @@
 """Tools the agent can call, their registry and the permission rules that guard them."""
 
+from .agent import clarify, todo
 from .files import list_files, read_file
 from .permissions import DEFAULT_RULES, Decision, PermissionRule, decide
 from .registry import (
@@ -16,7 +17,7 @@ from .registry import (
 
 def builtin_tools() -> list[Tool]:
     """Tools every runtime offers unless configured otherwise."""
-    return [list_files, read_file]
+    return [list_files, read_file, clarify, todo]
 
 
 __all__ = [

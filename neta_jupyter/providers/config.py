@@ -1,0 +1,220 @@
+"""Model selection: ``<endpoint>:<model>`` strings and the endpoints they name.
+
+Besides ``demo``, names registered in code and ``scripted:<path>`` (tests), a model is selected as
+``<endpoint>:<model>``, split at the first colon (``local:qwen2.5:7b`` is model ``qwen2.5:7b``).
+Two endpoints are built in:
+
+* ``openai``: OpenAI's wire format at ``$OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``),
+  key from ``OPENAI_API_KEY``;
+* ``anthropic``: the Messages API at ``$ANTHROPIC_BASE_URL`` (default
+  ``https://api.anthropic.com``), key from ``ANTHROPIC_API_KEY``.
+
+More come from configuration, ``c.NetaApp.endpoints``, passed to
+``ModelRegistry(endpoints=...)``: a dict from endpoint name to its settings::
+
+    c.NetaApp.endpoints = {
+        "local": {
+            "kind": "openai",                      # wire format: "openai" (default) or "anthropic"
+            "base_url": "http://127.0.0.1:8000/v1",  # required for a new endpoint
+            "api_key_env": "LOCAL_KEY",            # optional: the variable holding the key
+            "models": ["qwen2.5"],                 # optional: offered models; others are refused
+            "max_tokens": 4096,                    # optional, anthropic kind
+            "thinking_budget": 2048,               # optional, anthropic kind
+        },
+    }
+
+``local:qwen2.5`` then resolves. An entry named ``openai`` or ``anthropic`` replaces the built-in
+one (for a proxy, say). Keys are read from the environment when a model is resolved and never
+live in the configuration: an endpoint with ``api_key_env`` is unusable until that variable is
+set, one without sends no key (Ollama, LM Studio and llama.cpp need none).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from .base import Model
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["Endpoint", "ModelSelector", "UnknownModel", "builtin_endpoints", "parse_endpoints"]
+
+Kind = Literal["openai", "anthropic"]
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_RESERVED = frozenset({"demo", "scripted"})
+_SETTINGS = frozenset(
+    {"kind", "base_url", "api_key_env", "models", "max_tokens", "thinking_budget"}
+)
+
+
+class UnknownModel(LookupError):
+    """No model is configured under that name, or its endpoint cannot be used yet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where models of one ``<endpoint>:`` prefix are served."""
+
+    name: str
+    kind: Kind
+    base_url: str | None
+    """None: the kind's default (``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` or the vendor's)."""
+    api_key_env: str | None
+    """The environment variable holding the key; None when the server needs none."""
+    models: tuple[str, ...] = ()
+    """The models offered; empty means any name is passed through."""
+    max_tokens: int | None = None
+    thinking_budget: int | None = None
+
+
+def builtin_endpoints() -> dict[str, Endpoint]:
+    """``openai`` and ``anthropic``, configured from the environment like the official clients."""
+    return {
+        "openai": Endpoint("openai", "openai", None, "OPENAI_API_KEY"),
+        "anthropic": Endpoint("anthropic", "anthropic", None, "ANTHROPIC_API_KEY"),
+    }
+
+
+def parse_endpoints(config: Mapping[str, Any]) -> dict[str, Endpoint]:
+    """Validate ``c.NetaApp.endpoints``; :class:`ValueError` says what is wrong and where."""
+    out: dict[str, Endpoint] = {}
+    for name, settings in config.items():
+        where = f"endpoint {name!r}"
+        if not isinstance(name, str) or not _NAME.match(name) or name in _RESERVED:
+            raise ValueError(f"{where}: use letters, digits, '.', '_' or '-' and not demo/scripted")
+        if not isinstance(settings, Mapping):
+            raise ValueError(f"{where}: expected a dict of settings")
+        if "api_key" in settings:
+            raise ValueError(
+                f"{where}: keys are not read from configuration; put the key in an environment "
+                "variable and name it with api_key_env"
+            )
+        if unknown := sorted(set(settings) - _SETTINGS):
+            raise ValueError(f"{where}: unknown settings {', '.join(unknown)}")
+        out[name] = _endpoint(name, settings, where)
+    return out
+
+
+def _endpoint(name: str, settings: Mapping[str, Any], where: str) -> Endpoint:
+    builtin = builtin_endpoints().get(name)
+    kind = settings.get("kind", builtin.kind if builtin else "openai")
+    if kind not in ("openai", "anthropic"):
+        raise ValueError(f"{where}: kind must be 'openai' or 'anthropic', not {kind!r}")
+    base_url = settings.get("base_url")
+    if base_url is None and builtin is None:
+        raise ValueError(f"{where}: base_url is required")
+    if base_url is not None and not (
+        isinstance(base_url, str) and base_url.startswith(("http://", "https://"))
+    ):
+        raise ValueError(f"{where}: base_url must be an http:// or https:// URL")
+    key_env = settings.get("api_key_env", builtin.api_key_env if builtin else None)
+    if key_env is not None and not (isinstance(key_env, str) and key_env):
+        raise ValueError(f"{where}: api_key_env must name an environment variable")
+    models = settings.get("models", [])
+    if isinstance(models, str) or not all(isinstance(m, str) and m for m in models):
+        raise ValueError(f"{where}: models must be a list of model names")
+    numbers = {k: settings.get(k) for k in ("max_tokens", "thinking_budget")}
+    for key, value in numbers.items():
+        if value is None:
+            continue
+        if kind != "anthropic":
+            raise ValueError(f"{where}: {key} applies to the anthropic kind only")
+        if not isinstance(value, int) or value < (1024 if key == "thinking_budget" else 1):
+            raise ValueError(
+                f"{where}: {key} must be an integer of at least 1024 tokens"
+                if key == "thinking_budget"
+                else f"{where}: {key} must be positive"
+            )
+    return Endpoint(
+        name,
+        kind,
+        base_url,
+        key_env,
+        tuple(models),
+        max_tokens=numbers["max_tokens"],
+        thinking_budget=numbers["thinking_budget"],
+    )
+
+
+class ModelSelector:
+    """Resolves ``<endpoint>:<model>`` to a provider model; lists what is usable right now."""
+
+    def __init__(
+        self,
+        endpoints: Mapping[str, Any] | None = None,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.endpoints = {**builtin_endpoints(), **parse_endpoints(endpoints or {})}
+        self._client = http_client
+        self._environ = environ if environ is not None else os.environ
+
+    def names(self) -> list[str]:
+        """``endpoint:model`` for each offered model (``endpoint:*`` when any is accepted)."""
+        out: list[str] = []
+        for endpoint in self.endpoints.values():
+            if self._missing_key(endpoint) is None:
+                out += [f"{endpoint.name}:{m}" for m in endpoint.models or ("*",)]
+        return out
+
+    def resolve(self, spec: str) -> Model | None:
+        """The model for ``spec``; None when its prefix names no endpoint."""
+        prefix, colon, model_name = spec.partition(":")
+        endpoint = self.endpoints.get(prefix)
+        if endpoint is None or not colon:
+            return None
+        if not model_name:
+            raise UnknownModel(f"{spec!r} names no model; write {prefix}:<model>")
+        if endpoint.models and model_name not in endpoint.models:
+            raise UnknownModel(
+                f"endpoint {prefix!r} offers {', '.join(endpoint.models)}, not {model_name!r}"
+            )
+        if (missing := self._missing_key(endpoint)) is not None:
+            raise UnknownModel(
+                f"{spec} needs an API key: set {missing} or configure c.NetaApp.endpoints"
+            )
+        return self._build(endpoint, model_name, spec)
+
+    def _missing_key(self, endpoint: Endpoint) -> str | None:
+        env = endpoint.api_key_env
+        return env if env is not None and not self._environ.get(env) else None
+
+    def _key(self, endpoint: Endpoint) -> str:
+        # "" rather than None: the provider must not fall back to its vendor's variable,
+        # which would send, say, the OpenAI key to a local server.
+        return self._environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else ""
+
+    def _build(self, endpoint: Endpoint, model_name: str, spec: str) -> Model:
+        key_env = endpoint.api_key_env or "the endpoint's configuration"
+        if endpoint.kind == "anthropic":
+            from .anthropic import ANTHROPIC_BASE_URL, AnthropicModel
+
+            return AnthropicModel(
+                model_name,
+                base_url=endpoint.base_url
+                or self._environ.get("ANTHROPIC_BASE_URL")
+                or ANTHROPIC_BASE_URL,
+                api_key=self._key(endpoint),
+                client=self._client,
+                max_tokens=endpoint.max_tokens or 4096,
+                thinking_budget=endpoint.thinking_budget,
+                name=spec,
+                api_key_env=key_env,
+            )
+        from .openai_compat import OPENAI_BASE_URL, OpenAIChatModel
+
+        return OpenAIChatModel(
+            model_name,
+            base_url=endpoint.base_url or self._environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL,
+            api_key=self._key(endpoint),
+            client=self._client,
+            name=spec,
+            api_key_env=key_env,
+        )

@@ -1,0 +1,91 @@
+"""The context builder: what the model sees besides the conversation itself (seed 004).
+
+System prompt, ``AGENTS.md`` files from the notebook's folder up to the root, the todo list,
+available skills, a memo, a summary of the kernel's variables; and read-time trimming of huge
+tool outputs (the stored transcript keeps them whole).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..providers.base import Message
+from ..store import Entry, SessionRecord
+
+MAX_TOOL_OUTPUT_CHARS = 12_000
+MAX_SECTION_CHARS = 8_000
+
+
+def agents_md(root: Path, notebook_path: str | None) -> str:
+    """Every AGENTS.md from the root down to the notebook's folder, root first."""
+    base = root.resolve()
+    folder = base
+    if notebook_path:
+        candidate = (base / notebook_path).resolve()
+        folder = candidate if candidate.is_dir() else candidate.parent
+        if folder != base and base not in folder.parents:
+            folder = base
+    chain = [folder, *[p for p in folder.parents if p == base or base in p.parents]]
+    texts = []
+    for directory in reversed(chain):
+        file = directory / "AGENTS.md"
+        if file.is_file():
+            rel = file.relative_to(base)
+            texts.append(f"### {rel}\n{file.read_text(errors='replace')[:MAX_SECTION_CHARS]}")
+    return "\n\n".join(texts)
+
+
+def todo_section(items: list[dict[str, Any]]) -> str:
+    """The todo list as a checklist."""
+    marks = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+    return "\n".join(
+        f"- {marks.get(i.get('status', ''), '[ ]')} {i.get('content', '')}" for i in items
+    )
+
+
+def system_prompt(
+    base_prompt: str,
+    *,
+    root: Path,
+    notebook_path: str | None,
+    session: SessionRecord | None,
+    skills: list[tuple[str, str]],
+    kernel_summary: str | None,
+) -> str:
+    """The system prompt with every section that has content."""
+    sections = [base_prompt]
+    if text := agents_md(root, notebook_path):
+        sections.append(f"## Project instructions (AGENTS.md)\n{text}")
+    if session is not None and session.todo:
+        sections.append(
+            f"## Todo list (keep it current with the todo tool)\n{todo_section(session.todo)}"
+        )
+    if skills:
+        listed = "\n".join(f"- {name}: {description}" for name, description in skills)
+        sections.append(f"## Skills (run with run_skill)\n{listed}")
+    memo = root / ".neta" / "MEMO.md"
+    if memo.is_file():
+        sections.append(f"## Memo\n{memo.read_text(errors='replace')[:MAX_SECTION_CHARS]}")
+    if kernel_summary:
+        sections.append(f"## Variables in the user's kernel\n{kernel_summary[:MAX_SECTION_CHARS]}")
+    return "\n\n".join(sections)
+
+
+def trimmed(text: str, limit: int = MAX_TOOL_OUTPUT_CHARS) -> str:
+    """Head and tail of a huge tool output, with a note of what was left out."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 3 // 4], text[-limit // 4 :]
+    return f"{head}\n… [{len(text) - len(head) - len(tail)} characters trimmed] …\n{tail}"
+
+
+def messages(path: list[Entry]) -> list[Message]:
+    """The conversation for the model, tool outputs trimmed at read time."""
+    out = []
+    for entry in path:
+        message = Message.from_json(entry.message)
+        if message.role == "tool":
+            message.content = trimmed(message.content)
+        out.append(message)
+    return out

@@ -1,0 +1,164 @@
+"""Clarify and todo round trips; the context builder's sections."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import websockets
+
+from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
+from neta_jupyter.runtime import Runtime
+from tests.helpers import ApiClient, types
+
+
+def of(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [e["data"] for e in events if e["eventType"] == name]
+
+
+async def test_clarify_round_trip_over_rest(api: ApiClient, runtime: Runtime) -> None:
+    model = ScriptedModel(
+        [
+            ScriptedTurn(
+                tool_calls=[
+                    ScriptedToolCall(
+                        "clarify", {"question": "Which column?", "options": ["price", "qty"]}
+                    )
+                ]
+            ),
+            ScriptedTurn(text="Using qty."),
+        ]
+    )
+    runtime.models.register("c", model)
+    rid = (await api.start("plot the column", model="c"))["requestId"]
+    first = await api.segment(rid)
+    [request] = of(first, "CLARIFY_REQUEST")
+    assert request["question"] == "Which column?" and request["options"] == ["price", "qty"]
+    suspended = first[-1]["data"]["suspendReason"]
+    assert suspended["type"] == "CLARIFY_REQUEST" and suspended["askId"] == request["clarifyId"]
+    missing = await api.resume(rid, askId=request["clarifyId"])
+    assert missing.status_code == 400 and missing.json()["errCode"] == "ANSWER_REQUIRED"
+    ok = await api.resume(rid, askId=request["clarifyId"], answer="qty")
+    assert ok.status_code == 200, ok.text
+    second = await api.segment(rid, first[-1]["seq"])
+    completed = of(second, "TOOL_COMPLETED")[0]
+    assert completed["toolName"] == "clarify" and completed["output"] == "qty"
+    assert model.requests[1].messages[-1].content == "qty"
+    assert second[-1]["eventType"] == "MESSAGE_COMPLETED"
+
+
+async def test_clarify_answered_over_websocket(
+    api: ApiClient, runtime: Runtime, server_url: str, jp_auth_header: dict[str, str]
+) -> None:
+    runtime.models.register(
+        "c",
+        ScriptedModel(
+            [
+                ScriptedTurn(tool_calls=[ScriptedToolCall("clarify", {"question": "Which year?"})]),
+                ScriptedTurn(text="2024 it is."),
+            ]
+        ),
+    )
+    url = server_url.replace("http://", "ws://") + "neta/ws"
+    async with websockets.connect(url, additional_headers=jp_auth_header) as ws:
+        await ws.send(json.dumps({"type": "chat", "content": "sales?", "model": "c"}))
+        events: list[dict[str, Any]] = []
+        rid = None
+        answered = False
+        while not events or events[-1]["eventType"] != "MESSAGE_COMPLETED":
+            frame = json.loads(await ws.recv())
+            if isinstance(frame, dict):
+                rid = frame.get("requestId", rid)
+                assert frame["type"] != "error", frame
+                continue
+            events += frame
+            if events[-1]["eventType"] == "MESSAGE_SUSPENDED" and not answered:
+                answered = True
+                clarify_id = of(events, "CLARIFY_REQUEST")[0]["clarifyId"]
+                await ws.send(
+                    json.dumps(
+                        {
+                            "type": "clarify_response",
+                            "requestId": rid,
+                            "askId": clarify_id,
+                            "answer": "2024",
+                        }
+                    )
+                )
+    assert of(events, "TOOL_COMPLETED")[0]["output"] == "2024"
+
+
+async def test_todo_updates_reach_the_stream_and_the_context(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    items = [
+        {"content": "load the data", "status": "completed"},
+        {"content": "plot the trend", "status": "in_progress"},
+    ]
+    model = ScriptedModel(
+        [
+            ScriptedTurn(tool_calls=[ScriptedToolCall("todo", {"items": items})]),
+            ScriptedTurn(text="Plan recorded."),
+            ScriptedTurn(text="Continuing with the plot."),
+        ]
+    )
+    runtime.models.register("t", model)
+    events = await api.segment(
+        (await api.start("analyse", model="t", sessionName="plan"))["requestId"]
+    )
+    [update] = of(events, "TODO_UPDATE")
+    assert update["items"] == [
+        {"id": "1", "content": "load the data", "status": "completed"},
+        {"id": "2", "content": "plot the trend", "status": "in_progress"},
+    ]
+    assert "2 items, 1 done" in of(events, "TOOL_COMPLETED")[0]["output"]
+    await api.segment((await api.start("go on", model="t", sessionName="plan"))["requestId"])
+    system = model.requests[2].system
+    assert (
+        "## Todo list" in system
+        and "- [x] load the data" in system
+        and "- [~] plot the trend" in system
+    )
+
+
+async def test_context_has_agents_md_memo_and_trims_huge_outputs(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    (jp_root_dir / "AGENTS.md").write_text("Always answer in British English.")
+    (jp_root_dir / "proj" / "nb").mkdir(parents=True)
+    (jp_root_dir / "proj" / "AGENTS.md").write_text("Prices are in EUR.")
+    (jp_root_dir / "other").mkdir()
+    (jp_root_dir / "other" / "AGENTS.md").write_text("NOT FOR THIS NOTEBOOK")
+    (jp_root_dir / ".neta").mkdir()
+    (jp_root_dir / ".neta" / "MEMO.md").write_text("The user prefers seaborn.")
+    (jp_root_dir / "big.txt").write_text("x" * 100_000)
+    model = ScriptedModel(
+        [
+            ScriptedTurn(
+                tool_calls=[
+                    ScriptedToolCall("read_file", {"path": "big.txt", "max_bytes": 100_000})
+                ]
+            ),
+            ScriptedTurn(text="done"),
+        ]
+    )
+    runtime.models.register("ctx", model)
+    rid = (await api.start("read big.txt", model="ctx", notebookPath="proj/nb/analysis.ipynb"))[
+        "requestId"
+    ]
+    events = await api.segment(rid)
+    system = model.requests[0].system
+    assert system.index("British English") < system.index("Prices are in EUR")
+    assert "NOT FOR THIS NOTEBOOK" not in system
+    assert "The user prefers seaborn." in system
+    tool_message = model.requests[1].messages[-1].content
+    assert len(tool_message) < 20_000 and "characters trimmed" in tool_message
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    stored = runtime.store.records.path(
+        events[0]["data"]["sessionId"],
+        runtime.store.records.get_session(events[0]["data"]["sessionId"]).leaf_entry_id,
+    )
+    assert any(len(e.message.get("content", "")) >= 100_000 for e in stored), (
+        "the transcript keeps it whole"
+    )
