@@ -1,0 +1,292 @@
+"""What the HTTP providers share: one streaming POST, and vendor failures as typed errors.
+
+Every failure a vendor endpoint can produce leaves here as a :class:`ProviderError`:
+
+* an HTTP error status, read from the vendor's error body (:func:`error_for_status`);
+* an error object sent inside an otherwise healthy stream (:func:`error_for_payload`);
+* an httpx transport failure (connect, timeout, a connection dropped mid-body), translated with
+  ``raise … from exc`` so no httpx exception reaches the runtime.
+
+API keys are secrets: every message built here goes through :func:`scrub` first, so neither the
+key nor a vendor's masked echo of it (``sk-…abcd``) ends up in an event, a log or a traceback.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import time
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent, aconnect_sse
+
+from .base import (
+    ContextTooLong,
+    ProviderError,
+    ProviderInvalidRequest,
+    ProviderUnavailable,
+    RateLimited,
+)
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=60.0, pool=30.0)
+"""For a client the provider makes itself: long reads, because reasoning models pause."""
+
+_KEY_LIKE = re.compile(r"\b(?:sk|xai|gsk)-[A-Za-z0-9_*.\-]{6,}|Bearer\s+\S+", re.IGNORECASE)
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _](?:length|window|size)|prompt is too long|too many (?:input )?tokens"
+    r"|maximum context|exceeds? the (?:model'?s? )?(?:maximum )?(?:context|token limit)",
+    re.IGNORECASE,
+)
+_QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
+# The status each vendor error ``type`` stands for when it arrives inside a stream.
+_STATUS_OF_TYPE = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Vendor:
+    """Who is on the other end, for error messages: ``Vendor("OpenAI", "OPENAI_API_KEY")``."""
+
+    label: str
+    key_env: str
+    """Where the key comes from, named in authentication errors."""
+
+
+@dataclass(frozen=True, slots=True)
+class VendorError:
+    """A vendor's error object, whatever its shape."""
+
+    message: str
+    type: str | None = None
+    code: str | None = None
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """``text`` without the secret and without anything shaped like an API key."""
+    if secret:
+        text = text.replace(secret, "[redacted]")
+    return _KEY_LIKE.sub("[redacted]", text)
+
+
+def parse_error_body(text: str) -> VendorError:
+    """Read the shapes OpenAI, Anthropic, vLLM, Ollama and llama.cpp use for errors."""
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        return VendorError(text.strip()[:500])
+    return error_from_json(body) or VendorError(text.strip()[:500])
+
+
+def error_from_json(body: Any) -> VendorError | None:
+    """The error object in a decoded body or stream chunk; None when there is none."""
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error")
+    if isinstance(error, str):
+        return VendorError(error, body.get("type"), _str_or_none(body.get("code")))
+    if isinstance(error, dict):
+        return VendorError(
+            str(error.get("message") or error.get("type") or "unknown error"),
+            _str_or_none(error.get("type")),
+            _str_or_none(error.get("code")),
+        )
+    if body.get("object") == "error" or (body.get("type") == "error" and "message" in body):
+        return VendorError(str(body.get("message", "")), _str_or_none(body.get("type")), None)
+    if "detail" in body:  # FastAPI-style servers
+        return VendorError(str(body["detail"])[:500])
+    return None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def is_context_overflow(error: VendorError) -> bool:
+    """Whether the vendor says the prompt does not fit the context window."""
+    return error.code == "context_length_exceeded" or bool(
+        _CONTEXT_OVERFLOW.search(error.message) or _CONTEXT_OVERFLOW.search(error.type or "")
+    )
+
+
+def error_for_status(
+    status: int,
+    error: VendorError,
+    vendor: Vendor,
+    *,
+    secret: str | None,
+    headers: Mapping[str, str] | None = None,
+) -> ProviderError:
+    """The typed error for an HTTP error status (or the status a stream error stands for)."""
+    detail = scrub(error.message, secret) or f"HTTP {status}"
+    where = f"{vendor.label} (HTTP {status})"
+    if status == 429:
+        if error.code in _QUOTA_CODES or error.type in _QUOTA_CODES:
+            return ProviderInvalidRequest(f"{where}: quota exhausted: {detail}")
+        wait = retry_after(headers) if headers is not None else None
+        return RateLimited(f"{where}: rate limited: {detail}", retry_after=wait)
+    if status == 401:
+        # The message of a 401 often echoes part of the key, so it is left out entirely.
+        return ProviderInvalidRequest(
+            f"{vendor.label}: authentication failed (HTTP 401) — check {vendor.key_env}"
+        )
+    if status == 403:
+        return ProviderInvalidRequest(
+            f"{vendor.label}: authentication failed (HTTP 403) — check {vendor.key_env}: {detail}"
+        )
+    if status == 413 or is_context_overflow(error):
+        return ContextTooLong(f"{where}: the request does not fit the context window: {detail}")
+    if status in (408, 409) or status >= 500:
+        return ProviderUnavailable(f"{where}: unavailable: {detail}")
+    return ProviderInvalidRequest(f"{where}: request rejected: {detail}")
+
+
+def error_for_payload(error: VendorError, vendor: Vendor, *, secret: str | None) -> ProviderError:
+    """The typed error for an error object sent inside a stream."""
+    status = _STATUS_OF_TYPE.get(error.type or "") or _STATUS_OF_TYPE.get(error.code or "")
+    if status is None and error.code == "context_length_exceeded":
+        status = 400
+    if status is None:
+        # An unknown failure mid-stream: most likely the server's own trouble, worth a retry.
+        detail = scrub(error.message, secret) or "unknown error"
+        return ProviderUnavailable(f"{vendor.label}: the stream reported an error: {detail}")
+    return error_for_status(status, error, vendor, secret=secret)
+
+
+def stream_cut_short(vendor: Vendor) -> ProviderUnavailable:
+    """The connection ended before the vendor's end-of-stream marker."""
+    return ProviderUnavailable(
+        f"{vendor.label}: the connection closed before the reply was complete", network_error=True
+    )
+
+
+def malformed(vendor: Vendor, what: str) -> ProviderUnavailable:
+    """The stream carried something that is not the vendor's format."""
+    return ProviderUnavailable(f"{vendor.label}: malformed stream: {what}")
+
+
+def decode_json(data: str, vendor: Vendor) -> dict[str, Any]:
+    """One SSE ``data`` field as a JSON object."""
+    try:
+        value = json.loads(data)
+    except ValueError as exc:
+        raise malformed(vendor, f"data is not JSON ({data[:80]!r})") from exc
+    if not isinstance(value, dict):
+        raise malformed(vendor, f"data is not a JSON object ({data[:80]!r})")
+    return value
+
+
+async def post_event_stream(
+    client: httpx.AsyncClient | None,
+    url: str,
+    *,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    vendor: Vendor,
+    secret: str | None,
+) -> AsyncGenerator[ServerSentEvent, None]:
+    """POST ``body`` and yield the server-sent events of the reply.
+
+    Raises :class:`ProviderError` for an error status, a reply that is not an event stream and
+    every transport failure. Use it under ``contextlib.aclosing`` so an early exit closes the
+    response. A client made here (``client`` is None) is closed when the stream ends.
+    """
+    http = client or httpx.AsyncClient(timeout=DEFAULT_TIMEOUT)
+    try:
+        async with aconnect_sse(http, "POST", url, headers=headers, json=body) as source:
+            response = source.response
+            if response.status_code >= 400:
+                await response.aread()
+                raise error_for_status(
+                    response.status_code,
+                    parse_error_body(response.text),
+                    vendor,
+                    secret=secret,
+                    headers=response.headers,
+                )
+            content_type = response.headers.get("content-type", "")
+            if "text/event-stream" not in content_type:
+                await response.aread()
+                found = error_from_json(_json_or_none(response.text))
+                if found is not None:
+                    raise error_for_payload(found, vendor, secret=secret)
+                raise ProviderInvalidRequest(
+                    f"{vendor.label}: expected an event stream from {url}, "
+                    f"got {content_type or 'no content type'}"
+                )
+            async for event in source.aiter_sse():
+                yield event
+    except httpx.TimeoutException as exc:
+        raise ProviderUnavailable(
+            f"{vendor.label}: {_timeout_kind(exc)} timed out", network_error=True
+        ) from exc
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        raise ProviderInvalidRequest(
+            f"{vendor.label}: cannot reach {url}: {scrub(str(exc), secret)}"
+        ) from exc
+    except httpx.TransportError as exc:
+        raise ProviderUnavailable(
+            f"{vendor.label}: network error: {scrub(str(exc), secret) or type(exc).__name__}",
+            network_error=True,
+        ) from exc
+    except httpx.HTTPError as exc:  # decoding errors and the like: a damaged reply
+        raise ProviderUnavailable(
+            f"{vendor.label}: {type(exc).__name__}: {scrub(str(exc), secret)}"
+        ) from exc
+    finally:
+        if client is None:
+            await http.aclose()
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _timeout_kind(exc: httpx.TimeoutException) -> str:
+    match exc:
+        case httpx.ConnectTimeout():
+            return "connecting"
+        case httpx.ReadTimeout():
+            return "waiting for the reply"
+        case httpx.WriteTimeout():
+            return "sending the request"
+        case _:
+            return "the request"

@@ -1,0 +1,228 @@
+r"""OpenAI Chat Completions streaming: OpenAI itself and every server that speaks its wire format.
+
+vLLM, Ollama, LM Studio and llama.cpp's server all serve ``POST {base_url}/chat/completions``.
+The request asks for ``stream: true`` with ``stream_options.include_usage`` and the reply is a
+server-sent event stream of ``chat.completion.chunk`` objects ended by ``data: [DONE]``::
+
+    data: {"choices":[{"index":0,"delta":{"reasoning_content":"Let me"}}]}
+    data: {"choices":[{"index":0,"delta":{"content":"Hello"}}]}
+    data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",
+           "type":"function","function":{"name":"read_file","arguments":"{\"pa"}}]}}]}
+    data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":12,
+           "prompt_tokens_details":{"cached_tokens":0},
+           "completion_tokens_details":{"reasoning_tokens":4}}}
+    data: [DONE]
+
+This module is a plain translation in both directions; the HTTP exchange and the mapping of
+failures to :class:`~neta_jupyter.providers.base.ProviderError` live in ``_http``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from ._http import (
+    Vendor,
+    decode_json,
+    error_for_payload,
+    error_from_json,
+    post_event_stream,
+    stream_cut_short,
+)
+from .base import (
+    Message,
+    ModelRequest,
+    ReasoningPart,
+    StreamPart,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+    UsagePart,
+)
+
+__all__ = ["OPENAI_BASE_URL", "OpenAIChatModel"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+"""Where ``openai:`` models are served unless ``OPENAI_BASE_URL`` or the config says otherwise."""
+
+
+class OpenAIChatModel:
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` like the
+    official client does; pass ``api_key=""`` for a server that wants no key. The key is sent
+    only as ``Authorization: Bearer …`` and never appears in the model's repr or its errors.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        name: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+    ) -> None:
+        self.model_name = model_name
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip(
+            "/"
+        )
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._client = client
+        self._name = name or f"openai:{model_name}"
+        self._vendor = Vendor(self._name, api_key_env)
+
+    @property
+    def name(self) -> str:
+        """``provider:model`` as the user selected it."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.model_name!r}, base_url={self.base_url!r}, "
+            f"name={self._name!r})"
+        )
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body sent for ``request``."""
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": _messages(request),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = [_tool(t) for t in request.tools]
+        if request.max_output_tokens is not None:
+            # OpenAI's reasoning models refuse the older field; most other servers only know it.
+            field = "max_completion_tokens" if self._is_openai() else "max_tokens"
+            body[field] = request.max_output_tokens
+        return body
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        """Yield the parts of one reply as the chunks arrive."""
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        reader = ChunkReader(self._vendor, self._api_key)
+        events = post_event_stream(
+            self._client,
+            f"{self.base_url}/chat/completions",
+            headers=headers,
+            body=self.request_body(request),
+            vendor=self._vendor,
+            secret=self._api_key,
+        )
+        async with aclosing(events):
+            async for event in events:
+                if event.data.strip() == "[DONE]":
+                    if reader.usage is not None:
+                        yield reader.usage
+                    return
+                if event.data:
+                    for part in reader.parts(decode_json(event.data, self._vendor)):
+                        yield part
+        raise stream_cut_short(self._vendor)
+
+    def _is_openai(self) -> bool:
+        return urlsplit(self.base_url).hostname == "api.openai.com"
+
+
+class ChunkReader:
+    """Turns ``chat.completion.chunk`` objects into parts; keeps the last usage seen."""
+
+    def __init__(self, vendor: Vendor, secret: str | None) -> None:
+        self._vendor = vendor
+        self._secret = secret
+        self.usage: UsagePart | None = None
+
+    def parts(self, chunk: dict[str, Any]) -> Iterator[StreamPart]:
+        """The parts of one chunk; raises the provider error a chunk may carry instead."""
+        error = error_from_json(chunk)
+        if error is not None and not chunk.get("choices"):
+            raise error_for_payload(error, self._vendor, secret=self._secret)
+        if usage := chunk.get("usage"):
+            self.usage = _usage(usage)
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) == 0:
+                yield from _delta_parts(choice.get("delta") or {})
+
+
+def _delta_parts(delta: dict[str, Any]) -> Iterator[StreamPart]:
+    # Servers name reasoning differently; some send both names with the same text.
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        yield ReasoningPart(reasoning)
+    content = delta.get("content")
+    if isinstance(content, str) and content:
+        yield TextPart(content)
+    for position, call in enumerate(delta.get("tool_calls") or []):
+        function = call.get("function") or {}
+        arguments = function.get("arguments") or ""
+        yield ToolCallPart(
+            index=int(call.get("index", position)),
+            id=call.get("id") or None,
+            name=function.get("name") or None,
+            arguments=arguments if isinstance(arguments, str) else json.dumps(arguments),
+        )
+
+
+def _usage(usage: dict[str, Any]) -> UsagePart:
+    prompt_details = usage.get("prompt_tokens_details") or {}
+    completion_details = usage.get("completion_tokens_details") or {}
+    return UsagePart(
+        input_tokens=int(usage.get("prompt_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or 0),
+        cached_tokens=int(prompt_details.get("cached_tokens") or 0),
+        reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+    )
+
+
+def _messages(request: ModelRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    out.extend(_message(m) for m in request.messages)
+    return out
+
+
+def _message(message: Message) -> dict[str, Any]:
+    match message.role:
+        case "assistant" if message.tool_calls:
+            return {
+                "role": "assistant",
+                "content": message.content or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in message.tool_calls
+                ],
+            }
+        case "tool":
+            return {
+                "role": "tool",
+                "tool_call_id": message.tool_call_id or "",
+                "content": message.content,
+            }
+        case _:
+            return {"role": message.role, "content": message.content}
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }

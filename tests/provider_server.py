@@ -1,0 +1,253 @@
+"""A loopback stand-in for the vendors' HTTP APIs, and an HTTP client that can reach nothing else.
+
+:class:`ProviderServer` listens on a free 127.0.0.1 port in a background thread (stdlib
+``http.server``, so it needs no event loop and works from pytest-jupyter's sync fixtures). Each
+request is recorded and answered with the next scripted :class:`Reply`: a fixture stream from
+``tests/fixtures/providers`` replayed byte for byte (event by event, or in tiny chunks that split
+lines and UTF-8 characters), optionally cut off mid-stream, or an HTTP error with headers.
+
+:func:`loopback_client` is the only client the provider tests hand to a model: its transport
+refuses any host but 127.0.0.1, so a test cannot reach the internet even by mistake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+FIXTURES = Path(__file__).parent / "fixtures" / "providers"
+
+
+def fixture_bytes(name: str) -> bytes:
+    """The raw bytes of ``tests/fixtures/providers/<name>.txt``."""
+    return (FIXTURES / f"{name}.txt").read_bytes()
+
+
+@dataclass
+class Reply:
+    """One scripted answer."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "text/event-stream"
+    chunk_size: int | None = None
+    """Bytes per write; None writes one SSE event at a time."""
+    cut_after: int | None = None
+    """Drop the connection after this many body bytes (no end of body is ever sent)."""
+    chunked: bool = True
+    """Chunked transfer encoding; False ends the body by closing the connection."""
+    delay: float = 0.0
+    """Seconds to wait after the headers, before the first byte of the body."""
+
+    @classmethod
+    def stream(cls, fixture: str, **options: Any) -> Reply:
+        """Replay a fixture stream."""
+        return cls(body=fixture_bytes(fixture), **options)
+
+    @classmethod
+    def error(
+        cls, status: int, body: dict[str, Any] | str, headers: dict[str, str] | None = None
+    ) -> Reply:
+        """An error status with a JSON (or plain text) body."""
+        is_json = not isinstance(body, str)
+        return cls(
+            status=status,
+            body=(json.dumps(body) if is_json else body).encode(),
+            headers=headers or {},
+            content_type="application/json" if is_json else "text/plain",
+            chunked=False,
+        )
+
+    def pieces(self) -> list[bytes]:
+        """The body as it is written: events (blank-line terminated) or fixed-size chunks."""
+        if self.chunk_size:
+            size = self.chunk_size
+            return [self.body[i : i + size] for i in range(0, len(self.body), size)]
+        return [p for p in re.split(rb"(?<=\n\n)", self.body) if p]
+
+
+@dataclass
+class Received:
+    """A request as the server saw it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Lower-cased names."""
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def raw(self) -> str:
+        """Everything the client sent, for asserting a secret went nowhere else."""
+        head = "\n".join(f"{k}: {v}" for k, v in self.headers.items())
+        return f"{self.method} {self.path}\n{head}\n\n{self.body.decode()}"
+
+
+class ProviderServer:
+    """Scripted replies on ``http://127.0.0.1:<port>``; every request is kept in ``requests``."""
+
+    def __init__(self) -> None:
+        self.requests: list[Received] = []
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        """Base URL, without a trailing slash."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def reply(self, *replies: Reply) -> None:
+        """Queue answers for the next requests, in order."""
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """Replies not used yet."""
+        return len(self._replies)
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("content-length") or 0)
+        body = handler.rfile.read(length)
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        with self._lock:
+            self.requests.append(Received(handler.command, handler.path, headers, body))
+            reply = self._replies.popleft() if self._replies else None
+        if reply is None:
+            reply = Reply.error(599, {"error": {"message": "no reply was scripted"}})
+        # The client may give up first (a timeout test), which is its right.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            _send(handler, reply)
+
+
+def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+    handler.send_response(reply.status)
+    handler.send_header("Content-Type", reply.content_type)
+    for name, value in reply.headers.items():
+        handler.send_header(name, value)
+    if reply.chunked:
+        handler.send_header("Transfer-Encoding", "chunked")
+    elif reply.cut_after is None:
+        handler.send_header("Content-Length", str(len(reply.body)))
+    handler.send_header("Connection", "close")
+    handler.end_headers()
+    handler.close_connection = True
+    handler.wfile.flush()
+    if reply.delay:
+        time.sleep(reply.delay)
+    sent = 0
+    for piece in reply.pieces():
+        if reply.cut_after is not None and sent + len(piece) > reply.cut_after:
+            piece = piece[: reply.cut_after - sent]
+            _write(handler, piece, reply.chunked)
+            _drop(handler)
+            return
+        _write(handler, piece, reply.chunked)
+        sent += len(piece)
+    if reply.cut_after is not None:
+        _drop(handler)
+    elif reply.chunked:
+        handler.wfile.write(b"0\r\n\r\n")
+        handler.wfile.flush()
+
+
+def _write(handler: BaseHTTPRequestHandler, piece: bytes, chunked: bool) -> None:
+    if not piece:
+        return
+    if chunked:
+        piece = b"%x\r\n%s\r\n" % (len(piece), piece)
+    handler.wfile.write(piece)
+    handler.wfile.flush()
+
+
+def _drop(handler: BaseHTTPRequestHandler) -> None:
+    handler.wfile.flush()
+    handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+# --- the client side --------------------------------------------------------------------------
+
+
+class NonLoopbackRequest(AssertionError):
+    """A test tried to send a request off this machine."""
+
+
+class LoopbackOnlyTransport(httpx.AsyncBaseTransport):
+    """Sends requests to 127.0.0.1 only; anything else fails the test before a byte is sent."""
+
+    def __init__(self) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.host != "127.0.0.1":
+            raise NonLoopbackRequest(f"tests must not leave 127.0.0.1: refused {request.url}")
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def loopback_client() -> httpx.AsyncClient:
+    """A client that can reach nothing but 127.0.0.1 (and ignores proxy settings)."""
+    return httpx.AsyncClient(
+        transport=LoopbackOnlyTransport(), trust_env=False, timeout=httpx.Timeout(10.0)
+    )
+
+
+# --- fixture bodies (wrap with pytest.fixture in a test module) --------------------------------
+
+
+def serve() -> Iterator[ProviderServer]:
+    """A running server, closed after the test."""
+    server = ProviderServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def guarded_client(jp_asyncio_loop: Any) -> Iterator[httpx.AsyncClient]:
+    """A loopback-only client, closed on pytest-jupyter's loop after the test."""
+    client = loopback_client()
+    yield client
+    jp_asyncio_loop.run_until_complete(client.aclose())
