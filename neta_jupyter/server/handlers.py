@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import mimetypes
 from pathlib import Path
 from typing import Any
@@ -207,8 +208,8 @@ class SessionsHandler(NetaHandler):
         self.reply({"sessions": [_session_json(s) for s in sessions]})
 
 
-class SessionTreeHandler(NetaHandler):
-    """``GET /neta/api/sessions/tree?sessionId=``: the whole tree and the active path."""
+class _SessionSnapshot(NetaHandler):
+    """Shared by the tree and leaf handlers."""
 
     def _snapshot(self, session_id: str) -> dict[str, Any]:
         records = self.runtime.store.records
@@ -222,13 +223,17 @@ class SessionTreeHandler(NetaHandler):
             "activePath": [e.entry_id for e in path],
         }
 
+
+class SessionTreeHandler(_SessionSnapshot):
+    """``GET /neta/api/sessions/tree?sessionId=``: the whole tree and the active path."""
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
         self.reply(self._snapshot(self.query("sessionId") or ""))
 
 
-class SessionLeafHandler(SessionTreeHandler):
+class SessionLeafHandler(_SessionSnapshot):
     """``POST /neta/api/sessions/leaf``: continue the conversation from another entry."""
 
     @web.authenticated
@@ -266,3 +271,15 @@ class ModelsHandler(NetaHandler):
     async def get(self) -> None:
         runtime = self.runtime
         self.reply({"default": runtime.config.default_model, "models": runtime.models.names()})
+
+
+class OpenApiHandler(NetaHandler):
+    """``GET /neta/api/openapi.json``: the document of this API."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from .openapi import document
+
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(document(self.base_url)))

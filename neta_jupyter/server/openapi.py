@@ -1,0 +1,179 @@
+"""The OpenAPI document of the REST API, built from the same route table the server registers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .schemas import (
+    CompactRequest,
+    ImportRequest,
+    InputRequest,
+    LeafRequest,
+    RequestRef,
+    ResumeRequest,
+    RunRequest,
+)
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx body (seed 003)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    http_status_code: int = Field(alias="httpStatusCode")
+    message: str
+    data: None = None
+    success: bool
+    err_code: str = Field(alias="errCode")
+    request_id: str | None = Field(alias="requestId")
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One method of one route."""
+
+    method: str
+    summary: str
+    body: type[BaseModel] | None = None
+    query: tuple[tuple[str, bool, str], ...] = ()
+    """(name, required, JSON type)."""
+    content: str = "application/json"
+    extra_status: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A path and its operations."""
+
+    path: str
+    operations: tuple[Operation, ...] = field(default_factory=tuple)
+
+
+_RUN = "/neta/api/agent/run"
+ROUTES: tuple[Route, ...] = (
+    Route(f"{_RUN}/async", (Operation("post", "Start a run", RunRequest),)),
+    Route(
+        f"{_RUN}/stream",
+        (
+            Operation(
+                "get",
+                "Follow a run as Server-Sent Events",
+                query=(("requestId", True, "string"), ("lastEventId", False, "integer")),
+                content="text/event-stream",
+                extra_status=(204,),
+            ),
+        ),
+    ),
+    Route(f"{_RUN}/resumeTask", (Operation("post", "Resume a suspended run", ResumeRequest),)),
+    Route(f"{_RUN}/retryTask", (Operation("post", "Retry a recoverable failure", RequestRef),)),
+    Route(f"{_RUN}/terminateTask", (Operation("post", "Cancel a run", RequestRef),)),
+    Route(
+        f"{_RUN}/addSupplementaryInput",
+        (Operation("post", "Add input to a running run", InputRequest),),
+    ),
+    Route(
+        f"{_RUN}/import",
+        (Operation("post", "Register a history run without a stream", ImportRequest),),
+    ),
+    Route(
+        f"{_RUN}/status",
+        (Operation("get", "A run's status", query=(("requestId", True, "string"),)),),
+    ),
+    Route(
+        "/neta/api/agent/runs",
+        (Operation("get", "The caller's runs", query=(("sessionId", False, "string"),)),),
+    ),
+    Route(
+        "/neta/api/agent/attachment/download",
+        (
+            Operation(
+                "get",
+                "Download an attachment",
+                query=(("virtualPath", True, "string"),),
+                content="application/octet-stream",
+            ),
+        ),
+    ),
+    Route("/neta/api/sessions", (Operation("get", "The caller's sessions"),)),
+    Route(
+        "/neta/api/sessions/tree",
+        (
+            Operation(
+                "get", "A session's tree and active path", query=(("sessionId", True, "string"),)
+            ),
+        ),
+    ),
+    Route(
+        "/neta/api/sessions/leaf",
+        (Operation("post", "Move a session's current leaf", LeafRequest),),
+    ),
+    Route(
+        "/neta/api/sessions/compact", (Operation("post", "Compact a session now", CompactRequest),)
+    ),
+    Route("/neta/api/models", (Operation("get", "Configured models"),)),
+    Route("/neta/api/openapi.json", (Operation("get", "This document"),)),
+)
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+
+
+def _operation(op: Operation, components: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"summary": op.summary, "security": [{"token": []}]}
+    if op.query:
+        out["parameters"] = [
+            {"name": name, "in": "query", "required": required, "schema": {"type": kind}}
+            for name, required, kind in op.query
+        ]
+    if op.body is not None:
+        schema = _schema(op.body)
+        components.update(schema.pop("$defs", {}))
+        components[op.body.__name__] = schema
+        out["requestBody"] = {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"$ref": f"#/components/schemas/{op.body.__name__}"}}
+            },
+        }
+    error = {
+        "description": "refused",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }
+    responses: dict[str, Any] = {
+        "200": {"description": "success", "content": {op.content: {"schema": {}}}},
+        "400": error,
+        "403": error,
+        "404": error,
+        "409": error,
+    }
+    if op.body is not None:
+        responses["413"] = error
+    for status in op.extra_status:
+        responses[str(status)] = {"description": "no content"}
+    out["responses"] = responses
+    return out
+
+
+def document(base_url: str = "/") -> dict[str, Any]:
+    """OpenAPI 3.1 of every REST route, with paths under ``base_url``."""
+    components: dict[str, Any] = {"ErrorBody": _schema(ErrorBody)}
+    prefix = base_url.rstrip("/")
+    paths = {
+        prefix + route.path: {op.method: _operation(op, components) for op in route.operations}
+        for route in ROUTES
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "neta_jupyter run API", "version": "1"},
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {
+                "token": {"type": "apiKey", "in": "header", "name": "Authorization"}
+            },
+        },
+    }
