@@ -12,6 +12,7 @@ refuses any host but 127.0.0.1, so a test cannot reach the internet even by mist
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -250,4 +251,23 @@ def guarded_client(jp_asyncio_loop: Any) -> Iterator[httpx.AsyncClient]:
     """A loopback-only client, closed on pytest-jupyter's loop after the test."""
     client = loopback_client()
     yield client
-    jp_asyncio_loop.run_until_complete(client.aclose())
+    jp_asyncio_loop.run_until_complete(_close(client))
+
+
+async def _close(client: httpx.AsyncClient) -> None:
+    await client.aclose()
+    await settle()
+
+
+async def settle() -> None:
+    """Let pending tasks finish before pytest-jupyter closes the loop.
+
+    A stream left at its end marker leaves httpx's inner byte generators to the garbage
+    collector, whose finalizers run as tasks; a long-lived loop runs them at once, a test's loop
+    must be given the chance.
+    """
+    me = asyncio.current_task()
+    for _ in range(100):
+        if not [t for t in asyncio.all_tasks() if t is not me and not t.done()]:
+            return
+        await asyncio.sleep(0)

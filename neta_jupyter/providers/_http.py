@@ -13,11 +13,13 @@ key nor a vendor's masked echo of it (``sk-…abcd``) ends up in an event, a log
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import re
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +36,8 @@ from .base import (
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=60.0, pool=30.0)
 """For a client the provider makes itself: long reads, because reasoning models pause."""
+DRAIN_SECONDS = 2.0
+"""How long to wait for the end of the body after the vendor's end-of-stream event."""
 
 _KEY_LIKE = re.compile(r"\b(?:sk|xai|gsk)-[A-Za-z0-9_*.\-]{6,}|Bearer\s+\S+", re.IGNORECASE)
 _CONTEXT_OVERFLOW = re.compile(
@@ -219,12 +223,16 @@ async def post_event_stream(
     body: dict[str, Any],
     vendor: Vendor,
     secret: str | None,
+    is_end: Callable[[ServerSentEvent], bool],
 ) -> AsyncGenerator[ServerSentEvent, None]:
-    """POST ``body`` and yield the server-sent events of the reply.
+    """POST ``body`` and yield the server-sent events of the reply, up to the one ``is_end``.
 
     Raises :class:`ProviderError` for an error status, a reply that is not an event stream and
-    every transport failure. Use it under ``contextlib.aclosing`` so an early exit closes the
-    response. A client made here (``client`` is None) is closed when the stream ends.
+    every transport failure. After the end event the rest of the body is read (briefly) and
+    dropped, so the connection can be reused; a consumer should keep iterating until the
+    generator ends rather than break out at the end event. Use it under
+    ``contextlib.aclosing`` so an early exit still closes the response. A client made here
+    (``client`` is None) is closed when the stream ends.
     """
     http = client or httpx.AsyncClient(timeout=DEFAULT_TIMEOUT)
     try:
@@ -249,8 +257,12 @@ async def post_event_stream(
                     f"{vendor.label}: expected an event stream from {url}, "
                     f"got {content_type or 'no content type'}"
                 )
-            async for event in source.aiter_sse():
-                yield event
+            async with aclosing(source.aiter_sse()) as events:
+                async for event in events:
+                    yield event
+                    if is_end(event):
+                        await _drain(events)
+                        return
     except httpx.TimeoutException as exc:
         raise ProviderUnavailable(
             f"{vendor.label}: {_timeout_kind(exc)} timed out", network_error=True
@@ -271,6 +283,16 @@ async def post_event_stream(
     finally:
         if client is None:
             await http.aclose()
+
+
+async def _drain(events: AsyncIterator[ServerSentEvent]) -> None:
+    """Read what follows the end event; the reply is complete, so failures here do not count."""
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in events:
+                pass
+    except (TimeoutError, httpx.HTTPError):
+        pass
 
 
 def _json_or_none(text: str) -> Any:

@@ -42,6 +42,7 @@ from ._http import (
 from .base import (
     Message,
     ModelRequest,
+    ProviderError,
     ReasoningPart,
     StreamPart,
     TextPart,
@@ -139,17 +140,23 @@ class AnthropicModel:
             body=self.request_body(request),
             vendor=self._vendor,
             secret=self._api_key,
+            is_end=lambda event: event.event in ("message_stop", "error"),
         )
+        failure: ProviderError | None = None
         async with aclosing(events):
-            async for event in events:
-                if not event.data:
+            async for event in events:  # to the end: the helper reads the body out after the end
+                if not event.data or failure is not None:
                     continue
-                for part in reader.parts(event.event, decode_json(event.data, self._vendor)):
-                    yield part
-                if reader.finished:
-                    self._remember(reader)
-                    return
-        raise stream_cut_short(self._vendor)
+                try:
+                    for part in reader.parts(event.event, decode_json(event.data, self._vendor)):
+                        yield part
+                except ProviderError as exc:
+                    failure = exc
+        if failure is not None:
+            raise failure
+        if not reader.finished:
+            raise stream_cut_short(self._vendor)
+        self._remember(reader)
 
     def _remember(self, reader: EventReader) -> None:
         blocks = reader.thinking_blocks()

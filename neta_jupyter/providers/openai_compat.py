@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from httpx_sse import ServerSentEvent
 
 from ._http import (
     Vendor,
@@ -39,6 +40,7 @@ from ._http import (
 from .base import (
     Message,
     ModelRequest,
+    ProviderError,
     ReasoningPart,
     StreamPart,
     TextPart,
@@ -118,20 +120,38 @@ class OpenAIChatModel:
             body=self.request_body(request),
             vendor=self._vendor,
             secret=self._api_key,
+            is_end=_is_end,
         )
+        done = False
+        failure: ProviderError | None = None
         async with aclosing(events):
-            async for event in events:
-                if event.data.strip() == "[DONE]":
+            async for event in events:  # to the end: the helper reads the body out after [DONE]
+                if _is_done(event):
+                    done = True
                     if reader.usage is not None:
                         yield reader.usage
-                    return
-                if event.data:
-                    for part in reader.parts(decode_json(event.data, self._vendor)):
-                        yield part
-        raise stream_cut_short(self._vendor)
+                elif event.data and failure is None:
+                    try:
+                        for part in reader.parts(decode_json(event.data, self._vendor)):
+                            yield part
+                    except ProviderError as exc:
+                        failure = exc
+        if failure is not None:
+            raise failure
+        if not done:
+            raise stream_cut_short(self._vendor)
 
     def _is_openai(self) -> bool:
         return urlsplit(self.base_url).hostname == "api.openai.com"
+
+
+def _is_done(event: ServerSentEvent) -> bool:
+    return event.data.strip() == "[DONE]"
+
+
+def _is_end(event: ServerSentEvent) -> bool:
+    """``[DONE]``, or an error chunk (which has no choices) after which nothing useful comes."""
+    return _is_done(event) or ('"error"' in event.data and '"choices"' not in event.data)
 
 
 class ChunkReader:
