@@ -1,0 +1,70 @@
+"""``python -m benchmarks [FIGURE ...] [--quick] [--repeats N] [--json FILE]``: run and tabulate."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from . import (
+    b1_throughput,
+    b2_latency,
+    b3_replay,
+    b4_fanout,
+    b5_memory,
+    b6_widget,
+    b7_long_answers,
+)
+from .harness import Row, Settings
+from .table import render
+
+FIGURES: dict[str, Callable[[Settings], Awaitable[list[Row]]]] = {
+    "B1": b1_throughput.run,
+    "B2": b2_latency.run,
+    "B3": b3_replay.run,
+    "B4": b4_fanout.run,
+    "B5": b5_memory.run,
+    "B6": b6_widget.run,
+    "B7": b7_long_answers.run,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("figures", nargs="*", metavar="FIGURE", help="B1 … B7 (default: all)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--repeats", type=int, default=None, help="repetitions per figure")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    parser.add_argument("--keep", action="store_true", help="keep the servers' data folders")
+    args = parser.parse_args(argv)
+    chosen = [f.upper() for f in args.figures] or list(FIGURES)
+    unknown = [f for f in chosen if f not in FIGURES]
+    if unknown:
+        parser.error(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(FIGURES)}")
+    settings = Settings(quick=args.quick)
+    settings.repeats = args.repeats or (1 if args.quick else 3)
+    rows: list[Row] = []
+    try:
+        for name in chosen:
+            began = time.perf_counter()
+            found = asyncio.run(FIGURES[name](settings))
+            rows += found
+            print(f"{name}: {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
+            for row in found:
+                print(render([row], header=False), file=sys.stderr, flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(settings.workdir, ignore_errors=True)
+    print(render(rows))
+    if args.json is not None:
+        args.json.write_text(json.dumps([row.__dict__ for row in rows], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

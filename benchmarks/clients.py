@@ -1,0 +1,109 @@
+"""The clients: httpx-sse (what applications use), a lean SSE frame counter, and a WebSocket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import websockets
+from httpx_sse import aconnect_sse
+
+from .harness import TERMINAL
+
+
+@dataclass
+class Received:
+    """What one subscriber got: events (heartbeats left out) and when the last one arrived."""
+
+    events: int = 0
+    last_type: str = ""
+    finished: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+
+
+async def sse_events(
+    client: httpx.AsyncClient,
+    url: str,
+    params: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    on_data: Callable[[str], None] | None = None,
+) -> Received:
+    """Read an SSE stream with httpx-sse up to its terminal event."""
+    got = Received()
+    async with aconnect_sse(
+        client, "GET", url, params=params, headers=dict(headers or {})
+    ) as source:
+        source.response.raise_for_status()
+        async for sse in source.aiter_sse():
+            if sse.event == "HEARTBEAT":
+                continue
+            got.events += 1
+            got.last_type = sse.event
+            if on_data is not None:
+                on_data(sse.data)
+            if sse.event in TERMINAL:
+                break
+    got.finished = time.perf_counter()
+    return got
+
+
+async def sse_count(
+    client: httpx.AsyncClient,
+    url: str,
+    params: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    pace: float | None = None,
+) -> Received:
+    """Count SSE messages (blank-line terminated) until the server ends the response.
+
+    For figures where the server, not the client's parser, must be the limit. ``pace`` (bytes
+    per second) makes a deliberately slow reader.
+    """
+    got = Received()
+    tail = b""
+    started = time.perf_counter()
+    read = 0
+    async with client.stream("GET", url, params=params, headers=headers) as response:
+        response.raise_for_status()
+        async for chunk in response.aiter_raw():
+            joined = tail + chunk[:1]
+            got.events += chunk.count(b"\n\n") + (joined == b"\n\n")
+            tail = chunk[-1:]
+            if pace is not None:
+                read += len(chunk)
+                ahead = started + read / pace - time.perf_counter()
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
+    got.finished = time.perf_counter()
+    return got
+
+
+async def ws_events(
+    url: str,
+    subscribe: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> Received:
+    """Subscribe over a WebSocket and parse array frames up to the terminal event."""
+    got = Received()
+    async with websockets.connect(
+        url, additional_headers=headers, max_size=None, compression=None
+    ) as ws:
+        await ws.send(json.dumps(subscribe))
+        while True:
+            frame = json.loads(await ws.recv())
+            if isinstance(frame, dict):
+                if frame.get("type") == "error":
+                    raise RuntimeError(f"subscription refused: {frame}")
+                continue  # "subscribed" and other control replies
+            events = [e for e in frame if e["eventType"] != "HEARTBEAT"]
+            got.events += len(events)
+            if events and events[-1]["eventType"] in TERMINAL:
+                got.last_type = events[-1]["eventType"]
+                break
+    got.finished = time.perf_counter()
+    return got

@@ -1,0 +1,67 @@
+"""Benchmark-only instruments installed into the neta server process by ``server_config.py``.
+
+* ``bench-stamp:<count>:<interval>`` — a model that yields its wall-clock time as each text
+  delta, one every ``interval`` seconds (B2 measures delivery latency from these stamps);
+* ``GET {base}neta-bench/lag?action=start|stop`` — the event-loop lag monitor (B4).
+
+This patches the product classes in the benchmark server only; nothing here ships.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from tornado import web
+
+from benchmarks.lag import MONITOR
+from neta_jupyter.providers import Model, ModelRegistry, ModelRequest, StreamPart, TextPart
+from neta_jupyter.server.app import NetaApp
+
+
+class StampModel:
+    """Yields ``"<time.time()> "`` ``count`` times, paced at ``interval`` seconds."""
+
+    def __init__(self, count: int, interval: float) -> None:
+        self.count = count
+        self.interval = interval
+
+    @property
+    def name(self) -> str:
+        return f"bench-stamp:{self.count}:{self.interval}"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for i in range(self.count):
+            delay = start + i * self.interval - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            yield TextPart(f"{time.time():.6f} ")
+
+
+class LagHandler(web.RequestHandler):
+    def get(self) -> None:
+        self.write(MONITOR.act(self.get_query_argument("action")))
+
+
+def install() -> None:
+    resolve = ModelRegistry.resolve
+
+    def resolve_with_stamp(self: ModelRegistry, spec: str) -> Model:
+        if spec.startswith("bench-stamp:"):
+            _, count, interval = spec.split(":")
+            return StampModel(int(count), float(interval))
+        return resolve(self, spec)
+
+    ModelRegistry.resolve = resolve_with_stamp  # type: ignore[method-assign]
+
+    initialize_handlers = NetaApp.initialize_handlers
+
+    def with_lag_handler(self: NetaApp, *args: Any) -> None:
+        initialize_handlers(self, *args)
+        self.handlers.append((r"/neta-bench/lag", LagHandler))
+
+    NetaApp.initialize_handlers = with_lag_handler  # type: ignore[method-assign]

@@ -1,0 +1,45 @@
+"""An event-loop lag monitor that runs inside a server process (the neta one and the bare one)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+INTERVAL = 0.005
+
+
+class LagMonitor:
+    """Sleeps ``INTERVAL`` in a loop and records how late each wake-up was."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.stop()
+        self.samples = []
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> list[float]:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        return self.samples
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(INTERVAL)
+            self.samples.append(max(0.0, loop.time() - before - INTERVAL))
+
+    def act(self, action: str) -> dict[str, Any]:
+        """``start`` clears and starts sampling; ``stop`` stops and returns the samples."""
+        if action == "start":
+            self.start()
+            return {"started": True}
+        samples = self.stop()
+        return {"samples": samples}
+
+
+MONITOR = LagMonitor()
