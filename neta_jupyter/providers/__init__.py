@@ -76,6 +76,8 @@ class ModelRegistry:
                 raise UnknownModel(f"cannot load the scripted model {path!r}: {exc}") from exc
             self._models[spec] = model
             return model
+        if (configured := self.selector.resolve(spec)) is not None:
+            return configured
         raise UnknownModel(f"unknown model {spec!r}; configured: {', '.join(self.names())}")
 
 

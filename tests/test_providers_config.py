@@ -1,0 +1,186 @@
+"""Model selection: ``provider:model`` strings, configured endpoints and where keys come from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from neta_jupyter.providers import ModelRegistry, UnknownModel
+from neta_jupyter.providers.anthropic import AnthropicModel
+from neta_jupyter.providers.base import Message, ModelRequest, TextPart
+from neta_jupyter.providers.config import parse_endpoints
+from neta_jupyter.providers.demo import DemoModel
+from neta_jupyter.providers.openai_compat import OpenAIChatModel
+from tests.provider_server import ProviderServer, Reply, guarded_client, serve
+
+OPENAI_KEY = "sk-proj-test-openai-0000SECRET"
+LOCAL_KEY = "local-test-key-1111SECRET"
+
+server = pytest.fixture(serve)
+client = pytest.fixture(guarded_client)
+
+LOCAL = {
+    "local": {
+        "kind": "openai",
+        "base_url": "http://127.0.0.1:8000/v1",
+        "api_key_env": "LOCAL_KEY",
+        "models": ["qwen2.5"],
+    }
+}
+
+
+def test_constructor_stays_backward_compatible() -> None:
+    registry = ModelRegistry(demo_pace=0.0)
+    assert isinstance(registry.resolve("demo"), DemoModel)
+    registry.register("mine", DemoModel())
+    assert registry.resolve("mine") is not None
+
+
+def test_names_list_only_what_resolves_now() -> None:
+    bare = ModelRegistry(environ={}, endpoints=LOCAL)
+    assert bare.names() == ["demo"]
+    keyed = ModelRegistry(
+        environ={"OPENAI_API_KEY": OPENAI_KEY, "LOCAL_KEY": LOCAL_KEY}, endpoints=LOCAL
+    )
+    keyed.register("mine", DemoModel())
+    assert keyed.names() == ["demo", "mine", "openai:*", "local:qwen2.5"]
+    both = ModelRegistry(environ={"ANTHROPIC_API_KEY": "x", "OPENAI_API_KEY": "y"})
+    assert both.names() == ["demo", "openai:*", "anthropic:*"]
+
+
+def test_openai_models_from_the_environment() -> None:
+    registry = ModelRegistry(environ={"OPENAI_API_KEY": OPENAI_KEY})
+    model = registry.resolve("openai:gpt-4.1-mini")
+    assert isinstance(model, OpenAIChatModel)
+    assert model.name == "openai:gpt-4.1-mini" and model.model_name == "gpt-4.1-mini"
+    assert model.base_url == "https://api.openai.com/v1"
+    assert OPENAI_KEY not in repr(model)
+    moved = ModelRegistry(
+        environ={"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    )
+    assert moved.resolve("openai:o4-mini").base_url == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
+
+
+def test_anthropic_models_from_the_environment() -> None:
+    registry = ModelRegistry(environ={"ANTHROPIC_API_KEY": "sk-ant-x"})
+    model = registry.resolve("anthropic:claude-sonnet-4-5")
+    assert isinstance(model, AnthropicModel)
+    assert model.base_url == "https://api.anthropic.com"
+    assert model.name == "anthropic:claude-sonnet-4-5"
+
+
+@pytest.mark.parametrize(
+    ("spec", "variable"),
+    [("openai:gpt-4.1-mini", "OPENAI_API_KEY"), ("anthropic:claude-opus-4", "ANTHROPIC_API_KEY")],
+)
+def test_a_missing_key_is_a_clear_error_at_resolve_time(spec: str, variable: str) -> None:
+    registry = ModelRegistry(environ={})
+    with pytest.raises(UnknownModel, match=f"set {variable} or configure c.NetaApp.endpoints"):
+        registry.resolve(spec)
+
+
+def test_configured_endpoint() -> None:
+    registry = ModelRegistry(environ={"LOCAL_KEY": LOCAL_KEY}, endpoints=LOCAL)
+    model = registry.resolve("local:qwen2.5")
+    assert isinstance(model, OpenAIChatModel)
+    assert model.base_url == "http://127.0.0.1:8000/v1" and model.name == "local:qwen2.5"
+    with pytest.raises(UnknownModel, match=r"offers qwen2\.5, not 'llama3'"):
+        registry.resolve("local:llama3")
+    with pytest.raises(UnknownModel, match="names no model"):
+        registry.resolve("local:")
+    with pytest.raises(UnknownModel, match="set LOCAL_KEY"):
+        ModelRegistry(environ={}, endpoints=LOCAL).resolve("local:qwen2.5")
+
+
+def test_model_names_may_contain_colons_and_any_name_passes_without_a_list() -> None:
+    registry = ModelRegistry(
+        environ={}, endpoints={"ollama": {"base_url": "http://localhost:11434/v1"}}
+    )
+    model = registry.resolve("ollama:qwen2.5:7b")
+    assert isinstance(model, OpenAIChatModel) and model.model_name == "qwen2.5:7b"
+    assert registry.names() == ["demo", "ollama:*"]
+
+
+def test_anthropic_kind_endpoint_and_builtin_override() -> None:
+    registry = ModelRegistry(
+        environ={"PROXY_KEY": "k"},
+        endpoints={
+            "claude": {
+                "kind": "anthropic",
+                "base_url": "http://127.0.0.1:4000",
+                "api_key_env": "PROXY_KEY",
+                "thinking_budget": 2048,
+                "max_tokens": 8192,
+            },
+            "openai": {"base_url": "http://127.0.0.1:4001/v1", "api_key_env": "PROXY_KEY"},
+        },
+    )
+    claude = registry.resolve("claude:claude-sonnet-4-5")
+    assert isinstance(claude, AnthropicModel)
+    assert (claude.base_url, claude.thinking_budget, claude.max_tokens) == (
+        "http://127.0.0.1:4000",
+        2048,
+        8192,
+    )
+    openai = registry.resolve("openai:gpt-4.1")
+    assert isinstance(openai, OpenAIChatModel) and openai.base_url == "http://127.0.0.1:4001/v1"
+
+
+def test_unknown_names_still_list_what_is_configured() -> None:
+    registry = ModelRegistry(environ={"LOCAL_KEY": "k"}, endpoints=LOCAL)
+    with pytest.raises(
+        UnknownModel, match=r"unknown model 'gpt-4'; configured: demo, local:qwen2.5"
+    ):
+        registry.resolve("gpt-4")
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"x": {"kind": "openai"}}, "base_url is required"),
+        ({"x": {"base_url": "localhost:8000/v1"}}, "http:// or https://"),
+        ({"x": {"base_url": "http://h/v1", "api_key": "sk-1"}}, "api_key_env"),
+        ({"x": {"base_url": "http://h/v1", "kind": "gemini"}}, "kind must be"),
+        ({"demo": {"base_url": "http://h/v1"}}, "not demo/scripted"),
+        ({"a b": {"base_url": "http://h/v1"}}, "use letters"),
+        ({"x": {"base_url": "http://h/v1", "modles": []}}, "unknown settings modles"),
+        ({"x": {"base_url": "http://h/v1", "models": "qwen"}}, "list of model names"),
+        ({"x": {"base_url": "http://h/v1", "thinking_budget": 2048}}, "anthropic kind only"),
+        ({"x": {"kind": "anthropic", "base_url": "http://h", "thinking_budget": 5}}, "1024"),
+        ({"x": "http://h/v1"}, "dict of settings"),
+    ],
+)
+def test_bad_endpoint_configuration_says_what_is_wrong(
+    config: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_endpoints(config)
+    with pytest.raises(ValueError, match=message):
+        ModelRegistry(endpoints=config)
+
+
+async def test_keys_go_only_to_their_own_endpoint(
+    server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    environ = {"OPENAI_API_KEY": OPENAI_KEY, "LOCAL_KEY": LOCAL_KEY}
+    registry = ModelRegistry(
+        environ=environ,
+        http_client=client,
+        endpoints={
+            "keyed": {"base_url": f"{server.url}/v1", "api_key_env": "LOCAL_KEY"},
+            "open": {"base_url": f"{server.url}/v1"},
+        },
+    )
+    request = ModelRequest("", [Message("user", "hi")], [])
+    server.reply(Reply.stream("openai_text"), Reply.stream("openai_text"))
+    for spec in ("keyed:qwen2.5", "open:llama3"):
+        parts = [p async for p in registry.resolve(spec).stream(request)]
+        assert parts[0] == TextPart("Bonjour")
+    keyed, open_ = server.requests
+    assert keyed.headers["authorization"] == f"Bearer {LOCAL_KEY}"
+    assert keyed.json["model"] == "qwen2.5" and open_.json["model"] == "llama3"
+    assert "authorization" not in open_.headers, "no OPENAI_API_KEY sent to another server"
+    for received in server.requests:
+        assert OPENAI_KEY not in received.raw
