@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..events import AgentEvent, EventData, EventType
+from ..events.redact import Redactor
 from ..store import EventLog
 
 
@@ -14,6 +15,11 @@ class RunEmitter:
         self.request_id = request_id
         self.step: int | None = None
         self.total_tokens: int | None = None
+
+    @property
+    def redactor(self) -> Redactor:
+        """The log's redactor, for text that arrives in fragments."""
+        return self._log.redactor
 
     def emit(self, event_type: EventType, data: EventData) -> int:
         """Append without waiting for durability (streaming deltas); returns the seq."""

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from ..events import EventType, ReasoningData, TextData, ToolData
+from ..events.redact import StreamRedactor
 from ..providers.base import (
     ReasoningPart,
     StreamPart,
@@ -60,6 +61,7 @@ class _Fresh:
 class _Call:
     id: str
     name: str
+    redact: StreamRedactor
     arguments: list[str] = field(default_factory=list)
     fresh: _Fresh = field(default_factory=lambda: _Fresh(""))
 
@@ -78,6 +80,9 @@ class ReplyStreamer:
         self._reasoning: list[str] = []
         self._fresh_text = _Fresh(self._before.text)
         self._fresh_reasoning = _Fresh(self._before.reasoning)
+        # A secret split across fragments is caught before any fragment of it is published.
+        self._redact_text = StreamRedactor(emitter.redactor)
+        self._redact_reasoning = StreamRedactor(emitter.redactor)
         self._calls: dict[int, _Call] = {}
         self._usage: UsagePart | None = None
 
@@ -88,6 +93,7 @@ class ReplyStreamer:
                 self._on_part(part)
         finally:
             self._close_segment()
+            self._flush_calls()
         return self.reply()
 
     def reply(self) -> Reply:
@@ -119,13 +125,13 @@ class ReplyStreamer:
         match part:
             case TextPart(text=text) if text:
                 self._text.append(text)
-                fresh = self._fresh_text(text)
+                fresh = self._redact_text.feed(self._fresh_text(text))
                 if fresh:
                     self._segment(EventType.TEXT_START)
                     self._emitter.emit(EventType.TEXT_DELTA, TextData(text=fresh))
             case ReasoningPart(text=text) if text:
                 self._reasoning.append(text)
-                fresh = self._fresh_reasoning(text)
+                fresh = self._redact_reasoning.feed(self._fresh_reasoning(text))
                 if fresh:
                     self._segment(EventType.REASONING_START)
                     self._emitter.emit(EventType.REASONING_DELTA, ReasoningData(text=fresh))
@@ -144,7 +150,7 @@ class ReplyStreamer:
         elif part.name and not call.name:
             call.name = part.name
         call.arguments.append(part.arguments)
-        fresh = call.fresh(part.arguments)
+        fresh = call.redact.feed(call.fresh(part.arguments))
         if fresh:
             self._emitter.emit(
                 EventType.TOOL_CALL_GENERATING, ToolData(tool_call_id=call.id, arguments=fresh)
@@ -154,15 +160,22 @@ class ReplyStreamer:
         earlier = self._before.tool_calls
         if part.index < len(earlier):  # the client already has a card for this call
             known = earlier[part.index]
-            call = _Call(known.id, part.name or known.name, fresh=_Fresh(known.arguments))
+            call = _Call(
+                known.id, part.name or known.name, self._redactor(), fresh=_Fresh(known.arguments)
+            )
         else:
-            call = _Call(part.id or f"{self._prefix}_{part.index}", part.name or "")
+            call = _Call(
+                part.id or f"{self._prefix}_{part.index}", part.name or "", self._redactor()
+            )
             self._emitter.emit(
                 EventType.TOOL_CALL_GENERATING,
                 ToolData(tool_call_id=call.id, tool_name=call.name, arguments=""),
             )
         self._calls[part.index] = call
         return call
+
+    def _redactor(self) -> StreamRedactor:
+        return StreamRedactor(self._emitter.redactor)
 
     def _segment(self, start: EventType) -> None:
         if self._open == start:
@@ -176,7 +189,18 @@ class ReplyStreamer:
 
     def _close_segment(self) -> None:
         if self._open == EventType.TEXT_START:
+            if rest := self._redact_text.flush():
+                self._emitter.emit(EventType.TEXT_DELTA, TextData(text=rest))
             self._emitter.emit(EventType.TEXT_END, TextData())
         elif self._open == EventType.REASONING_START:
+            if rest := self._redact_reasoning.flush():
+                self._emitter.emit(EventType.REASONING_DELTA, ReasoningData(text=rest))
             self._emitter.emit(EventType.REASONING_END, ReasoningData())
         self._open = None
+
+    def _flush_calls(self) -> None:
+        for call in self._calls.values():
+            if rest := call.redact.flush():
+                self._emitter.emit(
+                    EventType.TOOL_CALL_GENERATING, ToolData(tool_call_id=call.id, arguments=rest)
+                )

@@ -129,10 +129,12 @@ class NetaHandler(APIHandler):
         return value
 
     def reply(self, body: dict[str, Any], status: int = 200) -> None:
-        """A JSON success answer."""
+        """A JSON success answer (with any known secret cut out)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"success": True, **body}))
+        text = json.dumps({"success": True, **body})
+        redact = self.settings.get("neta_redactor")
+        self.finish(redact(text) if redact is not None else text)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error in seed 003's shape; never a traceback."""
@@ -151,6 +153,9 @@ class NetaHandler(APIHandler):
                 status, code, message, rid = 500, "INTERNAL_ERROR", "internal server error", None
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
+        redact = self.settings.get("neta_redactor")
+        if redact is not None:
+            message = redact(message)
         self.finish(json.dumps(error_body(status, code, message, rid)))
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:

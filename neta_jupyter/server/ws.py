@@ -130,7 +130,9 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         if reply is not None:
             if reply_to is not None:
                 reply["replyTo"] = reply_to
-            await self._send(json.dumps(reply))
+            text = json.dumps(reply)
+            redact = self.settings.get("neta_redactor")
+            await self._send(redact(text) if redact is not None else text)
 
     def _parse(self, message: str | bytes) -> dict[str, Any]:
         limit = int(self.settings.get("neta_max_ws_frame_bytes", 1_000_000))

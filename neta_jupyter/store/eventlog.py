@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..events import TERMINAL_EVENT_TYPES, AgentEvent, encode_json
+from ..events.redact import Redactor
 from .db import Database, PendingRow
 
 _TERMINAL = frozenset(str(t) for t in TERMINAL_EVENT_TYPES)
@@ -33,6 +34,9 @@ class StoredEvent:
 
 class EventLog(Protocol):
     """What transports and the runtime need of a log (sqlite here; other backends fit the same)."""
+
+    redactor: Redactor
+    """Applied to every payload before it is stored."""
 
     def append_nowait(self, event: AgentEvent) -> int:
         """Assign the next seq and queue the event for the next group commit."""
@@ -79,8 +83,16 @@ class _Tail:
 class SqliteEventLog:
     """:class:`EventLog` on the shared SQLite :class:`Database`."""
 
-    def __init__(self, db: Database, *, tail_size: int = 4096, read_batch: int = 4096) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        tail_size: int = 4096,
+        read_batch: int = 4096,
+        redactor: Redactor | None = None,
+    ) -> None:
         self._db = db
+        self.redactor = redactor or Redactor()
         self._next: dict[str, int] = {}
         self._tails: dict[str, _Tail] = {}
         self._tail_size = tail_size
@@ -97,6 +109,8 @@ class SqliteEventLog:
             seq = self._stored_last(rid) + 1
         self._next[rid] = seq + 1
         payload = encode_json(event.model_copy(update={"seq": seq}))
+        if self.redactor:
+            payload = self.redactor(payload)
         self._db.queue_event((rid, seq, str(event.event_type), payload))
         return seq
 

@@ -1,0 +1,109 @@
+"""Known secrets (API keys, tokens) are cut out of everything that leaves the process.
+
+The event log runs every payload through :class:`Redactor` before storing it, and the server puts
+the same redactor on its log handlers, so a key that slips into a tool output, a provider error or
+a process payload never reaches a client, the store or a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+
+REDACTED = "[redacted]"
+SECRET_ENV_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JUPYTER_TOKEN", "NETA_KERNEL_TOKEN")
+_MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words
+
+
+class Redactor:
+    """Replaces every registered secret value with ``[redacted]``."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: tuple[str, ...] = ()
+        self.add(*secrets)
+
+    def add(self, *secrets: str | None) -> None:
+        """Register more secret values (short or empty ones are ignored)."""
+        known = set(self._secrets)
+        known.update(s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH)
+        # Longest first, so a secret that contains another is replaced whole.
+        self._secrets = tuple(sorted(known, key=len, reverse=True))
+
+    def add_from_environment(self) -> None:
+        """Register the values of the usual secret variables and of any ``*_API_KEY``."""
+        names = set(SECRET_ENV_VARS) | {k for k in os.environ if k.endswith(("_API_KEY", "_TOKEN"))}
+        self.add(*(os.environ.get(name) for name in names))
+
+    def __call__(self, text: str) -> str:
+        """``text`` with every known secret replaced."""
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts the formatted message of every record it sees."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record in place; never drops it."""
+        if self._redactor:
+            message = record.getMessage()
+            cleaned = self._redactor(message)
+            if cleaned != message:
+                record.msg, record.args = cleaned, None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = self._redactor(
+                    logging.Formatter().formatException(record.exc_info)
+                )
+                record.exc_info = None
+            elif record.exc_text:
+                record.exc_text = self._redactor(record.exc_text)
+        return True
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in fragments, where a secret may be split across fragments.
+
+    It holds back a tail that could be the start of a secret until the next fragment (or the end)
+    shows whether it is one, so the concatenation of what it releases equals the redacted whole.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._held = ""
+
+    def feed(self, chunk: str) -> str:
+        """The part of the text so far that can safely be released, redacted."""
+        if not self._redactor:
+            return chunk
+        text = self._held + chunk
+        keep = self._risky_tail(text)
+        self._held = text[len(text) - keep :] if keep else ""
+        return self._redactor(text[: len(text) - keep])
+
+    def flush(self) -> str:
+        """Whatever was held back (at the end of the text)."""
+        text, self._held = self._held, ""
+        return self._redactor(text)
+
+    def _risky_tail(self, text: str) -> int:
+        """Length of the longest suffix of ``text`` that is a proper prefix of some secret."""
+        longest = 0
+        for secret in self._redactor._secrets:
+            start = max(0, len(text) - len(secret) + 1)
+            i = text.find(secret[0], start)
+            while i != -1:
+                if secret.startswith(text[i:]):
+                    longest = max(longest, len(text) - i)
+                    break
+                i = text.find(secret[0], i + 1)
+        return longest
