@@ -63,12 +63,12 @@ class Reply:
         cls, status: int, body: dict[str, Any] | str, headers: dict[str, str] | None = None
     ) -> Reply:
         """An error status with a JSON (or plain text) body."""
-        is_json = not isinstance(body, str)
+        text = body if isinstance(body, str) else json.dumps(body)
         return cls(
             status=status,
-            body=(json.dumps(body) if is_json else body).encode(),
+            body=text.encode(),
             headers=headers or {},
-            content_type="application/json" if is_json else "text/plain",
+            content_type="text/plain" if isinstance(body, str) else "application/json",
             chunked=False,
         )
 

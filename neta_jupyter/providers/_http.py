@@ -237,52 +237,63 @@ async def post_event_stream(
     http = client or httpx.AsyncClient(timeout=DEFAULT_TIMEOUT)
     try:
         async with aconnect_sse(http, "POST", url, headers=headers, json=body) as source:
-            response = source.response
-            if response.status_code >= 400:
-                await response.aread()
-                raise error_for_status(
-                    response.status_code,
-                    parse_error_body(response.text),
-                    vendor,
-                    secret=secret,
-                    headers=response.headers,
-                )
-            content_type = response.headers.get("content-type", "")
-            if "text/event-stream" not in content_type:
-                await response.aread()
-                found = error_from_json(_json_or_none(response.text))
-                if found is not None:
-                    raise error_for_payload(found, vendor, secret=secret)
-                raise ProviderInvalidRequest(
-                    f"{vendor.label}: expected an event stream from {url}, "
-                    f"got {content_type or 'no content type'}"
-                )
+            await _check_reply(source.response, url, vendor, secret)
             async with aclosing(source.aiter_sse()) as events:
                 async for event in events:
                     yield event
                     if is_end(event):
                         await _drain(events)
                         return
-    except httpx.TimeoutException as exc:
-        raise ProviderUnavailable(
-            f"{vendor.label}: {_timeout_kind(exc)} timed out", network_error=True
-        ) from exc
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        raise ProviderInvalidRequest(
-            f"{vendor.label}: cannot reach {url}: {scrub(str(exc), secret)}"
-        ) from exc
-    except httpx.TransportError as exc:
-        raise ProviderUnavailable(
-            f"{vendor.label}: network error: {scrub(str(exc), secret) or type(exc).__name__}",
-            network_error=True,
-        ) from exc
-    except httpx.HTTPError as exc:  # decoding errors and the like: a damaged reply
-        raise ProviderUnavailable(
-            f"{vendor.label}: {type(exc).__name__}: {scrub(str(exc), secret)}"
-        ) from exc
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise transport_error(exc, url, vendor, secret) from exc
     finally:
         if client is None:
             await http.aclose()
+
+
+async def _check_reply(
+    response: httpx.Response, url: str, vendor: Vendor, secret: str | None
+) -> None:
+    """Raise unless the reply is a successful event stream."""
+    if response.status_code >= 400:
+        await response.aread()
+        raise error_for_status(
+            response.status_code,
+            parse_error_body(response.text),
+            vendor,
+            secret=secret,
+            headers=response.headers,
+        )
+    content_type = response.headers.get("content-type", "")
+    if "text/event-stream" not in content_type:
+        await response.aread()
+        found = error_from_json(_json_or_none(response.text))
+        if found is not None:
+            raise error_for_payload(found, vendor, secret=secret)
+        raise ProviderInvalidRequest(
+            f"{vendor.label}: expected an event stream from {url}, "
+            f"got {content_type or 'no content type'}"
+        )
+
+
+def transport_error(
+    exc: httpx.HTTPError | httpx.InvalidURL, url: str, vendor: Vendor, secret: str | None
+) -> ProviderError:
+    """The provider error for an httpx failure (raise it ``from exc``)."""
+    detail = scrub(str(exc), secret) or type(exc).__name__
+    match exc:
+        case httpx.TimeoutException():
+            return ProviderUnavailable(
+                f"{vendor.label}: {_timeout_kind(exc)} timed out", network_error=True
+            )
+        case httpx.UnsupportedProtocol() | httpx.InvalidURL():
+            return ProviderInvalidRequest(f"{vendor.label}: cannot reach {url}: {detail}")
+        case httpx.TransportError():
+            return ProviderUnavailable(
+                f"{vendor.label}: network error: {detail}", network_error=True
+            )
+        case _:  # decoding errors and the like: a damaged reply
+            return ProviderUnavailable(f"{vendor.label}: {type(exc).__name__}: {detail}")
 
 
 async def _drain(events: AsyncIterator[ServerSentEvent]) -> None:
