@@ -275,6 +275,16 @@ async def test_error_reported_inside_the_stream(
     assert "overloaded" in str(error)
 
 
+async def test_error_chunk_with_choices_after_text_that_mentions_error(
+    server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    server.reply(Reply.stream("openai_stream_error_with_choices"))
+    parts, error = await collect(model(server, client))
+    assert parts == [TextPart("Half an "), TextPart('"error" later')]
+    assert type(error) is ProviderUnavailable and not error.network_error
+    assert "Provider returned error" in str(error)
+
+
 async def test_invalid_request_carries_the_provider_message(
     server: ProviderServer, client: httpx.AsyncClient
 ) -> None:

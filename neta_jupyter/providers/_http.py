@@ -110,7 +110,11 @@ def error_from_json(body: Any) -> VendorError | None:
             _str_or_none(error.get("code")),
         )
     if body.get("object") == "error" or (body.get("type") == "error" and "message" in body):
-        return VendorError(str(body.get("message", "")), _str_or_none(body.get("type")), None)
+        return VendorError(
+            str(body.get("message", "")),
+            _str_or_none(body.get("type")),
+            _str_or_none(body.get("code")),
+        )
     if "detail" in body:  # FastAPI-style servers
         return VendorError(str(body["detail"])[:500])
     return None
@@ -183,6 +187,8 @@ def error_for_status(
 def error_for_payload(error: VendorError, vendor: Vendor, *, secret: str | None) -> ProviderError:
     """The typed error for an error object sent inside a stream."""
     status = _STATUS_OF_TYPE.get(error.type or "") or _STATUS_OF_TYPE.get(error.code or "")
+    if error.code and error.code.isdigit() and 400 <= int(error.code) < 600:
+        status = int(error.code)  # compatible servers put the HTTP status they mean here
     if status is None and error.code == "context_length_exceeded":
         status = 400
     if status is None:

@@ -150,8 +150,11 @@ def _is_done(event: ServerSentEvent) -> bool:
 
 
 def _is_end(event: ServerSentEvent) -> bool:
-    """``[DONE]``, or an error chunk (which has no choices) after which nothing useful comes."""
-    return _is_done(event) or ('"error"' in event.data and '"choices"' not in event.data)
+    """``[DONE]``, or an error chunk, after which nothing useful comes.
+
+    Answer text that merely mentions "error" arrives with its quotes escaped and never matches.
+    """
+    return _is_done(event) or '"error"' in event.data
 
 
 class ChunkReader:
@@ -164,14 +167,14 @@ class ChunkReader:
 
     def parts(self, chunk: dict[str, Any]) -> Iterator[StreamPart]:
         """The parts of one chunk; raises the provider error a chunk may carry instead."""
-        error = error_from_json(chunk)
-        if error is not None and not chunk.get("choices"):
-            raise error_for_payload(error, self._vendor, secret=self._secret)
         if usage := chunk.get("usage"):
             self.usage = _usage(usage)
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) == 0:
                 yield from _delta_parts(choice.get("delta") or {})
+        # Some servers report a failure as a chunk: alone, or with finish_reason "error".
+        if (error := error_from_json(chunk)) is not None:
+            raise error_for_payload(error, self._vendor, secret=self._secret)
 
 
 def _delta_parts(delta: dict[str, Any]) -> Iterator[StreamPart]:
