@@ -16,7 +16,9 @@ from ..providers import ModelRegistry
 from ..runtime import Runtime, RuntimeConfig
 from ..store import Store
 from ..tools import PermissionRule, Tool, ToolRegistry, builtin_tools
+from ..tools.kernel_tools import kernel_tools
 from . import handlers
+from .kernels import ServerKernels, kernels_for
 from .sse import StreamHandler
 from .ws import RunSocket
 
@@ -62,6 +64,7 @@ class NetaApp(ExtensionApp):
 
     runtime: Runtime
     store: Store
+    kernels: ServerKernels | None = None
 
     def initialize_settings(self) -> None:
         """Open the store, build the runtime and end runs a crash left running."""
@@ -77,10 +80,13 @@ class NetaApp(ExtensionApp):
             permission_rules=[PermissionRule.model_validate(r) for r in self.permission_rules],
             demo_pace=self.demo_pace,
         )
-        tools = ToolRegistry(builtin_tools() + [_import_tool(s) for s in self.extra_tools])
+        tools = ToolRegistry(
+            builtin_tools() + kernel_tools() + [_import_tool(s) for s in self.extra_tools]
+        )
+        self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None
         self.runtime = Runtime(
             self.store, config, models=ModelRegistry(demo_pace=self.demo_pace), tools=tools,
-            logger=self.log,
+            kernels=self.kernels, logger=self.log,
         )
         crashed = self.runtime.recover()
         if crashed:
@@ -91,6 +97,9 @@ class NetaApp(ExtensionApp):
         os.environ["NETA_KERNEL_TOKEN"] = self.kernel_token
         if self.serverapp is not None:
             os.environ["NETA_SERVER_URL"] = self.serverapp.connection_url
+            # A kernel whose JPY_PARENT_PID differs was started by someone else (e.g. nbclient
+            # in a terminal of this server) and must not claim this server's kernel tools.
+            os.environ["NETA_SERVER_PID"] = str(os.getpid())
         self.settings.update(
             neta_runtime=self.runtime,
             neta_kernel_token=self.kernel_token,
@@ -122,6 +131,8 @@ class NetaApp(ExtensionApp):
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""
         await self.runtime.shutdown()
+        if self.kernels is not None:
+            await self.kernels.close()
         self.store.close()
 
 

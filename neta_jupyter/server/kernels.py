@@ -1,0 +1,237 @@
+"""Running kernel tools in a notebook's kernel through the server's kernel manager.
+
+One :class:`ServerKernelBridge` per kernel keeps one client open: a reader task takes every IOPub
+message and hands those whose parent is one of our requests to the waiting ``execute``. A busy
+kernel simply queues our request; the timeout counts from the moment our code starts running, so
+waiting behind the user's own cell never interrupts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from jupyter_client.session import Session
+from jupyter_core.utils import ensure_async
+
+from ..store import RunRecord
+from ..tools import ToolError, ToolResult
+from ..tools.kernel_tools import KernelOutput
+from ..tools.registry import KernelBridge
+
+READY_TIMEOUT = 60.0
+"""Seconds to wait for a kernel's first reply before giving up on it."""
+_POLL = 2.0
+"""Seconds between liveness checks while waiting for a kernel."""
+
+
+class _Restarted:
+    """Put in a waiting queue when the kernel restarted: its request is gone."""
+
+
+class ServerKernelBridge:
+    """:class:`KernelBridge` over jupyter_server's ``MappingKernelManager`` for one kernel."""
+
+    def __init__(
+        self, kernel_manager: Any, kernel_id: str, *, log: logging.Logger | None = None
+    ) -> None:
+        self._km = kernel_manager
+        self.kernel_id = kernel_id
+        self._log = log or logging.getLogger("neta_jupyter")
+        self._client: Any = None
+        self._readers: list[asyncio.Task[None]] = []
+        self._waiting: dict[str, asyncio.Queue[dict[str, Any] | _Restarted]] = {}
+        self._opening = asyncio.Lock()
+
+    # --- KernelBridge
+
+    async def execute(self, code: str, *, timeout: float | None = None) -> ToolResult:
+        """Run ``code`` as the user would (outputs collected, no history entry)."""
+        return await self._run(code, timeout=timeout, silent=False)
+
+    async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
+        """Run ``code`` silently: no execute_input broadcast, no result display, no history."""
+        return await self._run(code, timeout=timeout, silent=True)
+
+    async def close(self) -> None:
+        """Stop the reader tasks and the client's channels."""
+        for task in self._readers:
+            task.cancel()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+        self._readers = []
+        if self._client is not None:
+            self._client.stop_channels()
+            self._client = None
+
+    # --- internals
+
+    def _kernel(self) -> Any:
+        try:
+            return self._km.get_kernel(self.kernel_id)
+        except KeyError as exc:
+            raise ToolError("the notebook's kernel is no longer running") from exc
+
+    async def _open(self) -> Any:
+        async with self._opening:
+            if self._client is not None:
+                return self._client
+            kernel = self._kernel()
+            # A Session of our own: a shared one would reject, as replays, the IOPub messages
+            # that the server's activity watcher or another client already read with it.
+            session = Session(
+                key=kernel.session.key, signature_scheme=kernel.session.signature_scheme
+            )
+            client = kernel.client(session=session)
+            client.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=False)
+            try:
+                # The first kernel_info round trip also proves IOPub is subscribed: a message
+                # published before that would be lost to us.
+                await client.wait_for_ready(timeout=READY_TIMEOUT)
+            except RuntimeError as exc:
+                client.stop_channels()
+                raise ToolError(f"the notebook's kernel did not respond: {exc}") from exc
+            self._client = client
+            self._readers = [
+                asyncio.create_task(self._read(client.get_iopub_msg), name="neta-iopub"),
+                asyncio.create_task(self._read(client.get_shell_msg), name="neta-shell"),
+            ]
+            return client
+
+    async def _read(self, receive: Any) -> None:
+        while True:
+            try:
+                msg = await receive()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a malformed message must not end the reader
+                self._log.debug("neta: unreadable kernel message", exc_info=True)
+                continue
+            content = msg.get("content", {})
+            if msg.get("msg_type") == "status" and content.get("execution_state") == "starting":
+                for waiting in self._waiting.values():
+                    waiting.put_nowait(_Restarted())
+                continue
+            target = self._waiting.get(msg.get("parent_header", {}).get("msg_id", ""))
+            if target is not None:
+                target.put_nowait(msg)
+
+    def _pid(self) -> Any:
+        provisioner = getattr(self._kernel(), "provisioner", None)
+        return getattr(provisioner, "pid", None)
+
+    async def _run(self, code: str, *, timeout: float | None, silent: bool) -> ToolResult:
+        client = await self._open()
+        pid = self._pid()
+        queue: asyncio.Queue[dict[str, Any] | _Restarted] = asyncio.Queue()
+        msg_id: str = client.execute(
+            code, silent=silent, store_history=False, allow_stdin=False, stop_on_error=False
+        )
+        self._waiting[msg_id] = queue
+        output = KernelOutput()
+        started: float | None = None
+        try:
+            while True:
+                msg = await self._next(queue, started, timeout, pid)
+                if msg is None:
+                    continue
+                match msg.get("msg_type"), msg.get("content", {}):
+                    case "status", {"execution_state": "busy"}:
+                        started = time.monotonic()
+                    case "status", {"execution_state": "idle"}:
+                        return output.result()
+                    case "stream", {"text": str(text)}:
+                        output.stream(text)
+                    case (("display_data" | "execute_result"), {"data": dict(bundle)}):
+                        output.rich(bundle)
+                    case "error", content:
+                        output.fail(
+                            str(content.get("ename", "Error")),
+                            str(content.get("evalue", "")),
+                            [str(line) for line in content.get("traceback", [])],
+                        )
+                    case "execute_reply", {"status": "aborted"}:
+                        raise ToolError("the kernel aborted the request (an earlier cell failed)")
+        except asyncio.CancelledError:
+            if started is not None:  # our code is running: stopping the run stops it too
+                await self._interrupt()
+            raise
+        finally:
+            del self._waiting[msg_id]
+
+    async def _next(
+        self,
+        queue: asyncio.Queue[dict[str, Any] | _Restarted],
+        started: float | None,
+        timeout: float | None,
+        pid: Any,
+    ) -> dict[str, Any] | None:
+        """The next message for our request; None after a liveness check found nothing wrong."""
+        wait = _POLL
+        if started is not None and timeout is not None:
+            left = started + timeout - time.monotonic()
+            if left <= 0:
+                await self._interrupt()
+                raise ToolError(
+                    f"the code ran longer than {timeout:g} s, so the kernel was interrupted"
+                )
+            wait = min(wait, left)
+        try:
+            item = await asyncio.wait_for(queue.get(), wait)
+        except TimeoutError:
+            kernel = self._kernel()
+            if not await ensure_async(kernel.is_alive()) or self._pid() != pid:
+                raise ToolError("the kernel died or restarted before the code finished") from None
+            return None
+        if isinstance(item, _Restarted):
+            raise ToolError("the kernel restarted before the code finished")
+        return item
+
+    async def _interrupt(self) -> None:
+        with contextlib.suppress(Exception):
+            await ensure_async(self._kernel().interrupt_kernel())
+
+
+class ServerKernels:
+    """The runtime's kernel factory: a run's ``kernelId`` → the bridge to that kernel."""
+
+    def __init__(self, kernel_manager: Any, *, log: logging.Logger | None = None) -> None:
+        self._km = kernel_manager
+        self._log = log
+        self._bridges: dict[str, ServerKernelBridge] = {}
+
+    def __call__(self, run: RunRecord) -> KernelBridge | None:
+        """The bridge for the run's kernel; None without one or once it has shut down."""
+        running = set(self._km.list_kernel_ids())
+        for gone in [kid for kid in self._bridges if kid not in running]:
+            _close_later(self._bridges.pop(gone))
+        kernel_id = run.options.get("kernelId")
+        if not isinstance(kernel_id, str) or kernel_id not in running:
+            return None
+        bridge = self._bridges.get(kernel_id)
+        if bridge is None:
+            bridge = self._bridges[kernel_id] = ServerKernelBridge(
+                self._km, kernel_id, log=self._log
+            )
+        return bridge
+
+    async def close(self) -> None:
+        """Close every client (at server shutdown)."""
+        bridges, self._bridges = list(self._bridges.values()), {}
+        await asyncio.gather(*(b.close() for b in bridges), return_exceptions=True)
+
+
+_closing: set[asyncio.Task[None]] = set()
+
+
+def _close_later(bridge: ServerKernelBridge) -> None:
+    task = asyncio.ensure_future(bridge.close())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+def kernels_for(serverapp: Any) -> ServerKernels:
+    """The kernel factory of a running jupyter server (``Runtime(..., kernels=...)``)."""
+    return ServerKernels(serverapp.kernel_manager, log=getattr(serverapp, "log", None))

@@ -1,0 +1,361 @@
+"""Tools that run in the notebook's kernel: ``python``, ``list_variables``, ``inspect_variable``.
+
+Each builds a code string and hands it to the :class:`KernelBridge` of the host (the server's
+kernel manager, or the kernel itself in embedded mode). :class:`KernelOutput` turns what a kernel
+produced (streams, rich displays, errors) into a :class:`ToolResult`; both bridges use it, so the
+model sees the same text whichever host ran the code.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import binascii
+import dataclasses
+import functools
+import inspect
+import json
+import re
+import textwrap
+from typing import Annotated, Any, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from .registry import KernelBridge, Tool, ToolContext, ToolError, ToolFile, ToolResult, tool
+
+MAX_OUTPUT_CHARS = 20_000
+"""Characters of output the model receives; the whole output is attached beyond that."""
+MAX_ERROR_CHARS = 8_000
+"""Characters of a failed execution's report (the end of a traceback matters most)."""
+MAX_KEPT_CHARS = 2_000_000
+"""Output kept in memory per execution; a runaway print loop is cut here."""
+PYTHON_TIMEOUT = 600.0
+"""Seconds the ``python`` tool's code may run before the kernel is interrupted."""
+INTROSPECTION_TIMEOUT = 60.0
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_IMAGE_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif"}
+_JSON_MARKER = "__neta_json__:"
+
+
+def strip_ansi(text: str) -> str:
+    """Text without terminal colour codes."""
+    return _ANSI.sub("", text)
+
+
+def _settle_carriage_returns(text: str) -> str:
+    """What a terminal shows: a line rewritten with carriage returns keeps its last state."""
+    if "\r" not in text:
+        return text
+    return "\n".join(line.rsplit("\r", 1)[-1] for line in text.replace("\r\n", "\n").split("\n"))
+
+
+@runtime_checkable
+class QuietKernel(Protocol):
+    """A bridge that can also run code without side effects the user would see (no history)."""
+
+    async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
+        """Execute ``code`` silently and collect its output."""
+        ...
+
+
+class KernelOutput:
+    """Collects one execution's outputs, in order, from either host."""
+
+    def __init__(self, *, limit: int = MAX_OUTPUT_CHARS) -> None:
+        self._limit = limit
+        self._parts: list[str] = []
+        self._size = 0
+        self._dropped = 0
+        self.images: list[ToolFile] = []
+        self.error: str | None = None
+
+    def stream(self, text: str) -> None:
+        """Text written to stdout or stderr."""
+        self._add(strip_ansi(text))
+
+    def rich(self, bundle: dict[str, Any]) -> None:
+        """A display or a result: images become files, the rest is read as text."""
+        image = next((m for m in _IMAGE_TYPES if m in bundle), None)
+        if image is not None and (data := _image_bytes(bundle[image])) is not None:
+            name = f"figure-{len(self.images) + 1}.{_IMAGE_TYPES[image]}"
+            self.images.append(ToolFile(name, data, image))
+            self._add(f"[image: {name}]\n")
+            return
+        text = bundle.get("text/plain")
+        if isinstance(text, list):
+            text = "".join(text)
+        if isinstance(text, str) and text:
+            self._add(strip_ansi(text).rstrip("\n") + "\n")
+        elif bundle:
+            self._add(f"[display: {', '.join(sorted(bundle))}]\n")
+
+    def fail(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        """The code raised."""
+        lines = [strip_ansi(line) for line in traceback] or [f"{ename}: {evalue}"]
+        report = "\n".join(lines).strip("\n")
+        if f"{ename}: {evalue}" not in report:
+            report += f"\n{ename}: {evalue}"
+        self.error = report
+
+    @property
+    def text(self) -> str:
+        """Everything printed or displayed, as the model reads it."""
+        text = _settle_carriage_returns("".join(self._parts))
+        if self._dropped:
+            text += f"\n… [{self._dropped} more characters were not kept]"
+        return text
+
+    def result(self) -> ToolResult:
+        """The tool result; a :class:`ToolError` carrying the output and traceback on failure."""
+        text = self.text
+        if self.error is not None:
+            shown = text[-(MAX_ERROR_CHARS // 2) :] if text.strip() else ""
+            report = (shown.rstrip("\n") + "\n" if shown else "") + self.error
+            if len(report) > MAX_ERROR_CHARS:
+                report = "… " + report[-MAX_ERROR_CHARS:]
+            raise ToolError(report)
+        if len(text) <= self._limit:
+            return ToolResult(text, images=list(self.images))
+        full = ToolFile("output.txt", text.encode(), "text/plain")
+        note = f"\n… [output truncated: {len(text):,} characters in all; the whole is attached]"
+        return ToolResult(text[: self._limit] + note, files=[full], images=list(self.images))
+
+    def _add(self, text: str) -> None:
+        room = MAX_KEPT_CHARS - self._size
+        if room <= 0:
+            self._dropped += len(text)
+            return
+        self._parts.append(text[:room])
+        self._size += min(len(text), room)
+        self._dropped += max(0, len(text) - room)
+
+
+def _image_bytes(value: Any) -> bytes | None:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, list):
+        value = "".join(value)
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value)
+    except (binascii.Error, ValueError):
+        return None
+
+
+# --- the introspection snippet (runs inside the user's kernel: self-contained, no neta imports)
+
+
+def _neta_describe_namespace(namespace: dict[str, Any], name: str | None) -> str:
+    import contextlib
+    import json
+    import types
+
+    hidden: set[str] = {"In", "Out", "exit", "quit", "get_ipython", "open"}
+    shell_getter = namespace.get("get_ipython")
+    if callable(shell_getter):
+        with contextlib.suppress(Exception):
+            hidden |= set(getattr(shell_getter(), "user_ns_hidden", {}))
+
+    def short(value: Any, limit: int = 80) -> str:
+        try:
+            text = " ".join(repr(value).split())
+        except Exception as exc:
+            text = f"<unprintable: {type(exc).__name__}>"
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    def kind(value: Any) -> tuple[str, str]:
+        cls = type(value)
+        module = getattr(cls, "__module__", "") or ""
+        return cls.__name__, module.split(".")[0]
+
+    def summary(value: Any) -> str:
+        cls_name, package = kind(value)
+        shape = getattr(value, "shape", None)
+        if package == "pandas" and cls_name == "DataFrame":
+            columns = ", ".join(f"{c} ({t})" for c, t in value.dtypes.astype(str).items())
+            head = f"{cls_name} {value.shape}"
+            return head + (f", columns: {columns}" if columns else "")
+        if package == "pandas" and cls_name == "Series":
+            return f"Series {value.shape} {value.dtype}"
+        if isinstance(shape, tuple) and hasattr(value, "dtype"):
+            return f"{cls_name} {shape} {value.dtype}"
+        if isinstance(value, (str, bytes, int, float, complex, bool)) or value is None:
+            return f"{cls_name} = {short(value)}"
+        if isinstance(value, (list, tuple, dict, set, frozenset)):
+            return f"{cls_name} of {len(value)} = {short(value)}"
+        return f"{cls_name} {short(value, 60)}"
+
+    def detail(var: str, value: Any) -> str:
+        cls_name, package = kind(value)
+        lines = [f"{var}: {summary(value)}"]
+        if package == "pandas" and cls_name == "DataFrame":
+            lines[0] = f"{var}: DataFrame {tuple(value.shape)}"
+            missing = value.isna().sum()
+            lines.append("columns:")
+            for column, dtype in value.dtypes.astype(str).items():
+                lines.append(f"  {column}: {dtype}, {int(missing[column])} missing")
+            lines.append("head(5):")
+            lines.append(value.head(5).to_string(max_cols=30, max_colwidth=40))
+        elif package == "pandas" and cls_name == "Series":
+            lines[0] += f", {int(value.isna().sum())} missing"
+            lines.append("head(5):")
+            lines.append(value.head(5).to_string())
+        elif hasattr(value, "shape") and hasattr(value, "dtype"):
+            text = repr(value)
+            lines.append(text if len(text) <= 2000 else text[:2000] + "…")
+        else:
+            text = repr(value)
+            if len(text) > 80:
+                lines.append(text if len(text) <= 2000 else text[:2000] + "…")
+            doc = (getattr(value, "__doc__", None) or "").strip().splitlines()
+            if callable(value) and doc:
+                lines.append(doc[0])
+        return "\n".join(lines)
+
+    def visible(var: str, value: Any) -> bool:
+        if var.startswith("_") or var in hidden:
+            return False
+        return not (isinstance(value, types.ModuleType) or callable(value))
+
+    if name is not None:
+        if name not in namespace:
+            return json.dumps({"error": f"no variable named {name!r} in the kernel"})
+        try:
+            return json.dumps({"text": detail(name, namespace[name])})
+        except Exception as exc:
+            return json.dumps({"error": f"could not inspect {name}: {type(exc).__name__}: {exc}"})
+    rows = []
+    for var, value in list(namespace.items()):
+        if visible(var, value):
+            try:
+                rows.append(f"{var}: {summary(value)}")
+            except Exception as exc:
+                rows.append(f"{var}: {type(value).__name__} (not described: {exc})")
+    return json.dumps({"rows": rows})
+
+
+class _DropAnnotations(ast.NodeTransformer):
+    """The kernel has no ``typing`` names in scope, and annotations are only for our checkers."""
+
+    def visit_arg(self, node: ast.arg) -> ast.arg:
+        node.annotation = None
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        node.returns = None
+        self.generic_visit(node)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
+        if node.value is None:
+            return ast.Pass()
+        return ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno)
+
+
+@functools.cache
+def _snippet_source() -> str:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(_neta_describe_namespace)))
+    return ast.unparse(ast.fix_missing_locations(_DropAnnotations().visit(tree)))
+
+
+def introspection_code(name: str | None) -> str:
+    """Code that prints one marked JSON line about the namespace, and leaves nothing behind."""
+    source = _snippet_source()
+    function = _neta_describe_namespace.__name__
+    return (
+        f"{source}\n"
+        "try:\n"
+        f"    print({_JSON_MARKER!r} + {function}(globals(), {name!r}))\n"
+        "finally:\n"
+        f"    del {function}\n"
+    )
+
+
+def _introspection_answer(output: str) -> dict[str, Any]:
+    for line in reversed(output.splitlines()):
+        if line.startswith(_JSON_MARKER):
+            answer: dict[str, Any] = json.loads(line[len(_JSON_MARKER) :])
+            return answer
+    raise ToolError(f"the kernel did not answer the introspection: {output[:500]}")
+
+
+async def _introspect(ctx: ToolContext, name: str | None) -> dict[str, Any]:
+    kernel = _kernel_of(ctx)
+    code = introspection_code(name)
+    if isinstance(kernel, QuietKernel):
+        result = await kernel.execute_quietly(code, timeout=INTROSPECTION_TIMEOUT)
+    else:
+        result = await kernel.execute(code, timeout=INTROSPECTION_TIMEOUT)
+    return _introspection_answer(result.output)
+
+
+def _kernel_of(ctx: ToolContext) -> KernelBridge:
+    if ctx.kernel is None:
+        raise ToolError("no kernel is attached to this run, so code cannot run")
+    return ctx.kernel
+
+
+# --- the tools
+
+
+@tool(host="kernel")
+async def python(
+    ctx: ToolContext,
+    code: Annotated[str, Field(description="Python code to run in the notebook's kernel")],
+) -> ToolResult:
+    """Run Python code in the user's notebook kernel and return what it printed and displayed.
+
+    The code sees and changes the user's variables. Figures shown with matplotlib (plt.show())
+    or IPython.display come back as images. The value of a last bare expression is shown.
+    """
+    kernel = _kernel_of(ctx)
+    ctx.report("Running Python in your kernel")
+    result = await kernel.execute(code, timeout=PYTHON_TIMEOUT)
+    prefix = ctx.tool_call_id
+
+    def renamed(file: ToolFile) -> ToolFile:
+        return dataclasses.replace(file, name=f"{prefix}-{file.name}")
+
+    result.images = [renamed(f) for f in result.images]
+    result.files = [renamed(f) for f in result.files]
+    return result
+
+
+@tool(readonly=True, host="kernel")
+async def list_variables(ctx: ToolContext) -> str:
+    """List the user's variables in the notebook kernel: one line each, with type and shape.
+
+    DataFrames show their columns and dtypes; modules, functions and private names are left out.
+    """
+    ctx.report("Listing your variables")
+    answer = await _introspect(ctx, None)
+    rows: list[str] = answer.get("rows", [])
+    if not rows:
+        return "(no user variables defined in the kernel yet)"
+    return "\n".join(rows)
+
+
+@tool(readonly=True, host="kernel")
+async def inspect_variable(
+    ctx: ToolContext,
+    name: Annotated[str, Field(description="name of a variable in the notebook kernel")],
+) -> str:
+    """Describe one variable of the notebook kernel in detail.
+
+    DataFrames: shape, dtype and missing count per column, and the first rows. Arrays: shape,
+    dtype and values. Anything else: its type and value.
+    """
+    if not name.isidentifier():
+        raise ToolError(f"{name!r} is not a variable name")
+    ctx.report(f"Inspecting {name}")
+    answer = await _introspect(ctx, name)
+    if "error" in answer:
+        raise ToolError(str(answer["error"]))
+    return str(answer.get("text", ""))
+
+
+def kernel_tools() -> list[Tool]:
+    """The tools that need a kernel."""
+    return [python, list_variables, inspect_variable]

@@ -1,0 +1,175 @@
+"""Kernel tools on the server host: a real kernel of the test server runs the code."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
+from neta_jupyter.runtime import Runtime
+from neta_jupyter.server.kernels import ServerKernelBridge
+from neta_jupyter.tools import ToolError
+from tests.helpers import ApiClient, types
+
+pytestmark = pytest.mark.timeout(60)
+
+SETUP = """
+import pandas as pd
+df = pd.DataFrame({"x": [1.0, 2.0, None, 4.0], "label": ["a", "b", "c", None]})
+"""
+
+PLOT = """
+import io
+import matplotlib
+matplotlib.use("agg")
+import matplotlib.pyplot as plt
+from IPython.display import Image, display
+fig, ax = plt.subplots()
+ax.plot(df["x"])
+buffer = io.BytesIO()
+fig.savefig(buffer, format="png")
+plt.close(fig)
+print("mean of x is", df["x"].mean())
+display(Image(data=buffer.getvalue()))
+made_by_agent = 42
+"""
+
+
+@asynccontextmanager
+async def kernel_of(jp_serverapp: Any) -> AsyncIterator[tuple[str, ServerKernelBridge]]:
+    km = jp_serverapp.kernel_manager
+    kernel_id = await km.start_kernel()
+    bridge = ServerKernelBridge(km, kernel_id)
+    try:
+        yield kernel_id, bridge
+    finally:
+        await bridge.close()
+        await km.shutdown_kernel(kernel_id, now=True)
+
+
+def script(runtime: Runtime, *turns: ScriptedTurn) -> ScriptedModel:
+    model = ScriptedModel(list(turns))
+    runtime.models.register("scripted", model)
+    return model
+
+
+def call(tool_name: str, **arguments: Any) -> ScriptedTurn:
+    return ScriptedTurn(tool_calls=[ScriptedToolCall(tool_name, arguments)])
+
+
+async def approve_pending(api: ApiClient, rid: str, events: list[dict[str, Any]]) -> None:
+    ask = next(e for e in reversed(events) if e["eventType"] == "PERMISSION_ASK")["data"]
+    assert ask["toolName"] == "python"
+    response = await api.resume(rid, approved=True, askId=ask["askId"])
+    assert response.status_code == 200, response.text
+
+
+async def test_bridge_collects_outputs_and_errors(jp_serverapp: Any) -> None:
+    async with kernel_of(jp_serverapp) as (_kid, bridge):
+        result = await bridge.execute(
+            "print('hello'); import sys; print('oops', file=sys.stderr)\n6*7"
+        )
+        assert result.output.splitlines() == ["hello", "oops", "42"]
+        with pytest.raises(ToolError) as failure:
+            await bridge.execute("print('before')\n1/0")
+        message = str(failure.value)
+        assert message.startswith("before")
+        assert "ZeroDivisionError" in message and "\x1b[" not in message
+        long = await bridge.execute("print('y' * 30000)")
+        assert len(long.output) < 21_000 and "output truncated" in long.output
+        assert long.files and len(long.files[0].content) > 30_000
+        quiet = await bridge.execute_quietly("print('quiet'); 1 + 1")
+        assert quiet.output == "quiet\n"
+
+
+async def test_timeout_interrupts_the_kernel_which_stays_usable(jp_serverapp: Any) -> None:
+    async with kernel_of(jp_serverapp) as (_kid, bridge):
+        with pytest.raises(ToolError, match="interrupted"):
+            await bridge.execute("import time\nfor i in range(100): time.sleep(0.1)", timeout=1)
+        assert (await bridge.execute("print('still here')")).output == "still here\n"
+
+
+async def test_agent_inspects_data_runs_code_and_sees_errors(
+    api: ApiClient, runtime: Runtime, jp_serverapp: Any
+) -> None:
+    model = script(
+        runtime,
+        call("list_variables"),
+        call("inspect_variable", name="df"),
+        call("python", code=PLOT),
+        call("python", code="print('about to fail')\nundefined_name + 1"),
+        ScriptedTurn(text="All done."),
+    )
+    async with kernel_of(jp_serverapp) as (kernel_id, bridge):
+        await bridge.execute(SETUP)
+        rid = (await api.start("look at df", model="scripted", kernelId=kernel_id))["requestId"]
+        first = await api.segment(rid)
+        await approve_pending(api, rid, first)
+        second = await api.segment(rid, first[-1]["seq"])
+        await approve_pending(api, rid, second)
+        third = await api.segment(rid, second[-1]["seq"])
+        events = first + second + third
+        assert types(third)[-1] == "MESSAGE_COMPLETED"
+
+        done = [e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED"]
+        assert [d["toolName"] for d in done] == ["list_variables", "inspect_variable", "python"]
+        listing, inspection, plot = (d["output"] for d in done)
+        assert listing.splitlines()[0].startswith("df: DataFrame (4, 2)")
+        assert "bridge" not in listing and "pd:" not in listing
+        assert "  x: float64, 1 missing" in inspection
+        assert "head(5):" in inspection
+        assert "mean of x is 2.33" in plot and "[image:" in plot
+
+        image = done[2]["images"][0]
+        download = await api.http.get(
+            "neta/api/agent/attachment/download", params={"virtualPath": image}
+        )
+        assert download.status_code == 200
+        assert download.headers["content-type"] == "image/png"
+        assert download.content.startswith(b"\x89PNG")
+
+        failed = next(e["data"] for e in events if e["eventType"] == "TOOL_FAILED")
+        assert failed["toolName"] == "python" and "NameError" in failed["errorMessage"]
+        told = model.requests[4].messages[-1]
+        assert told.role == "tool"
+        assert "about to fail" in told.content and "NameError" in told.content
+        model.assert_complete()
+
+        # The code ran in the user's kernel: what it defined is there.
+        check = await bridge.execute("print(made_by_agent)")
+        assert check.output == "42\n"
+
+
+async def test_denied_python_call_never_runs(
+    api: ApiClient, runtime: Runtime, jp_serverapp: Any
+) -> None:
+    model = script(
+        runtime,
+        call("python", code="denied_marker = 1"),
+        ScriptedTurn(text="I was not allowed to."),
+    )
+    async with kernel_of(jp_serverapp) as (kernel_id, bridge):
+        rid = (await api.start("set it", model="scripted", kernelId=kernel_id))["requestId"]
+        first = await api.segment(rid)
+        ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
+        await api.resume(rid, approved=False, askId=ask["askId"])
+        second = await api.segment(rid, first[-1]["seq"])
+        assert "TOOL_FAILED" in types(second) and types(second)[-1] == "MESSAGE_COMPLETED"
+        probe = await bridge.execute_quietly("print('denied_marker' in globals())")
+        assert probe.output == "False\n"
+        model.assert_complete()
+
+
+async def test_without_a_kernel_the_kernel_tools_are_not_offered(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    model = script(runtime, ScriptedTurn(text="ok"))
+    rid = (await api.start("hi", model="scripted", kernelId="no-such-kernel"))["requestId"]
+    assert types(await api.segment(rid))[-1] == "MESSAGE_COMPLETED"
+    offered = {t.name for t in model.requests[0].tools}
+    assert "read_file" in offered and not offered & {"python", "list_variables"}
+    assert json.dumps(sorted(offered))
