@@ -5,6 +5,7 @@ from .files import list_files, read_file
 from .permissions import DEFAULT_RULES, Decision, PermissionRule, decide
 from .registry import (
     KernelBridge,
+    ProcessSink,
     Tool,
     ToolContext,
     ToolError,
@@ -13,11 +14,12 @@ from .registry import (
     ToolResult,
     tool,
 )
+from .skills import discover_skills, run_skill
 
 
 def builtin_tools() -> list[Tool]:
     """Tools every runtime offers unless configured otherwise."""
-    return [list_files, read_file, clarify, todo]
+    return [list_files, read_file, clarify, todo, run_skill]
 
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "Decision",
     "KernelBridge",
     "PermissionRule",
+    "ProcessSink",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -33,7 +36,9 @@ __all__ = [
     "ToolResult",
     "builtin_tools",
     "decide",
+    "discover_skills",
     "list_files",
     "read_file",
+    "run_skill",
     "tool",
 ]
