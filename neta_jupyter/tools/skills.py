@@ -12,7 +12,11 @@ Where skills are found (a project skill hides a built-in one of the same name)::
     description: Profile a CSV or Parquet file
     entry: {python} profile.py
     timeout: 600
+    env: HF_TOKEN
     ---
+
+(``timeout`` in seconds; ``env`` names secret-looking environment variables the skill may see,
+which are otherwise withheld.)
 
 The entry runs with the skill folder as its working directory, in a process group of its own.
 It reads its arguments as one JSON object on stdin (``NETA_ROOT_DIR`` names the notebook root)
@@ -23,7 +27,13 @@ and writes JSON lines on stdout::
     {"type": "result", "output": "markdown for the model", "files": ["relative/to/root.png"]}
     {"type": "error", "message": "why it could not be done"}
 
-Other stdout lines are ignored; stderr is kept (its tail explains a crash).
+Other stdout lines are ignored; stderr is kept (its tail explains a crash). On timeout or
+cancellation the whole process group gets SIGTERM, then SIGKILL after a grace period.
+
+Exceptions (who raises → who catches)::
+
+    SkillFileError   raised by parse_skill_file, caught by discovery (the skill is skipped)
+    ToolError        raised by run_skill (missing skill, crash, timeout), caught by the runtime
 """
 
 from __future__ import annotations
