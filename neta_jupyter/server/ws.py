@@ -31,6 +31,23 @@ Reply = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
 
 
+MAX_FRAME_CHARS = 256 * 1024
+"""Batches are split so that no frame trips a client's message-size limit (1 MiB is common)."""
+
+
+def _frames(payloads: list[str]) -> list[str]:
+    """JSON array frames of at most about MAX_FRAME_CHARS each (one event never splits)."""
+    frames: list[str] = []
+    start, size = 0, 0
+    for index, payload in enumerate(payloads):
+        if size and size + len(payload) > MAX_FRAME_CHARS:
+            frames.append(ws_batch(payloads[start:index]))
+            start, size = index, 0
+        size += len(payload) + 1
+    frames.append(ws_batch(payloads[start:]))
+    return frames
+
+
 class _FrameError(Exception):
     def __init__(self, code: str, message: str, request_id: str | None = None) -> None:
         super().__init__(message)
@@ -200,8 +217,9 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
                 payloads = (
                     [heartbeat_json(request_id)] if tick is None else [e.payload for e in tick]
                 )
-                if not await self._send(ws_batch(payloads)):
-                    return
+                for frame in _frames(payloads):
+                    if not await self._send(frame):
+                        return
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]
 
