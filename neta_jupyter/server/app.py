@@ -17,8 +17,10 @@ from ..runtime import Runtime, RuntimeConfig
 from ..store import Store
 from ..tools import PermissionRule, Tool, ToolRegistry, builtin_tools
 from ..tools.kernel_tools import kernel_tools
+from ..tools.skills import skill_catalogue
 from . import handlers
 from .kernels import ServerKernels, kernels_for
+from .redaction import install_redaction
 from .sse import StreamHandler
 from .ws import RunSocket
 
@@ -29,19 +31,25 @@ class NetaApp(ExtensionApp):
     name = "neta_jupyter"
     load_other_extensions = True
 
-    model = Unicode("demo", help="Default model, as provider:model (e.g. openai:gpt-4.1-mini).").tag(
-        config=True
-    )
-    data_dir = Unicode(
-        "", help="Where the event log, attachments and logs live (default: <jupyter data dir>/neta)."
+    model = Unicode(
+        "demo", help="Default model, as provider:model (e.g. openai:gpt-4.1-mini)."
     ).tag(config=True)
-    db_path = Unicode("", help="SQLite file of the event log (default: <data_dir>/neta.sqlite3).").tag(
-        config=True
-    )
+    data_dir = Unicode(
+        "",
+        help="Where the event log, attachments and logs live (default: <jupyter data dir>/neta).",
+    ).tag(config=True)
+    db_path = Unicode(
+        "", help="SQLite file of the event log (default: <data_dir>/neta.sqlite3)."
+    ).tag(config=True)
     permission_rules = List(
         Dict(),
-        default_value=[{"tool": "python", "action": "ask",
-                        "description": "running code in your kernel needs approval"}],
+        default_value=[
+            {
+                "tool": "python",
+                "action": "ask",
+                "description": "running code in your kernel needs approval",
+            }
+        ],
         help="Rules {tool, args, action: allow|ask|deny, description}; the first match decides.",
     ).tag(config=True)
     heartbeat_interval = Float(15.0, help="Seconds between HEARTBEAT frames on idle streams.").tag(
@@ -58,6 +66,12 @@ class NetaApp(ExtensionApp):
         config=True
     )
     max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
+    endpoints = Dict(
+        help="Named model endpoints: {name: {kind: openai|anthropic, base_url, api_key_env, "
+        "models}}; select one as 'name:model'. Keys come from environment variables only.",
+    ).tag(config=True)
+    prompt_budget = Int(120_000, help="Input tokens one model request may use.").tag(config=True)
+    llm_max_retries = Int(3, help="Retries of one model call before LLM_ERROR.").tag(config=True)
     extra_tools = List(
         Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
     ).tag(config=True)
@@ -70,7 +84,9 @@ class NetaApp(ExtensionApp):
         """Open the store, build the runtime and end runs a crash left running."""
         data_dir = Path(self.data_dir or Path(jupyter_data_dir()) / "neta")
         root = Path(self.serverapp.root_dir).expanduser() if self.serverapp else Path.cwd()
-        self.store = Store(self.db_path or data_dir / "neta.sqlite3", commit_interval=self.commit_interval)
+        self.store = Store(
+            self.db_path or data_dir / "neta.sqlite3", commit_interval=self.commit_interval
+        )
         config = RuntimeConfig(
             root_dir=root,
             data_dir=data_dir,
@@ -79,14 +95,23 @@ class NetaApp(ExtensionApp):
             task_timeout=self.task_timeout,
             permission_rules=[PermissionRule.model_validate(r) for r in self.permission_rules],
             demo_pace=self.demo_pace,
+            prompt_budget=self.prompt_budget,
+            llm_max_retries=self.llm_max_retries,
+            skill_catalogue=skill_catalogue,
         )
         tools = ToolRegistry(
             builtin_tools() + kernel_tools() + [_import_tool(s) for s in self.extra_tools]
         )
         self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None
         self.runtime = Runtime(
-            self.store, config, models=ModelRegistry(demo_pace=self.demo_pace), tools=tools,
-            kernels=self.kernels, logger=self.log,
+            self.store,
+            config,
+            models=ModelRegistry(
+                demo_pace=self.demo_pace, endpoints=parse_endpoints(self.endpoints)
+            ),
+            tools=tools,
+            kernels=self.kernels,
+            logger=self.log,
         )
         crashed = self.runtime.recover()
         if crashed:
@@ -100,9 +125,11 @@ class NetaApp(ExtensionApp):
             # A kernel whose JPY_PARENT_PID differs was started by someone else (e.g. nbclient
             # in a terminal of this server) and must not claim this server's kernel tools.
             os.environ["NETA_SERVER_PID"] = str(os.getpid())
+        install_redaction(self.serverapp, self.store.events.redactor, self.kernel_token)
         self.settings.update(
             neta_runtime=self.runtime,
             neta_kernel_token=self.kernel_token,
+            neta_redactor=self.store.events.redactor,
             neta_heartbeat_interval=self.heartbeat_interval,
             neta_max_body_bytes=self.max_body_bytes,
         )
@@ -110,23 +137,27 @@ class NetaApp(ExtensionApp):
     def initialize_handlers(self) -> None:
         """Routes of DESIGN §5 (the server prefixes its base_url)."""
         api = "/neta/api"
-        self.handlers.extend([
-            (rf"{api}/agent/run/async", handlers.StartRunHandler),
-            (rf"{api}/agent/run/stream", StreamHandler),
-            (rf"{api}/agent/run/resumeTask", handlers.ResumeHandler),
-            (rf"{api}/agent/run/retryTask", handlers.RetryHandler),
-            (rf"{api}/agent/run/terminateTask", handlers.TerminateHandler),
-            (rf"{api}/agent/run/addSupplementaryInput", handlers.InputHandler),
-            (rf"{api}/agent/run/import", handlers.ImportHandler),
-            (rf"{api}/agent/run/status", handlers.RunStatusHandler),
-            (rf"{api}/agent/runs", handlers.RunListHandler),
-            (rf"{api}/agent/attachment/download", handlers.AttachmentHandler),
-            (rf"{api}/sessions", handlers.SessionsHandler),
-            (rf"{api}/sessions/tree", handlers.SessionTreeHandler),
-            (rf"{api}/sessions/leaf", handlers.SessionLeafHandler),
-            (rf"{api}/models", handlers.ModelsHandler),
-            (r"/neta/ws", RunSocket),
-        ])
+        self.handlers.extend(
+            [
+                (rf"{api}/agent/run/async", handlers.StartRunHandler),
+                (rf"{api}/agent/run/stream", StreamHandler),
+                (rf"{api}/agent/run/resumeTask", handlers.ResumeHandler),
+                (rf"{api}/agent/run/retryTask", handlers.RetryHandler),
+                (rf"{api}/agent/run/terminateTask", handlers.TerminateHandler),
+                (rf"{api}/agent/run/addSupplementaryInput", handlers.InputHandler),
+                (rf"{api}/agent/run/import", handlers.ImportHandler),
+                (rf"{api}/agent/run/status", handlers.RunStatusHandler),
+                (rf"{api}/agent/runs", handlers.RunListHandler),
+                (rf"{api}/agent/attachment/download", handlers.AttachmentHandler),
+                (rf"{api}/sessions", handlers.SessionsHandler),
+                (rf"{api}/sessions/tree", handlers.SessionTreeHandler),
+                (rf"{api}/sessions/leaf", handlers.SessionLeafHandler),
+                (rf"{api}/sessions/compact", handlers.CompactHandler),
+                (rf"{api}/models", handlers.ModelsHandler),
+                (rf"{api}/openapi.json", handlers.OpenApiHandler),
+                (r"/neta/ws", RunSocket),
+            ]
+        )
 
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""

@@ -165,6 +165,11 @@ def discover_skills(root_dir: Path) -> dict[str, Skill]:
     return found
 
 
+def skill_catalogue(root_dir: Path) -> list[tuple[str, str]]:
+    """(name, description) of every usable skill, for the system prompt."""
+    return [(name, skill.description) for name, skill in sorted(discover_skills(root_dir).items())]
+
+
 def builtin_skills() -> dict[str, Skill]:
     """The skills shipped with the package."""
     folder = builtin_skills_dir()
