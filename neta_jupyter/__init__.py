@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .kernel import RunHandle
 
 __version__ = "0.1.0"
 
@@ -13,4 +16,46 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     return [{"module": "neta_jupyter.server.app", "app": NetaApp}]
 
 
-__all__ = ["__version__"]
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext neta_jupyter``: the ``%neta`` and ``%%neta`` magics."""
+    from .kernel import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext neta_jupyter``."""
+    from .kernel import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+def ask(
+    prompt: str,
+    *,
+    model: str | None = None,
+    session: str | None = None,
+    approve: str = "ask",
+    max_steps: int | None = None,
+    tools: list[str] | None = None,
+    display: bool = True,
+) -> RunHandle:
+    """Ask the agent from Python; returns the run's handle at once (``await`` it to wait).
+
+    In a notebook the run widget is displayed (``display=False`` to skip it). ``approve`` is
+    ``ask`` (the widget asks before tools that need permission), ``auto`` or ``deny``.
+    """
+    from .kernel import ask as start
+
+    return start(
+        prompt,
+        model=model,
+        session=session,
+        approve=approve,
+        max_steps=max_steps,
+        tools=tools,
+        display=display,
+    )
+
+
+__all__ = ["__version__", "ask", "load_ipython_extension", "unload_ipython_extension"]

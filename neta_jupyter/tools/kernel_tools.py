@@ -217,6 +217,8 @@ def _neta_describe_namespace(namespace: dict[str, Any], name: str | None) -> str
     def visible(var: str, value: Any) -> bool:
         if var.startswith("_") or var in hidden:
             return False
+        if (getattr(type(value), "__module__", "") or "").startswith("neta_jupyter"):
+            return False  # the agent's own run handles are not the user's data
         return not (isinstance(value, types.ModuleType) or callable(value))
 
     if name is not None:

@@ -1,0 +1,85 @@
+"""The notebook side: ``%neta`` magics, ``ask()``, finding the server, the embedded host.
+
+Runs are created on the Jupyter server that started this kernel when it runs the extension
+(server mode), otherwise on a runtime embedded in the kernel's own event loop (embedded mode).
+Either way a prompt displays the run widget and returns at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import KernelContext
+from .handle import RunHandle
+from .host import Host, HostError, RunOptions
+
+_context: KernelContext | None = None
+
+
+def current_context(shell: Any = None) -> KernelContext:
+    """The kernel's context (created on first use)."""
+    global _context
+    if _context is None:
+        if shell is None:
+            from IPython.core.getipython import get_ipython
+
+            shell = get_ipython()  # type: ignore[no-untyped-call]
+        if shell is None:
+            raise RuntimeError("neta_jupyter needs IPython: use it in a notebook or in ipython")
+        _context = KernelContext(shell)
+    return _context
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext neta_jupyter``: register ``%neta`` / ``%%neta``."""
+    from .magics import NetaMagics
+
+    ipython.register_magics(NetaMagics(ipython, current_context(ipython)))
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext neta_jupyter``."""
+    ipython.magics_manager.magics["line"].pop("neta", None)
+    ipython.magics_manager.magics["cell"].pop("neta", None)
+
+
+def ask(
+    prompt: str,
+    *,
+    model: str | None = None,
+    session: str | None = None,
+    approve: str = "ask",
+    max_steps: int | None = None,
+    tools: list[str] | None = None,
+    display: bool = True,
+) -> RunHandle:
+    """Start a run and return its handle at once (``await`` the handle to wait for it).
+
+    ``session`` defaults to the notebook's conversation; ``approve`` is ``ask`` (the widget asks),
+    ``auto`` or ``deny`` (headless runs).
+    """
+    if approve not in ("ask", "auto", "deny"):
+        raise ValueError("approve must be 'ask', 'auto' or 'deny'")
+    context = current_context()
+    options = RunOptions(
+        prompt=prompt,
+        session=session or context.session(),
+        model=model,
+        max_steps=max_steps,
+        approve=approve,
+        tools=tools,
+    )
+    return context.launch(options, display=display)
+
+
+__all__ = [
+    "Host",
+    "HostError",
+    "KernelContext",
+    "RunHandle",
+    "RunOptions",
+    "ask",
+    "current_context",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]

@@ -1,0 +1,121 @@
+"""Per-kernel state: the chosen host, the notebook's current session, the runs started here."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .discovery import find_server, kernel_id
+from .handle import RunHandle
+from .host import Host, RunOptions
+
+DEFAULT_SESSION = "default"
+
+
+def notebook_session(user_ns: dict[str, Any], environ: dict[str, str] | None = None) -> str:
+    """The notebook's path, which names its default session."""
+    env = os.environ if environ is None else environ
+    for value in (
+        user_ns.get("__session__"),  # ipykernel, from the server's JPY_SESSION_NAME
+        user_ns.get("__vsc_ipynb_file__"),  # VS Code
+        env.get("JPY_SESSION_NAME"),
+    ):
+        if isinstance(value, str) and value:
+            return value
+    return DEFAULT_SESSION
+
+
+def choose_host(shell: Any) -> Host:
+    """Server mode when a Jupyter server with the extension started this kernel, else embedded."""
+    server = find_server()
+    if server is not None:
+        from .server_host import ServerHost
+
+        return ServerHost(server, kernel_id())
+    from .embedded import EmbeddedHost
+
+    return EmbeddedHost(shell)
+
+
+@dataclass
+class KernelContext:
+    """What the magics and ``ask`` share within one kernel."""
+
+    shell: Any
+    host_override: Host | None = None
+    session_override: str | None = None
+    """Set by ``--new``: later prompts continue that conversation."""
+    handles: dict[str, RunHandle] = field(default_factory=dict)
+    last: RunHandle | None = None
+    _host: Host | None = None
+
+    @property
+    def host(self) -> Host:
+        """The host, chosen on first use."""
+        if self._host is None:
+            self._host = self.host_override or choose_host(self.shell)
+        return self._host
+
+    def session(self) -> str:
+        """The session new prompts go to."""
+        return self.session_override or notebook_session(self.shell.user_ns)
+
+    def new_session(self) -> str:
+        """Start a fresh conversation; it becomes the current one."""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        self.session_override = f"{notebook_session(self.shell.user_ns)} @ {stamp}"
+        return self.session_override
+
+    def remember(self, handle: RunHandle) -> None:
+        """Keep the handle for ``%neta stop / status / show``."""
+        self.last = handle
+        if handle.request_id:
+            self.handles[handle.request_id] = handle
+
+    def handle_for(self, request_id: str | None) -> RunHandle | None:
+        """The handle of a run started here (the last one when no id is given)."""
+        if request_id is None:
+            return self.last
+        found = self.handles.get(request_id)
+        if found is None and self.last is not None and self.last.request_id == request_id:
+            return self.last
+        return found
+
+    def launch(self, options: RunOptions, *, display: bool = True) -> RunHandle:
+        """Create the handle, show it, start the run in the background; returns at once."""
+        handle = RunHandle(self.host, options.prompt, options=options, on_start=self.remember)
+        self.last = handle
+        self._go(handle, display)
+        return handle
+
+    def attach(self, request_id: str, prompt: str, *, display: bool = True) -> RunHandle:
+        """A handle following an existing run."""
+        handle = RunHandle(self.host, prompt, request_id=request_id)
+        self.remember(handle)
+        self._go(handle, display)
+        return handle
+
+    def _go(self, handle: RunHandle, display: bool) -> None:
+        if _running_loop() is not None:
+            if display:
+                handle.show()
+            handle.begin()
+            return
+        # Plain terminal IPython has no loop between cells: run on IPython's own loop until the
+        # run is at rest, then show the outcome.
+        from IPython.core.async_helpers import get_asyncio_loop
+
+        loop = get_asyncio_loop()  # type: ignore[no-untyped-call]
+        loop.run_until_complete(handle.wait())
+        if display:
+            handle.show()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,314 @@
+"""A run as the notebook sees it: a handle that follows the run in the background.
+
+The handle starts the run (or attaches to an existing one), follows its events on the kernel's
+event loop, keeps them for replay, feeds the widget, and refreshes the cell output (the widget's
+``snapshot`` trait and the markdown transcript) whenever the run comes to rest. Nothing here ever
+waits on the cell's thread: ``wait()`` is a coroutine (``await run`` in a cell).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Generator
+from typing import Any
+
+import httpx
+
+from ..widgets.transcript import RunDigest, render_markdown
+from .host import Host, HostError, RunOptions
+
+_FOLLOW_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+"""Seconds between polls of a run at rest that may continue (suspended, retryable)."""
+
+_background: set[asyncio.Task[Any]] = set()
+
+
+def spawn(coroutine: Any, name: str) -> asyncio.Task[Any]:
+    """A task on the running loop that is kept alive until it ends."""
+    task = asyncio.get_running_loop().create_task(coroutine, name=name)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+    return task
+
+
+class RunHandle:
+    """One run: ``request_id``, ``events``, ``text``, ``status``, ``usage``; await it to wait."""
+
+    def __init__(
+        self,
+        host: Host,
+        prompt: str,
+        *,
+        options: RunOptions | None = None,
+        request_id: str | None = None,
+        on_start: Callable[[RunHandle], None] | None = None,
+    ) -> None:
+        self.host = host
+        self.prompt = prompt
+        self.options = options
+        self.request_id = request_id
+        self.session_id: str | None = None
+        self.events: list[dict[str, Any]] = []
+        """Envelopes received so far, in seq order."""
+        self.digest = RunDigest(request_id=request_id or "")
+        self.start_error: HostError | None = None
+        self.widget: Any = None
+        self._display: Any = None
+        self._rest = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._task: asyncio.Task[Any] | None = None
+        self._on_start = on_start
+
+    # --- what the user reads
+
+    @property
+    def text(self) -> str:
+        """The answer text so far."""
+        return self.digest.text
+
+    @property
+    def status(self) -> str:
+        """``starting``, ``running``, ``suspended``, ``completed`` or ``failed``."""
+        return self.digest.status
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Token usage of the run (as of its last terminal event)."""
+        return dict(self.digest.usage)
+
+    @property
+    def error(self) -> str | None:
+        """Why the run failed (or could not start)."""
+        return self.digest.error_message
+
+    @property
+    def pending_ask(self) -> dict[str, Any] | None:
+        """The permission ask or question the run waits on."""
+        return self.digest.pending_ask
+
+    def markdown(self) -> str:
+        """The static transcript."""
+        return render_markdown(self.prompt, self.digest)
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown()
+
+    def __repr__(self) -> str:
+        return f"<RunHandle {self.request_id or '(starting)'} {self.status}>"
+
+    # --- lifecycle
+
+    def begin(self) -> asyncio.Task[Any]:
+        """Start (or attach) and follow, in the background on the running loop."""
+        if self._task is None:
+            self._task = spawn(self._drive(), f"neta-follow-{self.request_id or 'new'}")
+        return self._task
+
+    async def wait(self, timeout: float | None = None) -> RunHandle:
+        """Until the run is at rest: completed, failed, or waiting for the user."""
+        if self._task is None:
+            self.begin()
+        await asyncio.wait_for(self._rest.wait(), timeout)
+        return self
+
+    def __await__(self) -> Generator[Any, None, RunHandle]:
+        return self.wait().__await__()
+
+    async def _drive(self) -> None:
+        try:
+            if self.request_id is None and not await self._start():
+                return
+            await self._follow()
+        finally:
+            if self.widget is not None:
+                self.widget.flush()
+            if not self._rest.is_set():
+                self._settle()
+
+    async def _start(self) -> bool:
+        assert self.options is not None, "a new run needs its options"
+        try:
+            started = await self.host.start(self.options)
+        except HostError as exc:
+            self.start_error = exc
+            self.digest.status = "failed"
+            self.digest.error_message = f"could not start the run: {exc.message}"
+            self._settle()
+            return False
+        self.request_id, self.session_id = started.request_id, started.session_id
+        self.digest.request_id = started.request_id
+        if self._on_start is not None:
+            self._on_start(self)
+        if self.widget is not None:
+            self.widget.request_id = started.request_id
+            self.widget.snapshot = self.digest.snapshot()
+        return True
+
+    async def _follow(self) -> None:
+        assert self.request_id is not None
+        pause = 0
+        while not self.digest.final:
+            received = False
+            try:
+                async for envelope in self.host.follow(self.request_id, self.digest.last_seq):
+                    received = self._receive(envelope) or received
+            except HostError as exc:
+                if self.digest.status == "starting":
+                    self.digest.status = "failed"
+                    self.digest.error_message = exc.message
+                self._settle()
+                return
+            except httpx.HTTPError:
+                received = False  # the server went away for a moment: try again later
+            if self.digest.final:
+                break
+            if received:
+                pause = 0
+                continue
+            delay = _FOLLOW_BACKOFF[min(pause, len(_FOLLOW_BACKOFF) - 1)]
+            pause += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), delay)
+            self._kick.clear()
+
+    def _receive(self, envelope: dict[str, Any]) -> bool:
+        if not self.digest.apply(envelope):
+            return False
+        self.events.append(envelope)
+        if self.widget is not None:
+            self.widget.push([self._outgoing(envelope)])
+        if self.digest.at_rest and str(envelope.get("eventType", "")).startswith("MESSAGE_"):
+            self._settle()
+        elif self._rest.is_set():
+            self._rest.clear()
+        return True
+
+    def _settle(self) -> None:
+        """At rest: refresh the saved state of the output, wake those waiting."""
+        if self.widget is not None:
+            self.widget.flush()
+            self.widget.snapshot = self.digest.snapshot()
+        if self._display is not None:
+            with contextlib.suppress(Exception):
+                self._display.update(self.bundle(), raw=True)
+        self._rest.set()
+
+    # --- actions (from code, the magics or the widget)
+
+    def _rid(self) -> str:
+        if self.request_id is None:
+            raise HostError("the run has not started yet", code="NOT_STARTED")
+        return self.request_id
+
+    async def approve(self, *, always: bool = False) -> None:
+        """Allow the pending tool call (``always``: for the rest of the session)."""
+        ask = self.pending_ask or {}
+        await self.host.resume(self._rid(), approved=True, ask_id=ask.get("askId"), always=always)
+        self._resumed()
+
+    async def deny(self) -> None:
+        """Refuse the pending tool call."""
+        ask = self.pending_ask or {}
+        await self.host.resume(self._rid(), approved=False, ask_id=ask.get("askId"))
+        self._resumed()
+
+    async def answer(self, text: str) -> None:
+        """Answer the pending question."""
+        ask = self.pending_ask or {}
+        ask_id = ask.get("clarifyId") or ask.get("askId")
+        await self.host.resume(self._rid(), ask_id=ask_id, answer=text)
+        self._resumed()
+
+    async def stop(self) -> None:
+        """Terminate the run."""
+        await self.host.terminate(self._rid())
+        self._kick.set()
+
+    async def retry(self) -> None:
+        """Continue a recoverable failure."""
+        await self.host.retry(self._rid())
+        self._resumed()
+
+    async def add_input(self, content: str) -> str:
+        """Add input the run reads at its next step."""
+        return await self.host.add_input(self._rid(), content)
+
+    def _resumed(self) -> None:
+        self._rest.clear()
+        self._kick.set()
+        if self._task is None or self._task.done():
+            self._task = None
+            self.begin()
+
+    # --- EventFeed (the widget)
+
+    def events_after(self, seq: int) -> list[dict[str, Any]]:
+        """Envelopes after ``seq``, as the view receives them."""
+        return [self._outgoing(e) for e in self.events if int(e.get("seq", -1)) > seq]
+
+    async def perform(self, action: dict[str, Any]) -> None:
+        """A view's action."""
+        request_id = self._rid()
+        match action.get("action"):
+            case "resume":
+                await self.host.resume(
+                    request_id,
+                    approved=action.get("approved"),
+                    ask_id=action.get("askId"),
+                    always=bool(action.get("always")),
+                    answer=action.get("answer"),
+                )
+                self._resumed()
+            case "terminate":
+                await self.stop()
+            case "retry":
+                await self.retry()
+            case "input":
+                await self.add_input(str(action.get("content") or ""))
+            case other:
+                raise HostError(f"unknown action {other!r}", code="UNKNOWN_ACTION")
+
+    def _outgoing(self, envelope: dict[str, Any]) -> dict[str, Any]:
+        """The envelope for the view: embedded images become data URLs it can load."""
+        data = envelope.get("data")
+        if self.host.mode != "embedded" or not isinstance(data, dict):
+            return envelope
+        if data.get("images"):
+            images = [self.host.image_source(str(p)) for p in data["images"]]
+            return {**envelope, "data": {**data, "images": images}}
+        return envelope
+
+    # --- display
+
+    def attach_widget(self) -> Any:
+        """Create the widget for this run."""
+        from ..widgets.run_widget import RunWidget
+
+        self.widget = RunWidget(
+            self,
+            request_id=self.request_id or "",
+            mode=self.host.mode,
+            prompt=self.prompt,
+            snapshot=self.digest.snapshot(),
+        )
+        return self.widget
+
+    def bundle(self) -> dict[str, Any]:
+        """The output: the widget view, with the transcript for where widgets do not render."""
+        markdown = self.markdown()
+        data: dict[str, Any] = {"text/plain": markdown, "text/markdown": markdown}
+        if self.widget is not None:
+            view, _metadata = self.widget._repr_mimebundle_()
+            data["application/vnd.jupyter.widget-view+json"] = view[
+                "application/vnd.jupyter.widget-view+json"
+            ]
+        return data
+
+    def show(self) -> None:
+        """Display the widget (and transcript) in the current output."""
+        from IPython.display import display
+
+        if self.widget is None:
+            self.attach_widget()
+        self._display = display(self.bundle(), raw=True, display_id=True)  # type: ignore[no-untyped-call]

@@ -1,0 +1,315 @@
+"""``%neta <prompt>`` and ``%%neta``: talk to the agent from a cell; never waits for the run.
+
+Options go before the prompt or at its end (``%neta --model demo what is in df?``,
+``%neta what is in df? --approve auto``); in ``%%neta`` the first line holds the options and the
+cell body is the prompt. ``{name}`` in a prompt is replaced with ``str(name)`` from the user's
+namespace (``{{name}}`` keeps the braces; unknown names are left as they are).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+
+from .context import KernelContext
+from .host import HostError, RunOptions
+
+HELP = """\
+%neta <prompt>               ask the agent; the run shows live below the cell
+%%neta [options]             the cell body is the prompt
+
+Options (before the prompt or at its end; in %%neta on the first line):
+  --model NAME               model to use (see %neta models)
+  --session NAME             run in the named conversation
+  --new                      start a fresh conversation (later prompts continue it)
+  --max-steps N              at most N model calls
+  --approve ask|auto|deny    tools that need permission: ask (default), allow or refuse all
+  --tools a,b,c              offer only these tools
+  --                         end of options: the rest is the prompt
+
+{name} in a prompt inserts str(name) from your namespace; {{name}} keeps the braces.
+
+Subcommands:
+  %neta stop [requestId]     stop the last run (or the given one)
+  %neta status [requestId]   status of the last run (or the given one)
+  %neta sessions             conversations and their token use
+  %neta history [--session NAME]   runs of the current (or named) conversation
+  %neta show <requestId>     show a run again, live if it is still going
+  %neta config               where runs go and with what settings
+  %neta models               models you can choose
+  %neta help                 this text
+
+From Python: run = neta_jupyter.ask("...", approve="auto"); await run.wait()
+"""
+
+_VALUED = ("model", "session", "max-steps", "approve", "tools")
+_FLAGS = ("new",)
+_LEADING = re.compile(r"\s*--(?P<name>[A-Za-z][\w-]*)?(?=\s|=|$)")
+_VALUE = re.compile(r"(?:=|\s+)(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"']+)")
+_TRAILING = re.compile(
+    rf"(?:^|\s)--(?P<name>{'|'.join(_VALUED)})(?:=|\s+)(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"']+)\s*$"
+    rf"|(?:^|\s)--(?P<flag>{'|'.join(_FLAGS)})\s*$"
+)
+_REQUEST_ID = re.compile(r"^r_\w+$")
+_VARIABLE = re.compile(r"\{\{(?P<kept>[A-Za-z_][\w.]*)\}\}|\{(?P<name>[A-Za-z_][\w.]*)\}")
+_MAX_INTERPOLATED = 4000
+
+
+@dataclass
+class Request:
+    """A parsed magic invocation that starts a run."""
+
+    prompt: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_options(text: str, *, trailing: bool = True) -> tuple[dict[str, Any], str]:
+    """Options at the start (and, unless told otherwise, at the end) of ``text``; the rest."""
+    options: dict[str, Any] = {}
+    pos, ended = 0, False
+    while match := _LEADING.match(text, pos):
+        name = match["name"]
+        if name is None:  # a bare "--": the prompt follows
+            pos, ended = match.end(), True
+            break
+        pos = _take(text, match.end(), name, options)
+    rest = text[pos:]
+    while trailing and not ended and (match := _TRAILING.search(rest)):
+        if match["flag"]:
+            options.setdefault(match["flag"], True)
+        else:
+            options.setdefault(match["name"], _unquote(match["value"]))
+        rest = rest[: match.start()]
+    return _validated(options), rest.strip()
+
+
+def _take(text: str, pos: int, name: str, options: dict[str, Any]) -> int:
+    if name in _FLAGS:
+        options[name] = True
+        return pos
+    if name not in _VALUED:
+        known = ", ".join(f"--{n}" for n in (*_VALUED, *_FLAGS))
+        raise UsageError(f"unknown option --{name} (known: {known}; see %neta help)")
+    value = _VALUE.match(text, pos)
+    if value is None:
+        raise UsageError(f"--{name} needs a value")
+    options[name] = _unquote(value["value"])
+    return value.end()
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _validated(options: dict[str, Any]) -> dict[str, Any]:
+    if "approve" in options and options["approve"] not in ("ask", "auto", "deny"):
+        raise UsageError("--approve must be ask, auto or deny")
+    if "max-steps" in options:
+        try:
+            options["max-steps"] = int(options["max-steps"])
+        except ValueError:
+            raise UsageError("--max-steps needs a whole number") from None
+        if options["max-steps"] < 1:
+            raise UsageError("--max-steps must be at least 1")
+    if "tools" in options:
+        options["tools"] = [t.strip() for t in str(options["tools"]).split(",") if t.strip()]
+    return options
+
+
+def interpolate(text: str, namespace: dict[str, Any]) -> str:
+    """``{name}`` / ``{name.attr}`` → ``str`` of the value; unknown names stay as written."""
+
+    def substitute(match: re.Match[str]) -> str:
+        if match["kept"] is not None:
+            return "{" + match["kept"] + "}"
+        head, *attributes = match["name"].split(".")
+        if head not in namespace:
+            return match[0]
+        value = namespace[head]
+        for attribute in attributes:
+            try:
+                value = getattr(value, attribute)
+            except Exception:
+                return match[0]
+        try:
+            shown = str(value)
+        except Exception:
+            return match[0]
+        if len(shown) > _MAX_INTERPOLATED:
+            shown = shown[:_MAX_INTERPOLATED] + "…"
+        return shown
+
+    return _VARIABLE.sub(substitute, text)
+
+
+@magics_class
+class NetaMagics(Magics):
+    """The ``%neta`` line and cell magic."""
+
+    def __init__(self, shell: Any, context: KernelContext) -> None:
+        super().__init__(shell)  # type: ignore[no-untyped-call]
+        self.context = context
+
+    @no_var_expand  # type: ignore[untyped-decorator]
+    @line_cell_magic  # type: ignore[untyped-decorator]
+    def neta(self, line: str, cell: str | None = None) -> None:
+        """Ask the agent (see ``%neta help``)."""
+        if cell is None:
+            words = line.split()
+            if not words:
+                print(HELP)
+                return
+            if self._subcommand(words):
+                return
+            options, prompt = parse_options(line)
+        else:
+            options, leftover = parse_options(line, trailing=False)
+            if leftover:
+                raise UsageError(
+                    f"the %%neta line holds options only; put {leftover!r} in the cell body"
+                )
+            prompt = cell
+        prompt = interpolate(prompt, self.context.shell.user_ns).strip()
+        if not prompt:
+            raise UsageError("the prompt is empty (see %neta help)")
+        self.start(prompt, options)
+
+    def start(self, prompt: str, options: dict[str, Any]) -> None:
+        """Start the run and show it; returns at once."""
+        ctx = self.context
+        if options.get("new"):
+            ctx.new_session()
+        run = RunOptions(
+            prompt=prompt,
+            session=str(options.get("session") or ctx.session()),
+            model=options.get("model"),
+            max_steps=options.get("max-steps"),
+            approve=str(options.get("approve") or "ask"),
+            tools=options.get("tools"),
+        )
+        ctx.launch(run)
+
+    # --- subcommands
+
+    def _subcommand(self, words: list[str]) -> bool:
+        name, args = words[0], words[1:]
+        ids = [a for a in args if _REQUEST_ID.match(a)]
+        match name:
+            case "help" | "config" | "models" | "sessions" if not args:
+                getattr(self, f"_{name}")()
+            case "stop" | "status" if len(args) == len(ids) <= 1:
+                self._guarded(getattr(self, f"_{name}"), ids[0] if ids else None)
+            case "show" if len(args) == len(ids) == 1:
+                self._guarded(self._show, ids[0])
+            case "history" if not args or (args[0].startswith("--session") and len(args) <= 2):
+                session = args[1] if len(args) == 2 else args[0].partition("=")[2] or None
+                self._guarded(self._history, session)
+            case _:
+                return False
+        return True
+
+    def _guarded(self, action: Any, argument: Any) -> None:
+        try:
+            action(argument)
+        except HostError as exc:
+            raise UsageError(exc.message) from None
+
+    def _help(self) -> None:
+        print(HELP)
+
+    def _config(self) -> None:
+        ctx = self.context
+        lines = [f"{key}: {value}" for key, value in ctx.host.describe().items()]
+        lines.append(f"session: {ctx.session()}")
+        try:
+            lines.append(f"default model: {ctx.host.models().get('default')}")
+        except HostError as exc:
+            lines.append(f"default model: unknown ({exc.message})")
+        print("\n".join(lines))
+
+    def _models(self) -> None:
+        answer = self.context.host.models()
+        default = answer.get("default")
+        for name in answer.get("models", []):
+            print(f"{name}{'  (default)' if name == default else ''}")
+        if default not in answer.get("models", []):
+            print(f"{default}  (default)")
+
+    def _sessions(self) -> None:
+        sessions = self.context.host.sessions()
+        if not sessions:
+            print("no conversations yet")
+            return
+        current = self.context.session()
+        for s in sessions:
+            mark = "*" if s.get("name") == current else " "
+            tokens = int(s.get("inputTokens") or 0) + int(s.get("outputTokens") or 0)
+            print(f"{mark} {s.get('name')}  ({s.get('sessionId')}, {tokens:,} tokens)")
+
+    def _stop(self, request_id: str | None) -> None:
+        request_id = request_id or self._last_id()
+        handle = self.context.handle_for(request_id)
+        from .handle import spawn
+
+        async def stop() -> None:
+            try:
+                await self.context.host.terminate(request_id)
+            except HostError as exc:
+                print(f"could not stop {request_id}: {exc.message}")
+            if handle is not None:
+                handle._kick.set()
+
+        spawn(stop(), "neta-stop")
+        print(f"stopping {request_id}")
+
+    def _status(self, request_id: str | None) -> None:
+        summary = self.context.host.status(request_id or self._last_id())
+        print(_describe_run(summary))
+
+    def _show(self, request_id: str) -> None:
+        summary = self.context.host.status(request_id)
+        self.context.attach(request_id, str(summary.get("prompt") or ""))
+
+    def _history(self, session: str | None) -> None:
+        name = session or self.context.session()
+        runs = self.context.host.runs(name)
+        if not runs:
+            print(f"no runs in {name!r} yet")
+            return
+        print(f"conversation {name!r}, newest first:")
+        for run in runs:
+            print(_describe_run(run, brief=True))
+
+    def _last_id(self) -> str:
+        last = self.context.last
+        if last is None or last.request_id is None:
+            raise UsageError("no run was started from this kernel yet; give a requestId")
+        return last.request_id
+
+
+def _describe_run(summary: dict[str, Any], *, brief: bool = False) -> str:
+    usage = summary.get("usage") or {}
+    tokens = int(usage.get("totalTokens") or 0)
+    created = summary.get("created")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if created else ""
+    prompt = " ".join(str(summary.get("prompt") or "").split())
+    prompt = prompt if len(prompt) <= 70 else prompt[:69] + "…"
+    head = (
+        f"{summary.get('requestId')}  {summary.get('status')}  {summary.get('model')}  "
+        f"step {summary.get('step', 0)}  {tokens:,} tokens  {when}"
+    )
+    if brief:
+        return f"{head}\n    {prompt}"
+    lines = [head, f"prompt: {prompt}"]
+    if ask := summary.get("pendingAsk"):
+        lines.append(f"waiting for: {ask.get('toolName') or ask.get('kind')} ({ask.get('askId')})")
+    if summary.get("recoverable"):
+        lines.append("the failure can be retried")
+    return "\n".join(lines)
