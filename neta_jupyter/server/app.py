@@ -106,9 +106,7 @@ class NetaApp(ExtensionApp):
         self.runtime = Runtime(
             self.store,
             config,
-            models=ModelRegistry(
-                demo_pace=self.demo_pace, endpoints=parse_endpoints(self.endpoints)
-            ),
+            models=ModelRegistry(demo_pace=self.demo_pace, endpoints=self.endpoints),
             tools=tools,
             kernels=self.kernels,
             logger=self.log,
