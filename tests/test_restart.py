@@ -133,3 +133,91 @@ def test_pending_permission_ask_survives_a_restart(server: ServerProcess, tmp_pa
     completed = next(e for e in rest if e["eventType"] == "TOOL_COMPLETED")
     assert completed["data"]["output"] == "forty-two"
     assert names[-1] == "MESSAGE_COMPLETED"
+
+
+@pytest.mark.parametrize(
+    "server", [{"permission_rules": [{"tool": "read_file", "action": "ask"}]}], indirect=True
+)
+def test_kill_9_under_load_every_run_ends_and_asks_survive(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    (server.root / "data.txt").write_text("forty-two")
+    streaming = [
+        start(
+            server,
+            content=f"run {i}",
+            model=slow_script(tmp_path / f"s{i}.json"),
+            sessionName=f"s{i}",
+        )
+        for i in range(4)
+    ]
+    ask_script = tmp_path / "ask.json"
+    ask_script.write_text(
+        json.dumps(
+            {
+                "turns": [
+                    {"toolCalls": [{"name": "read_file", "arguments": {"path": "data.txt"}}]},
+                    {"text": "done"},
+                ]
+            }
+        )
+    )
+    asking = start(server, content="read", model=f"scripted:{ask_script}", sessionName="ask")
+    finished = start(server, content="hello", sessionName="demo")
+    seen = {rid: read(server, rid, limit=50) for rid in streaming}
+    assert read(server, asking)[-1]["eventType"] == "MESSAGE_SUSPENDED"
+    assert read(server, finished)[-1]["eventType"] == "MESSAGE_COMPLETED"
+    server.kill9()
+    server.start()
+    for rid in streaming:
+        log = read(server, rid)
+        assert log[: len(seen[rid])] == seen[rid]
+        assert [e["seq"] for e in log] == list(range(len(log)))
+        assert log[-1]["data"]["errorCode"] == "SYSTEM_CRASH"
+    suspended = read(server, asking)[-1]
+    assert suspended["eventType"] == "MESSAGE_SUSPENDED"
+    assert read(server, finished)[-1]["eventType"] == "MESSAGE_COMPLETED"
+    with client(server) as http:
+        ask = http.get("neta/api/agent/run/status", params={"requestId": asking}).json()[
+            "pendingAsk"
+        ]
+        assert (
+            http.post(
+                "neta/api/agent/run/resumeTask",
+                json={"requestId": asking, "approved": True, "askId": ask["askId"]},
+            ).status_code
+            == 200
+        )
+    assert read(server, asking, after=suspended["seq"])[-1]["eventType"] == "MESSAGE_COMPLETED"
+
+
+def test_graceful_shutdown_under_load_suspends_every_run(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    runs = [
+        start(
+            server,
+            content=f"run {i}",
+            model=slow_script(tmp_path / f"g{i}.json", 1500, 0.005),
+            sessionName=f"g{i}",
+        )
+        for i in range(5)
+    ]
+    for rid in runs:
+        read(server, rid, limit=20)
+    server.shutdown()
+    server.start()
+    ends = {}
+    for rid in runs:
+        log = read(server, rid)
+        assert log[-1]["eventType"] == "MESSAGE_SUSPENDED"
+        assert log[-1]["data"]["suspendReason"]["type"] == "SHUTDOWN_INTERRUPT"
+        ends[rid] = log[-1]["seq"]
+    with client(server) as http:
+        for rid in runs:
+            assert (
+                http.post("neta/api/agent/run/resumeTask", json={"requestId": rid}).status_code
+                == 200
+            )
+    for rid in runs:
+        assert read(server, rid, after=ends[rid])[-1]["eventType"] == "MESSAGE_COMPLETED"
