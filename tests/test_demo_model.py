@@ -365,9 +365,22 @@ async def test_call_ids_never_repeat_one_in_the_history() -> None:
 
 async def test_results_of_other_tools_are_quoted() -> None:
     chat = Conversation("hello there")
-    skill = ToolCall("x1", "run_skill", '{"name": "clean"}')
-    chat.messages.append(Message("assistant", tool_calls=[skill]))
-    chat.messages.append(Message("tool", "cleaned 12 rows", tool_call_id="x1", name="run_skill"))
+    other = ToolCall("x1", "clean_data", '{"table": "sales"}')
+    chat.messages.append(Message("assistant", tool_calls=[other]))
+    chat.messages.append(Message("tool", "cleaned 12 rows", tool_call_id="x1", name="clean_data"))
     answer = await chat.answer()
-    assert "`run_skill` returned" in answer
+    assert "`clean_data` returned" in answer
     assert "cleaned 12 rows" in answer
+
+
+async def test_profiling_prompt_runs_the_skill_and_reports_it() -> None:
+    chat = Conversation("profile sales.csv with the profiling skill", ("run_skill", "read_file"))
+    call = await chat.call()
+    assert call.name == "run_skill"
+    assert json.loads(call.arguments) == {"name": "profile_data", "args": {"path": "sales.csv"}}
+    chat.reply(
+        call, "# Profile of sales.csv\n\n- 120 rows\n\n[process log: neta-process-events/x.jsonl]"
+    )
+    answer = await chat.answer()
+    assert "# Profile of sales.csv" in answer and "120 rows" in answer
+    assert "process log" not in answer

@@ -37,6 +37,7 @@ _COMPUTE = re.compile(
     r"|how many|correlat\w*|describe|run|execute|python)\b|=",
     re.I,
 )
+_SKILL = re.compile(r"\b(?:profil\w*|skill)\b", re.I)
 _PLOT = re.compile(r"\b(?:plot\w*|chart\w*|histogram\w*|graph\w*|visuali[sz]\w*)\b", re.I)
 _MISSING_WORDS = re.compile(r"\b(?:missing|nans?|nulls?|worst)\b", re.I)
 _ARITHMETIC = re.compile(r"[-(]*\d[\d.]*(?:\s*(?:\*\*|[-+*/%^\u00d7\u00f7])\s*[-(]*\d[\d.]*\)*)+")
@@ -223,6 +224,15 @@ def _candidates(turn: _Turn) -> Iterator[_Call]:
         words = set(re.findall(r"\w+", plain.lower()))  # "README" names README.md
         named = [n for n in texts if n.split(".")[0].lower() in words]
         files = (named or texts)[:1]
+    if _SKILL.search(plain):
+        # Profiling a data file is a job for the profiling skill, with staged progress.
+        for path in [f for f in files if f.lower().endswith((".csv", ".tsv", ".parquet"))][:1]:
+            yield _Call(
+                "run_skill",
+                {"name": "profile_data", "args": {"path": path}},
+                f"profile `{path}` with the profile_data skill",
+            )
+            files = [f for f in files if f != path]
     for path in files:
         yield _Call("read_file", {"path": path}, f"read `{path}` to see what it contains")
     if wants_data:
@@ -506,6 +516,9 @@ def _facts(done: _Done) -> list[str]:
             if not done.output.strip():
                 return [*out, "- It printed nothing; any figure it drew is shown with the call."]
             return [*out, "- It printed:", *_fenced(done.output)]
+        case "run_skill":
+            report = done.output.split("\n[process log:")[0].strip().splitlines()
+            return ["- The skill reported:", "", *report[:60]]
         case _:
             return [f"- `{done.name}` returned:", *_fenced(done.output, limit=8)]
 
