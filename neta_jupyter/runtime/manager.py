@@ -346,6 +346,16 @@ class Runtime:
                 recoverable=False,
             )
 
+    def switch_leaf(self, principal: str, session_id: str, entry_id: str | None) -> None:
+        """Continue the session's conversation from another entry of its tree."""
+        records = self.store.records
+        session = self._session(principal, session_id, None)
+        if entry_id is not None:
+            entry = records.get_entry(entry_id)
+            if entry is None or entry.session_id != session.session_id:
+                raise RunNotFound(f"no entry {entry_id!r} in that session", code="ENTRY_NOT_FOUND")
+        records.set_leaf(session.session_id, entry_id)
+
     def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> RunRecord:
         """Register a history run that has messages but no event stream."""
         session = self.store.records.get_or_create_session(principal, session_name)

@@ -13,6 +13,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..store import Entry, RunRecord, SessionRecord
+from .actions import resume_run, start_run
 from .base import NetaHandler
 from .errors import ApiError
 from .schemas import (
@@ -51,20 +52,7 @@ class StartRunHandler(NetaHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        body = self.parse_body(RunRequest)
-        run = await self.runtime.start(
-            self.principal,
-            body.content,
-            session_id=body.session_id,
-            session_name=body.session_name,
-            model=body.model,
-            virtual_tools=[v.model_dump(by_alias=True) for v in body.virtual_tools],
-            tools=body.tools,
-            max_steps=body.max_steps,
-            approve=body.approve,
-            kernel_id=body.kernel_id,
-            notebook_path=body.notebook_path,
-        )
+        run = await start_run(self.runtime, self.principal, self.parse_body(RunRequest))
         self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
 
 
@@ -74,15 +62,7 @@ class ResumeHandler(NetaHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        body = self.parse_body(ResumeRequest)
-        run = await self.runtime.resume(
-            self.principal,
-            body.request_id,
-            approved=body.approved,
-            ask_id=body.ask_id,
-            always=body.always,
-            answer=body.answer,
-        )
+        run = await resume_run(self.runtime, self.principal, self.parse_body(ResumeRequest))
         self.reply({"requestId": run.request_id, "status": run.status})
 
 
@@ -241,12 +221,7 @@ class SessionLeafHandler(_SessionSnapshot):
     async def post(self) -> None:
         body = self.parse_body(LeafRequest)
         self._snapshot(body.session_id)  # ownership check
-        records = self.runtime.store.records
-        if body.leaf_entry_id is not None:
-            entry = records.get_entry(body.leaf_entry_id)
-            if entry is None or entry.session_id != body.session_id:
-                raise ApiError(404, "ENTRY_NOT_FOUND", f"no entry {body.leaf_entry_id!r} here")
-        records.set_leaf(body.session_id, body.leaf_entry_id)
+        self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
         self.reply(self._snapshot(body.session_id))
 
 

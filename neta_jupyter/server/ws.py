@@ -21,6 +21,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..events import ws_batch
 from ..runtime import RunApiError, Runtime
+from .actions import resume_run, start_run
 from .base import AUTH_RESOURCE, principal_of
 from .errors import ApiError, describe_validation
 from .following import follow_with_heartbeat, heartbeat_json
@@ -225,46 +226,14 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
 
     async def _chat(self, frame: dict[str, Any]) -> Reply:
         body = self._validate(_Chat, frame)
-        records = self.runtime.store.records
         if body.leaf_entry_id is not None and body.session_id is not None:
-            entry = records.get_entry(body.leaf_entry_id)
-            session = records.get_session(body.session_id)
-            if (
-                entry is None
-                or session is None
-                or session.principal != self.principal
-                or entry.session_id != body.session_id
-            ):
-                raise _FrameError(
-                    "ENTRY_NOT_FOUND", f"no entry {body.leaf_entry_id!r} in that session"
-                )
-            records.set_leaf(body.session_id, body.leaf_entry_id)
-        run = await self.runtime.start(
-            self.principal,
-            body.content,
-            session_id=body.session_id,
-            session_name=body.session_name,
-            model=body.model,
-            virtual_tools=[v.model_dump(by_alias=True) for v in body.virtual_tools],
-            tools=body.tools,
-            max_steps=body.max_steps,
-            approve=body.approve,
-            kernel_id=body.kernel_id,
-            notebook_path=body.notebook_path,
-        )
+            self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
+        run = await start_run(self.runtime, self.principal, body)
         await self._subscribe({"requestId": run.request_id})
         return {"type": "started", "requestId": run.request_id, "sessionId": run.session_id}
 
     async def _resume(self, frame: dict[str, Any]) -> Reply:
-        body = self._validate(ResumeRequest, frame)
-        run = await self.runtime.resume(
-            self.principal,
-            body.request_id,
-            approved=body.approved,
-            ask_id=body.ask_id,
-            always=body.always,
-            answer=body.answer,
-        )
+        run = await resume_run(self.runtime, self.principal, self._validate(ResumeRequest, frame))
         return {
             "type": "ack",
             "action": frame["type"],
