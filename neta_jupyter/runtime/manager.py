@@ -22,7 +22,6 @@ from ..events import (
     SessionEntryData,
     SuspendReason,
     SuspendType,
-    Usage,
 )
 from ..providers import ModelRegistry, ProviderError, UnknownModel
 from ..providers.base import ProviderInvalidRequest
@@ -32,13 +31,12 @@ from ..tools.registry import KernelBridge
 from .compaction import compact
 from .config import RuntimeConfig
 from .emitter import RunEmitter
+from .endings import close_open_calls, end_run, fail_run, usage_snapshot
 from .errors import BadRunRequest, RunConflict, RunNotFound
 from .loop import Finish, RunLoop, Step, Suspend, first_step
 from .tooling import VirtualTool
 
 KernelFactory = Callable[[RunRecord], KernelBridge | None]
-
-_NOT_RUN = "Not run: the run ended before this call was executed."
 
 
 class Runtime:
@@ -393,7 +391,7 @@ class Runtime:
         crashed = self.store.records.runs(status="running", limit=100_000)
         for run in crashed:
             emitter = self._emitter(run)
-            self._close_open_calls(run)
+            close_open_calls(self.store.records, run)
             emitter.emit(
                 EventType.MESSAGE_FAILED,
                 MessageData(
@@ -402,7 +400,7 @@ class Runtime:
                     error_message="the server stopped while this run was executing",
                     recoverable=False,
                     network_error=False,
-                    usage=_usage(run),
+                    usage=usage_snapshot(run),
                 ),
             )
             run.status = "failed"
@@ -539,29 +537,7 @@ class Runtime:
         )
 
     async def _end(self, run: RunRecord, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
-        if isinstance(outcome, Suspend):
-            emitter.emit(
-                EventType.MESSAGE_SUSPENDED,
-                MessageData(
-                    message_id=run.state.get("last_assistant"),
-                    suspend_reason=outcome.reason,
-                    usage=_usage(run),
-                ),
-            )
-            run.status = "suspended"
-        else:
-            emitter.emit(
-                EventType.MESSAGE_COMPLETED,
-                MessageData(
-                    message_id=run.state.get("last_assistant"),
-                    finish_reason=outcome.reason,
-                    finish_message=outcome.message,
-                    usage=_usage(run),
-                ),
-            )
-            run.status = "completed"
-        # One commit makes the terminal event and the status durable together.
-        self.store.records.save_run(run)
+        end_run(self.store.records, run, emitter, outcome)
 
     async def _fail(
         self,
@@ -573,56 +549,12 @@ class Runtime:
         recoverable: bool,
         network_error: bool = False,
     ) -> None:
-        if not recoverable:
-            self._close_open_calls(run)
-        emitter.emit(
-            EventType.MESSAGE_FAILED,
-            MessageData(
-                message_id=run.state.get("last_assistant"),
-                error_code=code,
-                error_message=message,
-                recoverable=recoverable,
-                network_error=network_error,
-                usage=_usage(run),
-            ),
+        fail_run(
+            self.store.records,
+            run,
+            emitter,
+            code,
+            message,
+            recoverable=recoverable,
+            network_error=network_error,
         )
-        run.status = "failed"
-        run.state["recoverable"] = recoverable
-        run.state["ask"] = None
-        self.store.records.save_run(run)
-
-    def _close_open_calls(self, run: RunRecord) -> None:
-        """Answer unanswered tool calls so the transcript stays valid for the next prompt."""
-        records = self.store.records
-        if run.state.get("phase") != "tools" or not run.state.get("last_assistant"):
-            return
-        path = records.path(run.session_id, run.state.get("leaf"))
-        answered = {e.message.get("tool_call_id") for e in path if e.role == "tool"}
-        assistant = records.get_entry(run.state["last_assistant"])
-        for call in assistant.message.get("tool_calls", []) if assistant else []:
-            if call["id"] not in answered:
-                entry = records.add_entry(
-                    run.session_id,
-                    "tool",
-                    {
-                        "role": "tool",
-                        "content": _NOT_RUN,
-                        "tool_call_id": call["id"],
-                        "name": call["name"],
-                    },
-                    request_id=run.request_id,
-                    parent_id=run.state.get("leaf"),
-                )
-                run.state["leaf"] = entry.entry_id
-        run.state["phase"] = "model"
-
-
-def _usage(run: RunRecord) -> Usage:
-    totals = run.state.get("usage", {})
-    return Usage(
-        prompt_tokens=totals.get("promptTokens", 0),
-        completion_tokens=totals.get("completionTokens", 0),
-        cached_tokens=totals.get("cachedTokens", 0),
-        reasoning_tokens=totals.get("reasoningTokens", 0),
-        total_tokens=totals.get("totalTokens", 0),
-    )
