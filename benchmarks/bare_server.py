@@ -7,7 +7,8 @@ cut into batches of ``batch`` events. Then:
 * ``GET /sse?name=N&batch=512`` writes the SSE batches, flushing after each (the real handler
   writes and flushes once per durable batch);
 * ``WS /ws`` with ``{"type": "subscribe", "name": N}`` sends the array frames;
-* ``GET /paced?n=&interval=`` sends one freshly stamped event every ``interval`` seconds;
+* ``GET /paced?n=&interval=`` (or ``{"type": "paced", "n", "interval"}`` on the WebSocket) sends
+  one freshly stamped event every ``interval`` seconds, each written and flushed on its own;
 * ``GET /lag?action=start|stop`` drives the event-loop lag monitor.
 """
 
@@ -17,6 +18,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -83,29 +85,32 @@ class Sse(web.RequestHandler):
         self.finish()
 
 
+async def _paced(count: int, interval: float) -> AsyncIterator[tuple[int, str, str]]:
+    """``count`` envelopes ``interval`` apart, each stamped with the time it was made."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for seq in range(count):
+        delay = start + seq * interval - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        kind = "MESSAGE_COMPLETED" if seq == count - 1 else "TEXT_DELTA"
+        envelope = {
+            "eventType": kind,
+            "seq": seq,
+            "requestId": "r_bare",
+            "data": {"type": "text", "text": f"{time.time():.6f} "},
+        }
+        yield seq, kind, json.dumps(envelope, separators=(",", ":"))
+
+
 class Paced(web.RequestHandler):
     async def get(self) -> None:
         count = int(self.get_query_argument("n"))
         interval = float(self.get_query_argument("interval", "0.001"))
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.request.connection.stream.set_nodelay(True)  # type: ignore[attr-defined]
-        loop = asyncio.get_running_loop()
-        start = loop.time()
         try:
-            for seq in range(count):
-                delay = start + seq * interval - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                kind = "MESSAGE_COMPLETED" if seq == count - 1 else "TEXT_DELTA"
-                payload = json.dumps(
-                    {
-                        "eventType": kind,
-                        "seq": seq,
-                        "requestId": "r_bare",
-                        "data": {"type": "text", "text": f"{time.time():.6f} "},
-                    },
-                    separators=(",", ":"),
-                )
+            async for seq, kind, payload in _paced(count, interval):
                 self.write(f"id: {seq}\nevent: {kind}\ndata: {payload}\n\n")
                 await self.flush()
         except StreamClosedError:
@@ -119,6 +124,13 @@ class Socket(WebSocketHandler):
 
     async def on_message(self, message: str | bytes) -> None:
         frame = json.loads(message)
+        try:
+            if frame["type"] == "paced":
+                async for _, _, payload in _paced(int(frame["n"]), float(frame["interval"])):
+                    await self.write_message("[" + payload + "]")
+                return
+        except WebSocketClosedError:
+            return
         batches = _ws_batches(frame["name"], int(frame.get("batch", 512)))
         try:
             for batch in batches:

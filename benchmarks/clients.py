@@ -87,6 +87,7 @@ async def ws_events(
     url: str,
     subscribe: dict[str, Any],
     headers: dict[str, str] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> Received:
     """Subscribe over a WebSocket and parse array frames up to the terminal event."""
     got = Received()
@@ -102,6 +103,9 @@ async def ws_events(
                 continue  # "subscribed" and other control replies
             events = [e for e in frame if e["eventType"] != "HEARTBEAT"]
             got.events += len(events)
+            if on_event is not None:
+                for event in events:
+                    on_event(event)
             if events and events[-1]["eventType"] in TERMINAL:
                 got.last_type = events[-1]["eventType"]
                 break

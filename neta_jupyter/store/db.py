@@ -1,15 +1,17 @@
 """One SQLite connection in WAL mode, shared by the event log and the record store.
 
 Writes are grouped: events wait in memory for a short interval (or until enough pile up) and are
-committed together; a record write commits at once and takes pending events with it. Listeners
-are told what became durable only after the commit, so no transport can send an event the store
-could lose.
+committed together. While commits take only a small share of the time, a batch commits on the
+next turn of the event loop, so a trickle of tokens is not held back for the window. A record
+write commits at once and takes pending events with it. Listeners are told what became durable
+only after the commit, so no transport can send an event the store could lose.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -80,6 +82,11 @@ CREATE TABLE IF NOT EXISTS attachments (
 );
 """
 
+_COMMIT_SHARE = 0.1
+"""Share of the time group commits may take before events wait to share one."""
+_COMMIT_BURST = 0.001
+"""Seconds of commit time that may be spent at once after a quiet spell."""
+
 PendingRow = tuple[str, int, str, str]
 CommitListener = Callable[[list[PendingRow]], None]
 
@@ -111,6 +118,9 @@ class Database:
         self._waiters: list[asyncio.Future[None]] = []
         self._timer: asyncio.Handle | None = None
         self._listeners: list[CommitListener] = []
+        self._commit_cost = 0.0
+        self._budget = _COMMIT_BURST
+        self._budget_at = time.monotonic()
         self._closed = False
 
     def _migrate(self) -> None:
@@ -136,7 +146,22 @@ class Database:
             except RuntimeError:
                 self.commit()  # no loop to wait on: be durable now
                 return
-            self._timer = loop.call_later(self.commit_interval, self.commit)
+            self._timer = self._schedule_commit(loop)
+
+    def _schedule_commit(self, loop: asyncio.AbstractEventLoop) -> asyncio.Handle:
+        """Commit when the current callback returns if the commit budget allows, else later.
+
+        Commits may take ``_COMMIT_SHARE`` of the time (with a small burst): a trickle of tokens
+        is committed, and so sent, at once; under load events wait (at most one window) and
+        share a commit.
+        """
+        now = time.monotonic()
+        self._budget = min(_COMMIT_BURST, self._budget + (now - self._budget_at) * _COMMIT_SHARE)
+        self._budget_at = now
+        shortfall = self._commit_cost - self._budget
+        if shortfall <= 0:
+            return loop.call_soon(self.commit)
+        return loop.call_later(min(self.commit_interval, shortfall / _COMMIT_SHARE), self.commit)
 
     def durable(self) -> asyncio.Future[None]:
         """A future that resolves once everything queued so far is committed."""
@@ -184,13 +209,14 @@ class Database:
         if not self._pending:
             self._cancel_timer()
             return
+        began = time.monotonic()
         self.conn.execute("BEGIN")
         try:
             self._write_pending()
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-        self._finish_commit()
+        self._finish_commit(began)
 
     def _write_pending(self) -> None:
         if self._pending:
@@ -199,8 +225,11 @@ class Database:
                 self._pending,
             )
 
-    def _finish_commit(self) -> None:
+    def _finish_commit(self, began: float | None = None) -> None:
         self.conn.execute("COMMIT")
+        if began is not None:  # a group commit: what it cost is charged to the budget
+            self._commit_cost = time.monotonic() - began
+            self._budget = max(-_COMMIT_BURST, self._budget - self._commit_cost)
         rows, self._pending = self._pending, []
         waiters, self._waiters = self._waiters, []
         self._cancel_timer()
