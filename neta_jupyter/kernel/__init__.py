@@ -32,13 +32,20 @@ def current_context(shell: Any = None) -> KernelContext:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext neta_jupyter``: register ``%neta`` / ``%%neta``."""
-    from .magics import NetaMagics
+    from .magics import NetaMagics, protect_question_marks
 
     ipython.register_magics(NetaMagics(ipython, current_context(ipython)))
+    cleanup = ipython.input_transformers_cleanup
+    if protect_question_marks not in cleanup:
+        cleanup.append(protect_question_marks)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext neta_jupyter``."""
+    from .magics import protect_question_marks
+
+    if protect_question_marks in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(protect_question_marks)
     ipython.magics_manager.magics["line"].pop("neta", None)
     ipython.magics_manager.magics["cell"].pop("neta", None)
 

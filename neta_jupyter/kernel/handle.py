@@ -21,7 +21,24 @@ from .host import Host, HostError, RunOptions
 _FOLLOW_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds between polls of a run at rest that may continue (suspended, retryable)."""
 
+KERNEL_TOOLS = frozenset({"python", "list_variables", "inspect_variable"})
+KERNEL_GRACE = 1.0
+"""Seconds a server-hosted kernel tool may wait on this kernel before ``wait()`` gives up."""
+
 _background: set[asyncio.Task[Any]] = set()
+
+
+class RunNeedsKernel(RuntimeError):
+    """A cell awaits a server-hosted run that needs this kernel, which the cell keeps busy."""
+
+    def __init__(self, tool_name: str) -> None:
+        super().__init__(
+            f"the run is waiting for this kernel to run `{tool_name}`, but this cell keeps the "
+            "kernel busy while it waits for the run (a kernel does one thing at a time). The run "
+            "goes on when the cell ends: in a notebook served by Jupyter, let the widget show it "
+            "instead of awaiting it."
+        )
+        self.tool_name = tool_name
 
 
 def spawn(coroutine: Any, name: str) -> asyncio.Task[Any]:
@@ -57,6 +74,8 @@ class RunHandle:
         self._display: Any = None
         self._rest = asyncio.Event()
         self._kick = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._kernel_calls: dict[str, str] = {}
         self._task: asyncio.Task[Any] | None = None
         self._on_start = on_start
 
@@ -106,10 +125,26 @@ class RunHandle:
         return self._task
 
     async def wait(self, timeout: float | None = None) -> RunHandle:
-        """Until the run is at rest: completed, failed, or waiting for the user."""
+        """Until the run is at rest: completed, failed, or waiting for the user.
+
+        Raises :class:`TimeoutError` after ``timeout`` seconds, and :class:`RunNeedsKernel` when
+        a server-hosted run waits for this kernel, which the awaiting cell keeps busy.
+        """
         if self._task is None:
             self.begin()
-        await asyncio.wait_for(self._rest.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            blocked_since: float | None = None
+            while not self._rest.is_set():
+                now = asyncio.get_running_loop().time()
+                if self.host.mode == "server" and self._kernel_calls:
+                    blocked_since = blocked_since if blocked_since is not None else now
+                    if now - blocked_since >= KERNEL_GRACE:
+                        raise RunNeedsKernel(sorted(self._kernel_calls.values())[0])
+                else:
+                    blocked_since = None
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), KERNEL_GRACE / 4)
         return self
 
     def __await__(self) -> Generator[Any, None, RunHandle]:
@@ -176,6 +211,8 @@ class RunHandle:
         if not self.digest.apply(envelope):
             return False
         self.events.append(envelope)
+        self._track_kernel_calls(envelope)
+        self._changed.set()
         if self.widget is not None:
             self.widget.push([self._outgoing(envelope)])
         if self.digest.at_rest and str(envelope.get("eventType", "")).startswith("MESSAGE_"):
@@ -183,6 +220,17 @@ class RunHandle:
         elif self._rest.is_set():
             self._rest.clear()
         return True
+
+    def _track_kernel_calls(self, envelope: dict[str, Any]) -> None:
+        data = envelope.get("data") or {}
+        call_id = str(data.get("toolCallId") or "")
+        match envelope.get("eventType"):
+            case "TOOL_START" if data.get("toolName") in KERNEL_TOOLS:
+                self._kernel_calls[call_id] = str(data["toolName"])
+            case "TOOL_COMPLETED" | "TOOL_FAILED":
+                self._kernel_calls.pop(call_id, None)
+            case "MESSAGE_COMPLETED" | "MESSAGE_SUSPENDED" | "MESSAGE_FAILED":
+                self._kernel_calls.clear()
 
     def _settle(self) -> None:
         """At rest: refresh the saved state of the output, wake those waiting."""
@@ -193,6 +241,7 @@ class RunHandle:
             with contextlib.suppress(Exception):
                 self._display.update(self.bundle(), raw=True)
         self._rest.set()
+        self._changed.set()
 
     # --- actions (from code, the magics or the widget)
 

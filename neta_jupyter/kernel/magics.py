@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -58,14 +57,25 @@ _TRAILING = re.compile(
 _REQUEST_ID = re.compile(r"^r_\w+$")
 _VARIABLE = re.compile(r"\{\{(?P<kept>[A-Za-z_][\w.]*)\}\}|\{(?P<name>[A-Za-z_][\w.]*)\}")
 _MAX_INTERPOLATED = 4000
+_LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)%neta(?P<rest>(?:[ \t].*)?)$")
 
 
-@dataclass
-class Request:
-    """A parsed magic invocation that starts a run."""
+def protect_question_marks(lines: list[str]) -> list[str]:
+    """Turn ``%neta …`` lines into explicit calls before IPython reads a final ``?`` as help.
 
-    prompt: str
-    options: dict[str, Any] = field(default_factory=dict)
+    Without this, ``%neta what is in df?`` would become ``df?`` (object help) and no run
+    would start. An input transformer of the "cleanup" stage, which runs first.
+    """
+    out = []
+    for line in lines:
+        match = _LINE_MAGIC.match(line.rstrip("\n"))
+        if match is None:
+            out.append(line)
+            continue
+        rest = match["rest"].strip()
+        ending = "\n" if line.endswith("\n") else ""
+        out.append(f"{match['indent']}get_ipython().run_line_magic('neta', {rest!r}){ending}")
+    return out
 
 
 def parse_options(text: str, *, trailing: bool = True) -> tuple[dict[str, Any], str]:
@@ -209,8 +219,7 @@ class NetaMagics(Magics):
             case "show" if len(args) == len(ids) == 1:
                 self._guarded(self._show, ids[0])
             case "history" if not args or (args[0].startswith("--session") and len(args) <= 2):
-                session = args[1] if len(args) == 2 else args[0].partition("=")[2] or None
-                self._guarded(self._history, session)
+                self._guarded(self._history, _session_argument(args))
             case _:
                 return False
         return True
@@ -292,6 +301,15 @@ class NetaMagics(Magics):
         if last is None or last.request_id is None:
             raise UsageError("no run was started from this kernel yet; give a requestId")
         return last.request_id
+
+
+def _session_argument(args: list[str]) -> str | None:
+    """``[]``, ``["--session", NAME]`` or ``["--session=NAME"]`` → NAME or None."""
+    if len(args) == 2:
+        return _unquote(args[1])
+    if args:
+        return _unquote(args[0].partition("=")[2]) or None
+    return None
 
 
 def _describe_run(summary: dict[str, Any], *, brief: bool = False) -> str:

@@ -24,6 +24,8 @@ from ..tools.registry import KernelBridge
 
 READY_TIMEOUT = 60.0
 """Seconds to wait for a kernel's first reply before giving up on it."""
+BUSY_PATIENCE = 3.0
+"""Seconds introspection waits for a busy kernel before reporting it busy."""
 _POLL = 2.0
 """Seconds between liveness checks while waiting for a kernel."""
 
@@ -53,7 +55,15 @@ class ServerKernelBridge:
         return await self._run(code, timeout=timeout, silent=False)
 
     async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
-        """Run ``code`` silently: no execute_input broadcast, no result display, no history."""
+        """Run ``code`` silently: no execute_input broadcast, no result display, no history.
+
+        Introspection does not queue behind a running cell: its answer would be stale, and the
+        cell may be the one waiting for this run.
+        """
+        if not await self._idle_within(BUSY_PATIENCE):
+            raise ToolError(
+                "the kernel is busy running a cell, so its variables cannot be read right now"
+            )
         return await self._run(code, timeout=timeout, silent=True)
 
     async def close(self) -> None:
@@ -117,6 +127,15 @@ class ServerKernelBridge:
             target = self._waiting.get(msg.get("parent_header", {}).get("msg_id", ""))
             if target is not None:
                 target.put_nowait(msg)
+
+    async def _idle_within(self, seconds: float) -> bool:
+        """Whether the kernel is (or becomes) idle within ``seconds``, by the server's account."""
+        deadline = time.monotonic() + seconds
+        while getattr(self._kernel(), "execution_state", "idle") == "busy":
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.1)
+        return True
 
     def _pid(self) -> Any:
         provisioner = getattr(self._kernel(), "provisioner", None)
