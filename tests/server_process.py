@@ -24,7 +24,11 @@ def free_port() -> int:
 class ServerProcess:
     """Start, kill -9, shut down gracefully and restart a server on the same data."""
 
-    def __init__(self, workdir: Path, neta_config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, neta_config: dict[str, Any] | None = None, *, app: str = "jupyter_server"
+    ) -> None:
+        self.app = app
+        """``jupyter_server``, or ``jupyterlab`` for the full JupyterLab page."""
         self.workdir = workdir
         self.root = workdir / "root"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -59,7 +63,7 @@ class ServerProcess:
             [
                 sys.executable,
                 "-m",
-                "jupyter_server",
+                self.app,
                 f"--port={self.port}",
                 "--port-retries=0",
                 f"--IdentityProvider.token={self.token}",

@@ -105,9 +105,12 @@ class ScriptedModel:
             )
         self.requests.append(request)
         turn = self._turns[index]
-        for part in self._parts(turn, index):
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        for number, part in enumerate(self._parts(turn, index), start=1):
             if turn.delay:
-                await asyncio.sleep(turn.delay)
+                # Paced on a schedule, not sleep-after-sleep, so the rate holds at small delays.
+                await asyncio.sleep(max(0.0, began + number * turn.delay - loop.time()))
             yield part
         if turn.error is not None:
             raise turn.error

@@ -8,6 +8,7 @@ resume, retry and restart continue from the last completed step without re-runni
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any, assert_never
 
@@ -39,6 +40,9 @@ from .emitter import RunEmitter
 from .retries import status, stream_with_retries
 from .streaming import Reply
 from .tooling import ToolRunner, VirtualTool
+
+KERNEL_SUMMARY_WAIT = 1.5
+"""Seconds to wait for the kernel's variable summary before going on without it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,8 +196,13 @@ class RunLoop:
             kernel=self._kernel,
         )
         try:
-            self._kernel_summary = (await tool.run("{}", ctx)).output
-        except Exception as exc:  # a busy or dead kernel must not stop the run
+            # A kernel busy with the user's own cell answers only when that cell ends: do not
+            # hold the run for a summary (the model can still call list_variables itself).
+            async with asyncio.timeout(KERNEL_SUMMARY_WAIT):
+                self._kernel_summary = (await tool.run("{}", ctx)).output
+        except TimeoutError:
+            self._kernel_summary = "(the kernel is busy running a cell; variables not listed yet)"
+        except Exception as exc:  # a dead kernel must not stop the run
             self._kernel_summary = f"(could not list the kernel's variables: {exc})"
 
     async def _reply(self, call_id_prefix: str) -> Reply:
