@@ -160,6 +160,12 @@ async def test_python_tool_changes_the_users_namespace_and_captures_figures(
             " if e['eventType'] == 'TOOL_COMPLETED' and e['data'].get('images')]))"
         )
         assert len(images) == 1 and images[0][0].endswith(".png")
+        # There is no server to download from: the view gets the image inline.
+        shown = await k.json(
+            "print(json.dumps([i for e in run.events_after(-1)"
+            " for i in e['data'].get('images') or []]))"
+        )
+        assert len(shown) == 1 and shown[0].startswith("data:image/png;base64,iVBOR")
         # The figure was closed: it will not show up under the next cell.
         assert await k.json("import matplotlib.pyplot as plt; print(len(plt.get_fignums()))") == 0
         # `column` was set by the agent's code in the user's namespace.

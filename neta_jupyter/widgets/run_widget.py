@@ -104,9 +104,19 @@ class RunWidget(anywidget.AnyWidget):
         self._timer = loop.call_later(delay, self._flush)
 
     def flush(self) -> None:
-        """Send what is queued now (the run came to rest)."""
-        if self._pending:
+        """Send what is queued as soon as the rate limit allows (the run came to rest)."""
+        if not self._pending or self._timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
             self._flush()
+            return
+        delay = self._last_sent + BATCH_INTERVAL - loop.time()
+        if delay <= 0:
+            self._flush()
+        else:
+            self._timer = loop.call_later(delay, self._flush)
 
     def _flush(self) -> None:
         if self._timer is not None:

@@ -1,0 +1,140 @@
+"""The widget's comm protocol in a real kernel (embedded mode): the test plays the front end."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neta_jupyter.widgets.run_widget import BATCH_INTERVAL
+from tests.test_kernel_embedded import KernelSession, kernel
+
+pytestmark = pytest.mark.timeout(90)
+
+LAST = "from neta_jupyter.kernel import current_context as _cc\n_last = _cc().last\n"
+
+
+def custom(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The custom content of a comm message from the widget, if it is one."""
+    if message["msg_type"] != "comm_msg":
+        return None
+    data = message["content"]["data"]
+    content: dict[str, Any] | None = data.get("content") if data.get("method") == "custom" else None
+    return content
+
+
+def to_widget(k: KernelSession, comm_id: str, content: dict[str, Any]) -> None:
+    """What the JavaScript's ``model.send(content)`` does."""
+    msg = k.kc.session.msg(
+        "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": content}}
+    )
+    k.kc.shell_channel.send(msg)
+
+
+def event_messages(k: KernelSession, comm_id: str, after: int = 0) -> list[dict[str, Any]]:
+    return [
+        m
+        for m in k.messages[after:]
+        if m["msg_type"] == "comm_msg"
+        and m["content"]["comm_id"] == comm_id
+        and (custom(m) or {}).get("kind") == "events"
+    ]
+
+
+async def test_replay_actions_and_batched_live_events_over_the_comm(tmp_path: Path) -> None:
+    async with kernel(tmp_path, {"NETA_DEMO_PACE": "0.002"}) as k:
+        await k.run("%load_ext neta_jupyter")
+        own = await k.run("%neta what is 17*23?")
+        opened = next(
+            m
+            for m in own
+            if m["msg_type"] == "comm_open"
+            and m["content"]["data"]["state"].get("prompt") == "what is 17*23?"
+        )
+        comm_id = opened["content"]["comm_id"]
+        assert opened["content"]["data"]["state"]["mode"] == "embedded"
+        state = await k.json(
+            LAST + "await _last.wait(30)\n"
+            "print(__import__('json').dumps([_last.status, _last.pending_ask['askId']]))",
+            timeout=40,
+        )
+        assert state[0] == "suspended"
+        assert event_messages(k, comm_id) == [], "no view asked yet"
+
+        mark = len(k.messages)
+        to_widget(k, comm_id, {"kind": "replay", "lastSeq": -1})
+        first = await k.wait_for(lambda m: bool(event_messages(k, comm_id, mark)))
+        replayed = custom(first)["events"]  # type: ignore[index]
+        assert [e["seq"] for e in replayed] == list(range(len(replayed)))
+        assert replayed[-1]["eventType"] == "MESSAGE_SUSPENDED"
+        rid = replayed[0]["requestId"]
+
+        mark = len(k.messages)
+        to_widget(
+            k,
+            comm_id,
+            {
+                "kind": "action",
+                "action": "resume",
+                "requestId": rid,
+                "askId": state[1],
+                "approved": True,
+                "always": False,
+            },
+        )
+        await k.wait_for(
+            lambda m: any(
+                e["eventType"] == "MESSAGE_COMPLETED"
+                for msg in event_messages(k, comm_id, mark)
+                for e in custom(msg)["events"]  # type: ignore[index]
+            )
+        )
+        live = event_messages(k, comm_id, mark)
+        events = [e for msg in live for e in custom(msg)["events"]]  # type: ignore[index]
+        assert [e["seq"] for e in events] == list(
+            range(replayed[-1]["seq"] + 1, events[-1]["seq"] + 1)
+        ), "no loss, no repeats"
+        assert len(live) < len(events), "events were batched"
+        sent = [datetime.fromisoformat(str(m["header"]["date"])) for m in live]
+        gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(sent)]
+        assert all(gap >= BATCH_INTERVAL * 0.8 for gap in gaps), gaps
+        done = next(e for e in events if e["eventType"] == "TOOL_COMPLETED")
+        assert done["data"]["output"].strip() == "391"
+
+        # A view that reconnects gets only what it has not seen.
+        mark = len(k.messages)
+        to_widget(k, comm_id, {"kind": "replay", "lastSeq": events[-3]["seq"]})
+        again = await k.wait_for(lambda m: bool(event_messages(k, comm_id, mark)))
+        assert (
+            [e["seq"] for e in custom(again)["events"]]
+            == [  # type: ignore[index]
+                e["seq"] for e in events[-2:]
+            ]
+        )
+
+        # An action the run refuses comes back as an error message.
+        mark = len(k.messages)
+        to_widget(k, comm_id, {"kind": "action", "action": "retry", "requestId": rid})
+        refused = await k.wait_for(
+            lambda m: (
+                m["msg_type"] == "comm_msg"
+                and (custom(m) or {}).get("kind") == "error"
+                and k.messages.index(m) >= mark
+            )
+        )
+        assert "cannot be retried" in custom(refused)["message"]  # type: ignore[index]
+
+        # The snapshot trait (what a saved notebook keeps) reached the front end.
+        updates = [
+            m["content"]["data"]["state"]["snapshot"]
+            for m in k.messages
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id
+            and m["content"]["data"].get("method") == "update"
+            and "snapshot" in m["content"]["data"]["state"]
+        ]
+        assert updates[-1]["status"] == "completed" and updates[-1]["requestId"] == rid
+        assert "391" in updates[-1]["finalText"]
