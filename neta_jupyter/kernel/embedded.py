@@ -8,10 +8,12 @@ model), ``NETA_DEMO_PACE`` (seconds between the demo model's tokens).
 
 from __future__ import annotations
 
+import atexit
 import base64
 import json
 import mimetypes
 import os
+import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -68,6 +70,8 @@ class EmbeddedHost:
         env = dict(os.environ if environ is None else environ)
         chosen = data_dir or env.get("NETA_DATA_DIR")
         self.data_dir = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="neta-kernel-"))
+        if not chosen:
+            atexit.register(shutil.rmtree, self.data_dir, ignore_errors=True)
         self.store = Store(self.data_dir / "neta.sqlite3")
         config = RuntimeConfig(
             root_dir=Path(root_dir or os.getcwd()),

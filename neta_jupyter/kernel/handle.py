@@ -272,7 +272,7 @@ class RunHandle:
     async def stop(self) -> None:
         """Terminate the run."""
         await self.host.terminate(self._rid())
-        self._kick.set()
+        self.poke()
 
     async def retry(self) -> None:
         """Continue a recoverable failure."""
@@ -282,6 +282,10 @@ class RunHandle:
     async def add_input(self, content: str) -> str:
         """Add input the run reads at its next step."""
         return await self.host.add_input(self._rid(), content)
+
+    def poke(self) -> None:
+        """Look for new events now (after an action taken elsewhere)."""
+        self._kick.set()
 
     def _resumed(self) -> None:
         self._rest.clear()

@@ -273,7 +273,7 @@ class NetaMagics(Magics):
             except HostError as exc:
                 print(f"could not stop {request_id}: {exc.message}")
             if handle is not None:
-                handle._kick.set()
+                handle.poke()
 
         spawn(stop(), "neta-stop")
         print(f"stopping {request_id}")
