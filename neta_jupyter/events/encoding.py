@@ -12,9 +12,20 @@ from .models import DATA_TYPES, AgentEvent, EventType
 _KNOWN_EVENT_TYPES = frozenset(EventType)
 
 
-def encode_json(event: AgentEvent) -> str:
-    """The envelope as compact JSON (camelCase, nulls left out to keep frames small)."""
-    return event.model_dump_json(by_alias=True, exclude_none=True)
+def encode_json(event: AgentEvent, seq: int | None = None) -> str:
+    """The envelope as compact JSON (camelCase, nulls left out to keep frames small).
+
+    With ``seq``, the envelope of ``event`` numbered ``seq``: the same text as encoding a copy
+    with that seq, without the cost of copying the model for every event appended.
+    """
+    body = event.model_dump_json(by_alias=True, exclude_none=True)
+    if seq is None:
+        return body
+    # seq is the envelope's second field, so it goes right after eventType.
+    head = f'{{"eventType":"{event.event_type.value}",'
+    if event.seq is None and body.startswith(head):
+        return f'{head}"seq":{seq},{body[len(head) :]}'
+    return encode_json(event.model_copy(update={"seq": seq}))
 
 
 def sse_frame(event_type: str, payload: str, seq: int | None) -> str:

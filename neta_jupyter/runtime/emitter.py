@@ -2,9 +2,33 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
+
 from ..events import AgentEvent, EventData, EventType
 from ..events.redact import Redactor
 from ..store import EventLog
+
+
+class _Clock:
+    """Envelope timestamps (UTC, milliseconds), formatted once per millisecond, not per event."""
+
+    __slots__ = ("_ms", "_text")
+
+    def __init__(self) -> None:
+        self._ms = -1
+        self._text = ""
+
+    def __call__(self) -> str:
+        ms = time.time_ns() // 1_000_000
+        if ms != self._ms:
+            moment = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
+            self._ms = ms
+            self._text = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return self._text
+
+
+_timestamp = _Clock()
 
 
 class RunEmitter:
@@ -28,6 +52,7 @@ class RunEmitter:
                 event_type=event_type,
                 request_id=self.request_id,
                 data=data,
+                timestamp=_timestamp(),
                 step=self.step,
                 total_tokens=self.total_tokens,
             )

@@ -7,6 +7,7 @@ tool calls keep the ids the client already knows.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -21,6 +22,9 @@ from ..providers.base import (
     UsagePart,
 )
 from .emitter import RunEmitter
+
+_YIELD_EVERY = 64
+"""Parts handled before the stream lets the event loop run other callbacks."""
 
 
 @dataclass(slots=True)
@@ -44,16 +48,20 @@ class _Fresh:
     def __init__(self, sent: str) -> None:
         self.sent = sent
         self.seen = ""
+        # Once the text has gone past (or away from) what was sent, every chunk is fresh; from
+        # then on nothing is accumulated, so a long answer costs the same per chunk throughout.
+        self.past = not sent
 
     def __call__(self, chunk: str) -> str:
+        if self.past:
+            return chunk
         start = len(self.seen)
         self.seen += chunk
-        if not self.sent:
-            return chunk
-        if len(self.seen) <= len(self.sent):
-            return "" if self.sent.startswith(self.seen) else chunk
-        if self.seen.startswith(self.sent):
-            return self.seen[max(start, len(self.sent)) :]
+        if len(self.seen) <= len(self.sent) and self.sent.startswith(self.seen):
+            return ""
+        self.past, seen, self.seen = True, self.seen, ""
+        if seen.startswith(self.sent):
+            return seen[max(start, len(self.sent)) :]
         return chunk
 
 
@@ -89,8 +97,14 @@ class ReplyStreamer:
     async def consume(self, parts: AsyncIterator[StreamPart]) -> Reply:
         """Drain the provider stream; on an exception the open segment is still closed."""
         try:
+            count = 0
             async for part in parts:
                 self._on_part(part)
+                count += 1
+                if count % _YIELD_EVERY == 0:
+                    # A provider whose parts are already buffered never suspends: let the loop
+                    # commit and send what was emitted, and serve other runs, between runs of parts.
+                    await asyncio.sleep(0)
         finally:
             self._close_segment()
             self._flush_calls()

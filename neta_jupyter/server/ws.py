@@ -105,8 +105,9 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
             "compact": self._compact,
             "set_thinking_level": self._thinking_level,
         }
-        if self.stream is not None:
-            self.stream.set_nodelay(True)
+        # Small frames must not wait for Nagle's algorithm (the handler's own ``stream`` attribute
+        # is not the connection's, so this goes through tornado).
+        self.set_nodelay(True)
         super().open(*args, **kwargs)
 
     def on_close(self) -> None:

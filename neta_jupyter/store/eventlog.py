@@ -108,7 +108,7 @@ class SqliteEventLog:
         if seq is None:
             seq = self._stored_last(rid) + 1
         self._next[rid] = seq + 1
-        payload = encode_json(event.model_copy(update={"seq": seq}))
+        payload = encode_json(event, seq)
         if self.redactor:
             payload = self.redactor(payload)
         self._db.queue_event((rid, seq, str(event.event_type), payload))
