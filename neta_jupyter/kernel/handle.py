@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -26,6 +27,32 @@ KERNEL_GRACE = 1.0
 """Seconds a server-hosted kernel tool may wait on this kernel before ``wait()`` gives up."""
 
 _background: set[asyncio.Task[Any]] = set()
+
+
+def in_latest_request(action: Callable[[], None]) -> None:
+    """Run ``action`` as part of the kernel's latest request rather than the task's own cell.
+
+    A background task keeps the parent header of the cell that created it, and IOPub messages
+    of a finished cell reach no one: nbclient, for one, reads only the running cell's messages
+    (and applies display updates from it to any cell). So the outcome of a run is published as
+    part of whatever request came last, which may be the cell awaiting the run.
+    """
+    from IPython.core.getipython import get_ipython
+
+    shell = get_ipython()  # type: ignore[no-untyped-call]
+    kernel = getattr(shell, "kernel", None)
+    # ipykernel keeps the context of its latest shell request; there is no public accessor.
+    latest_context = getattr(kernel, "_shell_context", None)
+    latest = getattr(shell, "parent_header", None)
+    if not isinstance(latest_context, contextvars.Context) or not latest:
+        action()
+        return
+
+    def adopt_and_act() -> None:
+        shell.set_parent(latest)  # the display publisher's parent, in this context only
+        action()
+
+    latest_context.copy().run(adopt_and_act)
 
 
 class RunNeedsKernel(RuntimeError):
@@ -145,6 +172,9 @@ class RunHandle:
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), KERNEL_GRACE / 4)
+        # Once more as part of the awaiting cell: a headless client (nbclient) may have moved
+        # on from the cell that started the run before the run ended.
+        self._refresh_output()
         return self
 
     def __await__(self) -> Generator[Any, None, RunHandle]:
@@ -234,14 +264,20 @@ class RunHandle:
 
     def _settle(self) -> None:
         """At rest: refresh the saved state of the output, wake those waiting."""
+        in_latest_request(self._refresh_output)
+        self._rest.set()
+        self._changed.set()
+
+    def _refresh_output(self) -> None:
         if self.widget is not None:
             self.widget.flush()
-            self.widget.snapshot = self.digest.snapshot()
+            with self.widget.hold_sync():
+                self.widget.snapshot = self.digest.snapshot()
+            # Again in full: a headless client may have missed the changes (see above).
+            self.widget.send_state(["request_id", "snapshot"])
         if self._display is not None:
             with contextlib.suppress(Exception):
                 self._display.update(self.bundle(), raw=True)
-        self._rest.set()
-        self._changed.set()
 
     # --- actions (from code, the magics or the widget)
 
