@@ -98,10 +98,11 @@ async def test_magic_returns_at_once_and_the_output_carries_widget_and_markdown(
 
         state = await k.json(
             LAST
-            + "print(json.dumps([_last.status, _last.prompt, _last.options.session,"
-            " _last.widget.mode, _last.widget.request_id]))".replace("json.", "__import__('json').")
+            + "print(__import__('json').dumps([_last.status, _last.prompt, _last.options.session,"
+            " _last.widget.mode, _last.widget.request_id, _last.options.notebook_path]))"
         )
-        status, prompt, session, mode, request_id = state
+        status, prompt, session, mode, request_id, path = state
+        assert path == session, "the run knows the notebook (for its folder's AGENTS.md)"
         assert status in ("starting", "running"), "the cell finished before the run"
         assert prompt == "tell me about sales"
         assert session == str(tmp_path / "analysis.ipynb"), "the notebook is the session"

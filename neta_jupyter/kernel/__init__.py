@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context import KernelContext
+from .context import KernelContext, notebook_path
 from .handle import RunHandle
 from .host import Host, HostError, RunOptions
 
@@ -75,6 +75,7 @@ def ask(
         max_steps=max_steps,
         approve=approve,
         tools=tools,
+        notebook_path=notebook_path(context.shell.user_ns),
     )
     return context.launch(options, display=display)
 

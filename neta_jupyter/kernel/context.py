@@ -15,8 +15,8 @@ from .host import Host, RunOptions
 DEFAULT_SESSION = "default"
 
 
-def notebook_session(user_ns: dict[str, Any], environ: dict[str, str] | None = None) -> str:
-    """The notebook's path, which names its default session."""
+def notebook_path(user_ns: dict[str, Any], environ: dict[str, str] | None = None) -> str | None:
+    """The notebook's path, when the kernel knows it."""
     env = os.environ if environ is None else environ
     for value in (
         user_ns.get("__session__"),  # ipykernel, from the server's JPY_SESSION_NAME
@@ -25,7 +25,12 @@ def notebook_session(user_ns: dict[str, Any], environ: dict[str, str] | None = N
     ):
         if isinstance(value, str) and value:
             return value
-    return DEFAULT_SESSION
+    return None
+
+
+def notebook_session(user_ns: dict[str, Any], environ: dict[str, str] | None = None) -> str:
+    """The name of the notebook's default session: its path."""
+    return notebook_path(user_ns, environ) or DEFAULT_SESSION
 
 
 def choose_host(shell: Any) -> Host:

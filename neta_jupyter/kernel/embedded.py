@@ -105,6 +105,7 @@ class EmbeddedHost:
                 tools=options.tools,
                 max_steps=options.max_steps,
                 approve=options.approve,
+                notebook_path=options.notebook_path,
             )
         except RunApiError as exc:
             raise HostError(exc.message, code=exc.code) from exc

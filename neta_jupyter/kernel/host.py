@@ -43,6 +43,8 @@ class RunOptions:
     """``ask`` (prompt in the widget), ``auto`` or ``deny`` (headless runs)."""
     tools: list[str] | None = None
     """Tool names to offer; None offers all."""
+    notebook_path: str | None = None
+    """The notebook, when known (its folder's AGENTS.md joins the context)."""
 
 
 @dataclass(frozen=True, slots=True)

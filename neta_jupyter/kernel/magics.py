@@ -15,7 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
-from .context import KernelContext
+from .context import KernelContext, notebook_path
 from .host import HostError, RunOptions
 
 HELP = """\
@@ -203,6 +203,7 @@ class NetaMagics(Magics):
             max_steps=options.get("max-steps"),
             approve=str(options.get("approve") or "ask"),
             tools=options.get("tools"),
+            notebook_path=notebook_path(ctx.shell.user_ns),
         )
         ctx.launch(run)
 

@@ -105,6 +105,8 @@ class ServerHost:
             body["maxSteps"] = options.max_steps
         if options.tools is not None:
             body["tools"] = options.tools
+        if options.notebook_path:
+            body["notebookPath"] = options.notebook_path
         answer = await self._post("agent/run/async", body)
         return Started(str(answer["requestId"]), str(answer["sessionId"]))
 
