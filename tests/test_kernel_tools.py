@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from httpx_sse import aconnect_sse
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
@@ -173,3 +175,31 @@ async def test_without_a_kernel_the_kernel_tools_are_not_offered(
     offered = {t.name for t in model.requests[0].tools}
     assert "read_file" in offered and not offered & {"python", "list_variables"}
     assert json.dumps(sorted(offered))
+
+
+async def test_code_waiting_behind_a_busy_cell_never_runs_once_the_run_is_stopped(
+    api: ApiClient, runtime: Runtime, jp_serverapp: Any
+) -> None:
+    script(runtime, call("python", code="late_marker = 1"), ScriptedTurn(text="unreachable"))
+    async with kernel_of(jp_serverapp) as (kernel_id, bridge):
+        busy = asyncio.ensure_future(bridge.execute("import time\ntime.sleep(6)"))
+        kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id)
+        for _ in range(100):
+            if kernel.execution_state == "busy":
+                break
+            await asyncio.sleep(0.05)
+        rid = (await api.start("go", model="scripted", kernelId=kernel_id, approve="auto"))[
+            "requestId"
+        ]
+        async with aconnect_sse(
+            api.http, "GET", "neta/api/agent/run/stream", params={"requestId": rid}
+        ) as source:
+            async for sse in source.aiter_sse():
+                if sse.event == "TOOL_RUNNING" and "kernel" in sse.data:
+                    break  # the python call now waits for the kernel
+        stopped = await api.post("terminateTask", {"requestId": rid})
+        assert stopped.status_code == 200, stopped.text
+        await busy
+        await asyncio.sleep(0.5)
+        probe = await bridge.execute_quietly("print('late_marker' in globals())")
+        assert probe.output == "False\n"

@@ -51,7 +51,12 @@ class ServerKernelBridge:
     # --- KernelBridge
 
     async def execute(self, code: str, *, timeout: float | None = None) -> ToolResult:
-        """Run ``code`` as the user would (outputs collected, no history entry)."""
+        """Run ``code`` as the user would (outputs collected, no history entry).
+
+        While the user's cell runs, the code waits here rather than in the kernel's queue, so a
+        run stopped meanwhile never executes it later.
+        """
+        await self._idle_within(None)
         return await self._run(code, timeout=timeout, silent=False)
 
     async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
@@ -128,12 +133,21 @@ class ServerKernelBridge:
             if target is not None:
                 target.put_nowait(msg)
 
-    async def _idle_within(self, seconds: float) -> bool:
-        """Whether the kernel is (or becomes) idle within ``seconds``, by the server's account."""
-        deadline = time.monotonic() + seconds
+    async def _idle_within(self, seconds: float | None) -> bool:
+        """Whether the kernel is (or becomes) idle within ``seconds``, by the server's account.
+
+        Without a limit, waits as long as the kernel lives.
+        """
+        began = time.monotonic()
+        checked = began
         while getattr(self._kernel(), "execution_state", "idle") == "busy":
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if seconds is not None and now - began >= seconds:
                 return False
+            if now - checked >= _POLL:
+                checked = now
+                if not await ensure_async(self._kernel().is_alive()):
+                    raise ToolError("the notebook's kernel is no longer running")
             await asyncio.sleep(0.1)
         return True
 
