@@ -43,7 +43,9 @@ def ask(
     """Ask the agent from Python; returns the run's handle at once (``await`` it to wait).
 
     In a notebook the run widget is displayed (``display=False`` to skip it). ``approve`` is
-    ``ask`` (the widget asks before tools that need permission), ``auto`` or ``deny``.
+    ``ask`` (the widget asks before tools that need permission), ``auto`` or ``deny``. The run
+    is created in the background: ``request_id`` is set as soon as the cell lets the kernel's
+    loop run (``await run`` waits until the run is at rest).
     """
     from .kernel import ask as start
 
