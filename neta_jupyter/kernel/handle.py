@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from ..widgets.transcript import RunDigest, render_markdown
-from .host import Host, HostError, RunOptions
+from .host import Host, HostError, RunOptions, Started
 
 _FOLLOW_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds between polls of a run at rest that may continue (suspended, retryable)."""
@@ -148,6 +148,12 @@ class RunHandle:
     def begin(self) -> asyncio.Task[Any]:
         """Start (or attach) and follow, in the background on the running loop."""
         if self._task is None:
+            start_now = getattr(self.host, "start_now", None)
+            if self.request_id is None and self.options is not None and start_now is not None:
+                try:
+                    self._started(start_now(self.options))
+                except HostError as exc:
+                    self._start_failed(exc)
             self._task = spawn(self._drive(), f"neta-follow-{self.request_id or 'new'}")
         return self._task
 
@@ -182,6 +188,8 @@ class RunHandle:
 
     async def _drive(self) -> None:
         try:
+            if self.start_error is not None:
+                return
             if self.request_id is None and not await self._start():
                 return
             await self._follow()
@@ -196,11 +204,18 @@ class RunHandle:
         try:
             started = await self.host.start(self.options)
         except HostError as exc:
-            self.start_error = exc
-            self.digest.status = "failed"
-            self.digest.error_message = f"could not start the run: {exc.message}"
-            self._settle()
+            self._start_failed(exc)
             return False
+        self._started(started)
+        return True
+
+    def _start_failed(self, exc: HostError) -> None:
+        self.start_error = exc
+        self.digest.status = "failed"
+        self.digest.error_message = f"could not start the run: {exc.message}"
+        self._settle()
+
+    def _started(self, started: Started) -> None:
         self.request_id, self.session_id = started.request_id, started.session_id
         self.digest.request_id = started.request_id
         if self._on_start is not None:
@@ -208,7 +223,6 @@ class RunHandle:
         if self.widget is not None:
             self.widget.request_id = started.request_id
             self.widget.snapshot = self.digest.snapshot()
-        return True
 
     async def _follow(self) -> None:
         assert self.request_id is not None

@@ -91,8 +91,7 @@ class ServerHost:
 
     # --- actions
 
-    async def start(self, options: RunOptions) -> Started:
-        """``POST agent/run/async`` with this kernel's id."""
+    def _run_body(self, options: RunOptions) -> dict[str, Any]:
         body: dict[str, Any] = {
             "content": options.prompt,
             "sessionName": options.session,
@@ -107,7 +106,28 @@ class ServerHost:
             body["tools"] = options.tools
         if options.notebook_path:
             body["notebookPath"] = options.notebook_path
-        answer = await self._post("agent/run/async", body)
+        return body
+
+    async def start(self, options: RunOptions) -> Started:
+        """``POST agent/run/async`` with this kernel's id."""
+        answer = await self._post("agent/run/async", self._run_body(options))
+        return Started(str(answer["requestId"]), str(answer["sessionId"]))
+
+    def start_now(self, options: RunOptions) -> Started:
+        """The same, synchronously: the run exists before the cell that asked for it returns.
+
+        A later cell may keep the kernel busy for minutes; the run must not wait for it, and the
+        widget needs the run's id to follow it on the server meanwhile.
+        """
+        try:
+            response = self._sync.post(_API + "agent/run/async", json=self._run_body(options))
+        except httpx.HTTPError as exc:
+            raise HostError(
+                f"could not reach the Jupyter server: {exc}", code="UNREACHABLE"
+            ) from exc
+        if response.status_code >= 400:
+            raise _error_of(response)
+        answer = response.json()
         return Started(str(answer["requestId"]), str(answer["sessionId"]))
 
     async def resume(
