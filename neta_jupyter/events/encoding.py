@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -36,6 +37,13 @@ def sse_frame(event_type: str, payload: str, seq: int | None) -> str:
     if seq is None:
         return f"event: {event_type}\ndata: {payload}\n\n"
     return f"id: {seq}\nevent: {event_type}\ndata: {payload}\n\n"
+
+
+def sse_frames(events: Iterable[tuple[int, str, str]]) -> str:
+    """Consecutive SSE messages for stored ``(seq, eventType, envelope)`` rows, in one string."""
+    return "".join(
+        [f"id: {seq}\nevent: {kind}\ndata: {payload}\n\n" for seq, kind, payload in events]
+    )
 
 
 def sse_error_frame(message: str) -> str:

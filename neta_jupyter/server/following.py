@@ -7,8 +7,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..events import AgentEvent, EventType, HeartbeatData, encode_json
+from ..events import TERMINAL_EVENT_TYPES, AgentEvent, EventType, HeartbeatData, encode_json
 from ..store import EventLog, StoredEvent
+
+_TERMINAL = frozenset(str(t) for t in TERMINAL_EVENT_TYPES)
 
 Tick = list[StoredEvent] | None
 """A batch of stored events, or ``None`` when a heartbeat is due."""
@@ -57,7 +59,8 @@ async def follow_with_heartbeat(
 
 def until_terminal(batch: list[StoredEvent]) -> tuple[list[StoredEvent], bool]:
     """The batch cut after its first terminal event, and whether one was found."""
-    for index, event in enumerate(batch):
-        if event.terminal:
-            return batch[: index + 1], True
-    return batch, False
+    types = [event.event_type for event in batch]
+    if _TERMINAL.isdisjoint(types):  # the usual case, decided without a loop in Python
+        return batch, False
+    end = next(index for index, kind in enumerate(types) if kind in _TERMINAL) + 1
+    return batch[:end], True

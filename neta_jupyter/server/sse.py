@@ -9,6 +9,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from ..events import sse_error_frame, sse_frame
+from ..events.encoding import sse_frames
 from ..runtime import RunNotFound
 from .base import NetaHandler
 from .errors import ApiError
@@ -100,7 +101,7 @@ class StreamHandler(NetaHandler):
                     await self.flush()
                     continue
                 batch, ended = until_terminal(tick)
-                self.write("".join(sse_frame(e.event_type, e.payload, e.seq) for e in batch))
+                self.write(sse_frames(batch))
                 await self.flush()
                 if ended:
                     break

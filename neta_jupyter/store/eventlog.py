@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ..events import TERMINAL_EVENT_TYPES, AgentEvent, encode_json
 from ..events.redact import Redactor
@@ -18,9 +17,12 @@ from .db import Database, PendingRow
 _TERMINAL = frozenset(str(t) for t in TERMINAL_EVENT_TYPES)
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    """An event as stored: its seq, type and the envelope JSON that every transport sends as is."""
+class StoredEvent(NamedTuple):
+    """An event as stored: its seq, type and the envelope JSON that every transport sends as is.
+
+    A named tuple: about half the cost of a frozen dataclass to make, and a long replay makes
+    hundreds of thousands.
+    """
 
     seq: int
     event_type: str
@@ -88,7 +90,7 @@ class SqliteEventLog:
         db: Database,
         *,
         tail_size: int = 4096,
-        read_batch: int = 4096,
+        read_batch: int = 512,
         redactor: Redactor | None = None,
     ) -> None:
         self._db = db
@@ -96,6 +98,9 @@ class SqliteEventLog:
         self._next: dict[str, int] = {}
         self._tails: dict[str, _Tail] = {}
         self._tail_size = tail_size
+        # Followers behind the tail read this many rows at a time: few enough that little of a
+        # replay is alive whenever the garbage collector runs (survivors make it scan the whole
+        # heap), enough that a query and a flush are shared by many events.
         self._read_batch = read_batch
         db.on_commit(self._committed)
 
@@ -168,7 +173,7 @@ class SqliteEventLog:
             "AND seq <= ? ORDER BY seq LIMIT ?",
             (request_id, after_seq, upto, limit),
         ).fetchall()
-        return [StoredEvent(*row) for row in rows]
+        return list(map(StoredEvent._make, rows))
 
     def last_event(self, request_id: str) -> StoredEvent | None:
         """The last durable event of the run."""
