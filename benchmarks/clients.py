@@ -21,6 +21,7 @@ class Received:
     """What one subscriber got: events (heartbeats left out) and when the last one arrived."""
 
     events: int = 0
+    bytes: int = 0
     last_type: str = ""
     finished: float = 0.0
     latencies: list[float] = field(default_factory=list)
@@ -67,16 +68,15 @@ async def sse_count(
     got = Received()
     tail = b""
     started = time.perf_counter()
-    read = 0
     async with client.stream("GET", url, params=params, headers=headers) as response:
         response.raise_for_status()
         async for chunk in response.aiter_raw():
             joined = tail + chunk[:1]
             got.events += chunk.count(b"\n\n") + (joined == b"\n\n")
+            got.bytes += len(chunk)
             tail = chunk[-1:]
             if pace is not None:
-                read += len(chunk)
-                ahead = started + read / pace - time.perf_counter()
+                ahead = started + got.bytes / pace - time.perf_counter()
                 if ahead > 0:
                     await asyncio.sleep(ahead)
     got.finished = time.perf_counter()
@@ -108,6 +108,39 @@ async def ws_events(
                     on_event(event)
             if events and events[-1]["eventType"] in TERMINAL:
                 got.last_type = events[-1]["eventType"]
+                break
+    got.finished = time.perf_counter()
+    return got
+
+
+_TERMINAL_MARKS = tuple(f'"eventType":"{t}"' for t in TERMINAL)
+
+
+async def ws_count(
+    url: str,
+    subscribe: dict[str, Any],
+    headers: dict[str, str] | None = None,
+) -> Received:
+    """Count envelopes in WebSocket array frames without parsing them, up to the terminal one.
+
+    An envelope starts with ``{"eventType":``; inside a JSON string those quotes are escaped, so
+    the count is exact.
+    """
+    got = Received()
+    async with websockets.connect(
+        url, additional_headers=headers, max_size=None, compression=None
+    ) as ws:
+        await ws.send(json.dumps(subscribe))
+        while True:
+            frame = await ws.recv()
+            assert isinstance(frame, str)
+            if frame.startswith("{"):
+                if '"type":"error"' in frame.replace(" ", ""):
+                    raise RuntimeError(f"subscription refused: {frame}")
+                continue
+            got.events += frame.count('{"eventType":')
+            got.bytes += len(frame)
+            if any(mark in frame for mark in _TERMINAL_MARKS):
                 break
     got.finished = time.perf_counter()
     return got

@@ -22,6 +22,8 @@ import httpx
 
 REPO = Path(__file__).resolve().parent.parent
 TERMINAL = frozenset({"MESSAGE_COMPLETED", "MESSAGE_SUSPENDED", "MESSAGE_FAILED"})
+Frames = list[tuple[int, str, str]]
+"""A run's stored events as (seq, eventType, envelope JSON)."""
 BATCH = 512
 """Events per flush in the bare baselines: the group commit's largest batch, which the real
 handlers write and flush as one piece."""
@@ -223,7 +225,7 @@ class NetaServer(_Process):
         """Start or stop the in-server event-loop lag monitor (``stop`` returns its samples)."""
         return _lag(self.base + f"neta-bench/lag?action={action}", self.headers)
 
-    def stored_frames(self, request_id: str) -> list[tuple[int, str, str]]:
+    def stored_frames(self, request_id: str) -> Frames:
         """The run's stored events as (seq, type, envelope JSON), read from its database."""
         with closing_ro(self.db_path) as conn:
             return conn.execute(
@@ -251,7 +253,7 @@ class BareServer(_Process):
         )
         _wait_ready(self.proc, self.base + "ready", log, {})
 
-    def load(self, name: str, frames: list[tuple[int, str, str]]) -> None:
+    def load(self, name: str, frames: Frames) -> None:
         """Hand the server a set of frames; it pre-serialises them before answering."""
         path = self.dir / f"{name}.jsonl"
         with path.open("w", encoding="utf-8") as out:

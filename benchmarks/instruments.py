@@ -10,6 +10,8 @@ This patches the product classes in the benchmark server only; nothing here ship
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -63,5 +65,7 @@ def install() -> None:
     def with_lag_handler(self: NetaApp, *args: Any) -> None:
         initialize_handlers(self, *args)
         self.handlers.append((r"/neta-bench/lag", LagHandler))
+        if os.environ.get("BENCH_GC_FREEZE"):
+            gc.freeze()
 
     NetaApp.initialize_handlers = with_lag_handler  # type: ignore[method-assign]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import time
 from typing import Any
 
 INTERVAL = 0.005
@@ -34,10 +36,16 @@ class LagMonitor:
             self.samples.append(max(0.0, loop.time() - before - INTERVAL))
 
     def act(self, action: str) -> dict[str, Any]:
-        """``start`` clears and starts sampling; ``stop`` stops and returns the samples."""
+        """``start`` clears and starts sampling; ``stop`` stops and returns the samples;
+        ``gc`` reports the collector's counters and how many objects it tracks."""
         if action == "start":
             self.start()
             return {"started": True}
+        if action == "gc":
+            began = time.perf_counter()
+            gc.collect()
+            took = time.perf_counter() - began
+            return {"stats": gc.get_stats(), "tracked": len(gc.get_objects()), "full": took}
         samples = self.stop()
         return {"samples": samples}
 
