@@ -30,12 +30,19 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
+def last_run() -> RunHandle | None:
+    """The latest run started in this kernel by ``%neta`` or ``ask`` (``await`` it to wait)."""
+    from .kernel import last_run as latest
+
+    return latest()
+
+
 def ask(
     prompt: str,
     *,
     model: str | None = None,
     session: str | None = None,
-    approve: str = "ask",
+    approve: str | None = None,
     max_steps: int | None = None,
     tools: list[str] | None = None,
     display: bool = True,
@@ -60,4 +67,4 @@ def ask(
     )
 
 
-__all__ = ["__version__", "ask", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["__version__", "ask", "last_run", "load_ipython_extension", "unload_ipython_extension"]

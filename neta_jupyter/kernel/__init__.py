@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context import KernelContext, notebook_path
+from .context import KernelContext, default_approve, notebook_path
 from .handle import RunHandle
 from .host import Host, HostError, RunOptions
 
@@ -28,6 +28,11 @@ def current_context(shell: Any = None) -> KernelContext:
             raise RuntimeError("neta_jupyter needs IPython: use it in a notebook or in ipython")
         _context = KernelContext(shell)
     return _context
+
+
+def last_run() -> RunHandle | None:
+    """The handle of the latest run started in this kernel (``await`` it to wait for it)."""
+    return current_context().last
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -55,7 +60,7 @@ def ask(
     *,
     model: str | None = None,
     session: str | None = None,
-    approve: str = "ask",
+    approve: str | None = None,
     max_steps: int | None = None,
     tools: list[str] | None = None,
     display: bool = True,
@@ -65,6 +70,7 @@ def ask(
     ``session`` defaults to the notebook's conversation; ``approve`` is ``ask`` (the widget asks),
     ``auto`` or ``deny`` (headless runs).
     """
+    approve = approve or default_approve()
     if approve not in ("ask", "auto", "deny"):
         raise ValueError("approve must be 'ask', 'auto' or 'deny'")
     context = current_context()

@@ -28,6 +28,12 @@ def notebook_path(user_ns: dict[str, Any], environ: dict[str, str] | None = None
     return None
 
 
+def default_approve(environ: dict[str, str] | None = None) -> str:
+    """``ask`` unless ``NETA_APPROVE`` says ``auto`` or ``deny`` (headless notebook runs)."""
+    value = (environ if environ is not None else os.environ).get("NETA_APPROVE", "ask")
+    return value if value in ("ask", "auto", "deny") else "ask"
+
+
 def notebook_session(user_ns: dict[str, Any], environ: dict[str, str] | None = None) -> str:
     """The name of the notebook's default session: its path."""
     return notebook_path(user_ns, environ) or DEFAULT_SESSION
@@ -55,6 +61,10 @@ class KernelContext:
     """Set by ``--new``: later prompts continue that conversation."""
     handles: dict[str, RunHandle] = field(default_factory=dict)
     last: RunHandle | None = None
+    launched: list[RunHandle] = field(default_factory=list)
+    """Every run started here, in order (started or still queued)."""
+    by_session: dict[str, RunHandle] = field(default_factory=dict)
+    """The latest handle of each conversation, so the next prompt can queue behind it."""
     _host: Host | None = None
 
     @property
@@ -92,6 +102,11 @@ class KernelContext:
     def launch(self, options: RunOptions, *, display: bool = True) -> RunHandle:
         """Create the handle, show it, start the run in the background; returns at once."""
         handle = RunHandle(self.host, options.prompt, options=options, on_start=self.remember)
+        previous = self.by_session.get(options.session)
+        if previous is not None and not previous.at_rest:
+            handle.after = previous
+        self.by_session[options.session] = handle
+        self.launched.append(handle)
         self.last = handle
         self._go(handle, display)
         return handle

@@ -147,6 +147,19 @@ class EmbeddedHost:
         except RunApiError as exc:
             raise HostError(exc.message, code=exc.code) from exc
 
+    async def compact(self, session: str, instructions: str | None = None) -> Started:
+        """Compact the named session through the embedded runtime."""
+        found = [s for s in self.store.records.sessions(PRINCIPAL) if s.name == session]
+        if not found:
+            raise HostError(f"no conversation named {session!r} yet", code="SESSION_NOT_FOUND")
+        try:
+            run = await self.runtime.compact_session(
+                PRINCIPAL, found[0].session_id, instructions=instructions
+            )
+        except RunApiError as exc:
+            raise HostError(exc.message, code=exc.code) from exc
+        return Started(run.request_id, run.session_id)
+
     async def add_input(self, request_id: str, content: str) -> str:
         """Queue input for the next step."""
         try:

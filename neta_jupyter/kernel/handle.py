@@ -105,6 +105,9 @@ class RunHandle:
         self._kernel_calls: dict[str, str] = {}
         self._task: asyncio.Task[Any] | None = None
         self._on_start = on_start
+        self.after: RunHandle | None = None
+        """An earlier run of the same conversation that must come to rest before this one starts
+        (a session runs one prompt at a time; "Run All" queues them instead of refusing)."""
 
     # --- what the user reads
 
@@ -133,6 +136,11 @@ class RunHandle:
         """The permission ask or question the run waits on."""
         return self.digest.pending_ask
 
+    @property
+    def at_rest(self) -> bool:
+        """Completed, failed or waiting for the user: nothing happens until someone acts."""
+        return self._rest.is_set()
+
     def markdown(self) -> str:
         """The static transcript."""
         return render_markdown(self.prompt, self.digest)
@@ -149,7 +157,13 @@ class RunHandle:
         """Start (or attach) and follow, in the background on the running loop."""
         if self._task is None:
             start_now = getattr(self.host, "start_now", None)
-            if self.request_id is None and self.options is not None and start_now is not None:
+            queued = self.after is not None and not self.after.at_rest
+            if (
+                self.request_id is None
+                and self.options is not None
+                and start_now is not None
+                and not queued
+            ):
                 try:
                     self._started(start_now(self.options))
                 except HostError as exc:
@@ -190,6 +204,8 @@ class RunHandle:
         try:
             if self.start_error is not None:
                 return
+            if self.after is not None:
+                await self.after._rest.wait()
             if self.request_id is None and not await self._start():
                 return
             await self._follow()

@@ -91,6 +91,10 @@ class Host(Protocol):
         """Queue input for the run's next step; returns the input id."""
         ...
 
+    async def compact(self, session: str, instructions: str | None = None) -> Started:
+        """Summarise the named session's older turns now (a short run that shows it)."""
+        ...
+
     def follow(self, request_id: str, after_seq: int = -1) -> AsyncIterator[dict[str, Any]]:
         """Envelopes after ``after_seq`` up to the next terminal event (one stream segment).
 

@@ -15,7 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
-from .context import KernelContext, notebook_path
+from .context import KernelContext, default_approve, notebook_path
 from .host import HostError, RunOptions
 
 HELP = """\
@@ -28,6 +28,8 @@ Options (before the prompt or at its end; in %%neta on the first line):
   --new                      start a fresh conversation (later prompts continue it)
   --max-steps N              at most N model calls
   --approve ask|auto|deny    tools that need permission: ask (default), allow or refuse all
+                             (NETA_APPROVE=auto in the environment sets the default, for
+                             notebooks run headless with jupyter execute or nbclient)
   --tools a,b,c              offer only these tools
   --                         end of options: the rest is the prompt
 
@@ -41,6 +43,7 @@ Subcommands:
   %neta show <requestId>     show a run again, live if it is still going
   %neta config               where runs go and with what settings
   %neta models               models you can choose
+  %neta compact [instructions]     summarise this conversation's older turns now
   %neta help                 this text
 
 From Python: run = neta_jupyter.ask("...", approve="auto"); await run.wait()
@@ -201,7 +204,7 @@ class NetaMagics(Magics):
             session=str(options.get("session") or ctx.session()),
             model=options.get("model"),
             max_steps=options.get("max-steps"),
-            approve=str(options.get("approve") or "ask"),
+            approve=str(options.get("approve") or default_approve()),
             tools=options.get("tools"),
             notebook_path=notebook_path(ctx.shell.user_ns),
         )
@@ -219,6 +222,8 @@ class NetaMagics(Magics):
                 self._guarded(getattr(self, f"_{name}"), ids[0] if ids else None)
             case "show" if len(args) == len(ids) == 1:
                 self._guarded(self._show, ids[0])
+            case "compact":
+                self._guarded(self._compact, " ".join(args) or None)
             case "history" if not args or (args[0].startswith("--session") and len(args) <= 2):
                 self._guarded(self._history, _session_argument(args))
             case _:
@@ -279,7 +284,27 @@ class NetaMagics(Magics):
         spawn(stop(), "neta-stop")
         print(f"stopping {request_id}")
 
+    def _compact(self, instructions: str | None) -> None:
+        ctx = self.context
+        from .handle import spawn
+
+        async def compact() -> None:
+            try:
+                started = await ctx.host.compact(ctx.session(), instructions)
+            except HostError as exc:
+                print(f"could not compact: {exc.message}")
+                return
+            ctx.attach(started.request_id, "/compact")
+
+        spawn(compact(), "neta-compact")
+        print(f"compacting {ctx.session()!r}")
+
     def _status(self, request_id: str | None) -> None:
+        last = self.context.last
+        if request_id is None and last is not None and last.request_id is None:
+            # Embedded runs are created on the kernel's loop, right after the cell that asked.
+            print(f"{last.prompt!r}: {last.status}")
+            return
         summary = self.context.host.status(request_id or self._last_id())
         print(_describe_run(summary))
 

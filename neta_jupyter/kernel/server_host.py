@@ -130,6 +130,17 @@ class ServerHost:
         answer = response.json()
         return Started(str(answer["requestId"]), str(answer["sessionId"]))
 
+    async def compact(self, session: str, instructions: str | None = None) -> Started:
+        """``POST sessions/compact`` for the named session."""
+        found = [s for s in self.sessions() if s.get("name") == session]
+        if not found:
+            raise HostError(f"no conversation named {session!r} yet", code="SESSION_NOT_FOUND")
+        body: dict[str, Any] = {"sessionId": found[0]["sessionId"]}
+        if instructions:
+            body["instructions"] = instructions
+        answer = await self._post("sessions/compact", body)
+        return Started(str(answer["requestId"]), str(answer["sessionId"]))
+
     async def resume(
         self,
         request_id: str,
