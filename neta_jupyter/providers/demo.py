@@ -47,7 +47,7 @@ _TRACEBACK = "Traceback (most recent call last)"
 _ENTRY = re.compile(r"^(?P<name>.+?)(?:\t|\s{2,}|\s+\()\s*(?P<size>\d[\d,]*)\s*(?:bytes|B)\b")
 _VARIABLE = re.compile(r"^[-*\s]*`?(?P<name>[A-Za-z_]\w*)`?(?::|\t|\s{2,}|\s-\s)\s*(?P<kind>.*)$")
 _DTYPE = (
-    r"(?:u?int\d*|U?Int\d+|float\d*|Float\d+|complex\d*|object|bool|boolean|string|category"
+    r"(?:u?int\d*|U?Int\d+|float\d*|Float\d+|complex\d*|object|bool|boolean|string|str|category"
     r"|datetime64\S*|timedelta64\S*)"
 )
 _COLUMN_LINE = re.compile(  # "price: float64, 5 missing", "price (float64)", "price  float64"
