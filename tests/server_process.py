@@ -25,7 +25,11 @@ class ServerProcess:
     """Start, kill -9, shut down gracefully and restart a server on the same data."""
 
     def __init__(
-        self, workdir: Path, neta_config: dict[str, Any] | None = None, *, app: str = "jupyter_server"
+        self,
+        workdir: Path,
+        neta_config: dict[str, Any] | None = None,
+        *,
+        app: str = "jupyter_server",
     ) -> None:
         self.app = app
         """``jupyter_server``, or ``jupyterlab`` for the full JupyterLab page."""

@@ -33,7 +33,11 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 def notebook(path: Path, *cells: str) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     path.write_text(nbformat.writes(nb))
 
 
@@ -50,8 +54,14 @@ def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
         )
         yield chromium
         chromium.close()
@@ -126,8 +136,11 @@ def test_stream_approve_while_kernel_busy_and_reload(lab: ServerProcess, browser
     lengths: list[int] = []
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        text = page.inner_text("[data-testid=neta-answer]") if page.locator(
-            "[data-testid=neta-answer]").count() else ""
+        text = (
+            page.inner_text("[data-testid=neta-answer]")
+            if page.locator("[data-testid=neta-answer]").count()
+            else ""
+        )
         if text and (not lengths or len(text) != lengths[-1]):
             lengths.append(len(text))
         if view.get_attribute("data-status") == "completed":
@@ -144,7 +157,9 @@ def test_stream_approve_while_kernel_busy_and_reload(lab: ServerProcess, browser
 
 
 def test_reload_mid_run_restores_and_continues(lab: ServerProcess, browser: Any) -> None:
-    notebook(lab.root / "reload.ipynb", "%load_ext neta_jupyter", "%neta please summarise notes.txt")
+    notebook(
+        lab.root / "reload.ipynb", "%load_ext neta_jupyter", "%neta please summarise notes.txt"
+    )
     lab.start()
     page = open_notebook(browser, lab, "reload.ipynb")
     run_cells(page, 2)
@@ -169,11 +184,17 @@ def test_reload_mid_run_restores_and_continues(lab: ServerProcess, browser: Any)
     shot(page, "browser-reload-restored")
 
 
-def test_twenty_thousand_deltas_at_2000_per_second(lab: ServerProcess, browser: Any, tmp_path: Path) -> None:
+def test_twenty_thousand_deltas_at_2000_per_second(
+    lab: ServerProcess, browser: Any, tmp_path: Path
+) -> None:
     deltas = [f"w{i} " for i in range(20_000)]
     script = tmp_path / "fast.json"
     script.write_text(json.dumps({"turns": [{"text": deltas, "delay": 0.0005}]}))
-    notebook(lab.root / "fast.ipynb", "%load_ext neta_jupyter", f"%neta --model scripted:{script} go fast")
+    notebook(
+        lab.root / "fast.ipynb",
+        "%load_ext neta_jupyter",
+        f"%neta --model scripted:{script} go fast",
+    )
     lab.start()
     page = open_notebook(browser, lab, "fast.ipynb")
     page.evaluate("window.__longtasks = []")
@@ -190,7 +211,9 @@ def test_twenty_thousand_deltas_at_2000_per_second(lab: ServerProcess, browser: 
     )
     text = page.inner_text("[data-testid=neta-answer]")
     shot(page, "browser-20k-deltas")
-    assert text.split() == [d.strip() for d in deltas], page.inner_text("[data-testid=neta-run]")[:500]
+    assert text.split() == [d.strip() for d in deltas], page.inner_text("[data-testid=neta-run]")[
+        :500
+    ]
     long_tasks = page.evaluate("window.__longtasks")
     assert long_tasks == [], f"main-thread tasks over 50 ms: {long_tasks}"
     shot(page, "browser-20k-deltas")
