@@ -107,7 +107,7 @@ class RunWidget {
   }
 }
 
-export function render({ model, el }: RenderContext): () => void {
+function render({ model, el }: RenderContext): () => void {
   const widget = new RunWidget(model, el);
   return () => widget.dispose();
 }
