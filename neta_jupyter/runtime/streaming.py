@@ -8,6 +8,7 @@ tool calls keep the ids the client already knows.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -23,8 +24,9 @@ from ..providers.base import (
 )
 from .emitter import RunEmitter
 
-_YIELD_EVERY = 64
-"""Parts handled before the stream lets the event loop run other callbacks."""
+_SLICE = 0.0002
+"""Seconds of handling parts after which the stream lets the event loop run other callbacks
+(with many runs streaming at once, every run's slice adds to every other run's wait)."""
 
 
 @dataclass(slots=True)
@@ -97,14 +99,14 @@ class ReplyStreamer:
     async def consume(self, parts: AsyncIterator[StreamPart]) -> Reply:
         """Drain the provider stream; on an exception the open segment is still closed."""
         try:
-            count = 0
+            deadline = time.monotonic() + _SLICE
             async for part in parts:
                 self._on_part(part)
-                count += 1
-                if count % _YIELD_EVERY == 0:
+                if time.monotonic() >= deadline:
                     # A provider whose parts are already buffered never suspends: let the loop
-                    # commit and send what was emitted, and serve other runs, between runs of parts.
+                    # commit and send what was emitted, and serve other runs, between slices.
                     await asyncio.sleep(0)
+                    deadline = time.monotonic() + _SLICE
         finally:
             self._close_segment()
             self._flush_calls()

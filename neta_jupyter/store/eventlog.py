@@ -66,20 +66,30 @@ class EventLog(Protocol):
 
 
 class _Tail:
-    """Recent committed events of one run (contiguous seqs) and a signal for waiters."""
+    """Recent committed events of one run (contiguous seqs) and a signal for waiters.
 
-    __slots__ = ("events", "last", "signal")
+    The events are kept as the plain rows the store committed: the garbage collector stops
+    tracking tuples of strings and numbers, so thousands of recent events per run cost it
+    nothing. Followers get them as :class:`StoredEvent`, made once per position for every
+    follower that asks from there (all that keep up ask from the same one).
+    """
+
+    __slots__ = ("events", "last", "made", "signal")
 
     def __init__(self, last: int) -> None:
-        self.events: list[StoredEvent] = []
+        self.events: list[PendingRow] = []
         self.last = last
         self.signal = asyncio.Event()
+        self.made: tuple[int, list[StoredEvent]] | None = None
 
     def after(self, seq: int) -> list[StoredEvent] | None:
         """Events after ``seq`` if the tail still holds them all, else None."""
-        if not self.events or seq + 1 < self.events[0].seq:
+        if not self.events or seq + 1 < self.events[0][1]:
             return None
-        return self.events[seq + 1 - self.events[0].seq :]
+        if self.made is None or self.made[0] != seq:
+            rows = self.events[seq + 1 - self.events[0][1] :]
+            self.made = seq, [StoredEvent(s, kind, data) for _, s, kind, data in rows]
+        return self.made[1]
 
 
 class SqliteEventLog:
@@ -137,11 +147,12 @@ class SqliteEventLog:
         self._next.pop(request_id, None)
 
     def _committed(self, rows: list[PendingRow]) -> None:
-        for rid, seq, event_type, payload in rows:
+        for row in rows:
+            rid, seq, event_type, _ = row
             tail = self._tails.get(rid)
             if tail is None:
                 tail = self._tails[rid] = _Tail(seq - 1)
-            tail.events.append(StoredEvent(seq, event_type, payload))
+            tail.events.append(row)
             tail.last = seq
             if event_type in _TERMINAL:
                 # A finished segment's events live in the store only; followers read them there.
@@ -150,6 +161,7 @@ class SqliteEventLog:
             tail = self._tails[rid]
             if len(tail.events) > 2 * self._tail_size:
                 del tail.events[: len(tail.events) - self._tail_size]
+            tail.made = None
             tail.signal.set()
             tail.signal = asyncio.Event()
 
