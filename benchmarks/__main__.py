@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import sys
 import time
@@ -20,7 +21,7 @@ from . import (
     b6_widget,
     b7_long_answers,
 )
-from .harness import Row, Settings
+from .harness import EXPERIMENTS, Row, Settings
 from .table import render
 
 FIGURES: dict[str, Callable[[Settings], Awaitable[list[Row]]]] = {
@@ -41,14 +42,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="repetitions per figure")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the servers' data folders")
+    parser.add_argument(
+        "--experiment",
+        action="append",
+        default=[],
+        choices=sorted(EXPERIMENTS),
+        help="apply a change outside the streaming path in the server under test (repeatable)",
+    )
     args = parser.parse_args(argv)
     chosen = [f.upper() for f in args.figures] or list(FIGURES)
     unknown = [f for f in chosen if f not in FIGURES]
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(FIGURES)}")
+    os.environ["BENCH_EXPERIMENTS"] = ",".join(args.experiment)
     settings = Settings(quick=args.quick)
     settings.repeats = args.repeats or (1 if args.quick else 3)
     rows: list[Row] = []
+    load_before = os.getloadavg()[0]
     try:
         for name in chosen:
             began = time.perf_counter()
@@ -61,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(settings.workdir, ignore_errors=True)
     print(render(rows))
+    print(
+        f"\n{os.cpu_count()} CPUs; 1-minute load average {load_before:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after (each figure keeps about two busy: server and client; "
+        "more means other work shared the machine)"
+    )
     if args.json is not None:
         args.json.write_text(json.dumps([row.__dict__ for row in rows], indent=2))
     return 0

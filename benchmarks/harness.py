@@ -24,6 +24,11 @@ REPO = Path(__file__).resolve().parent.parent
 TERMINAL = frozenset({"MESSAGE_COMPLETED", "MESSAGE_SUSPENDED", "MESSAGE_FAILED"})
 Frames = list[tuple[int, str, str]]
 """A run's stored events as (seq, eventType, envelope JSON)."""
+EXPERIMENTS = {
+    "gc-freeze": "gc.freeze() once the server is up: collections stop rescanning startup objects",
+    "tool-schema-cache": "Tool.definition computed once per tool, not on every model call",
+}
+"""Changes outside the streaming path that ``--experiment`` applies to the server under test."""
 BATCH = 512
 """Events per flush in the bare baselines: the group commit's largest batch, which the real
 handlers write and flush as one piece."""

@@ -17,10 +17,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from tornado import web
+from tornado.ioloop import IOLoop
 
 from benchmarks.lag import MONITOR
 from neta_jupyter.providers import Model, ModelRegistry, ModelRequest, StreamPart, TextPart
+from neta_jupyter.providers.base import ToolDefinition
 from neta_jupyter.server.app import NetaApp
+from neta_jupyter.tools.registry import Tool
 
 
 class StampModel:
@@ -44,9 +47,43 @@ class StampModel:
             yield TextPart(f"{time.time():.6f} ")
 
 
+class TextModel:
+    """Yields ``count`` text deltas as fast as they are taken, each made as it is yielded (as a
+    provider reading the network does), where the scripted model makes all its parts first."""
+
+    def __init__(self, count: int, token: str = "tok ") -> None:
+        self.count = count
+        self.token = token
+
+    @property
+    def name(self) -> str:
+        return f"bench-text:{self.count}"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        for _ in range(self.count):
+            yield TextPart(self.token)
+
+
 class LagHandler(web.RequestHandler):
     def get(self) -> None:
         self.write(MONITOR.act(self.get_query_argument("action")))
+
+
+def _experiments(names: str) -> None:
+    """Changes outside the streaming path, tried in the benchmark server only (``--experiment``)."""
+    chosen = {n for n in names.split(",") if n}
+    if "gc-freeze" in chosen:
+        IOLoop.current().add_callback(gc.freeze)
+    if "tool-schema-cache" in chosen:
+        definition = Tool.definition.fget
+        cache: dict[str, ToolDefinition] = {}
+
+        def cached(self: Tool) -> ToolDefinition:
+            if self.name not in cache:
+                cache[self.name] = definition(self)  # type: ignore[misc]
+            return cache[self.name]
+
+        Tool.definition = property(cached)  # type: ignore[assignment,method-assign]
 
 
 def install() -> None:
@@ -56,6 +93,8 @@ def install() -> None:
         if spec.startswith("bench-stamp:"):
             _, count, interval = spec.split(":")
             return StampModel(int(count), float(interval))
+        if spec.startswith("bench-text:"):
+            return TextModel(int(spec.split(":")[1]))
         return resolve(self, spec)
 
     ModelRegistry.resolve = resolve_with_stamp  # type: ignore[method-assign]
@@ -65,7 +104,6 @@ def install() -> None:
     def with_lag_handler(self: NetaApp, *args: Any) -> None:
         initialize_handlers(self, *args)
         self.handlers.append((r"/neta-bench/lag", LagHandler))
-        if os.environ.get("BENCH_GC_FREEZE"):
-            gc.freeze()
+        _experiments(os.environ.get("BENCH_EXPERIMENTS", ""))
 
     NetaApp.initialize_handlers = with_lag_handler  # type: ignore[method-assign]
