@@ -39,7 +39,7 @@ def in_latest_request(action: Callable[[], None]) -> None:
     """
     from IPython.core.getipython import get_ipython
 
-    shell = get_ipython()  # type: ignore[no-untyped-call]
+    shell: Any = get_ipython()  # type: ignore[no-untyped-call]
     kernel = getattr(shell, "kernel", None)
     # ipykernel keeps the context of its latest shell request; there is no public accessor.
     latest_context = getattr(kernel, "_shell_context", None)
