@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import secrets
@@ -124,6 +125,9 @@ class NetaApp(ExtensionApp):
             # in a terminal of this server) and must not claim this server's kernel tools.
             os.environ["NETA_SERVER_PID"] = str(os.getpid())
         install_redaction(self.serverapp, self.store.events.redactor, self.kernel_token)
+        # The server's start-up objects live as long as it does: keep full collections from
+        # rescanning them (measured: 120-180 ms pauses of the event loop under load).
+        gc.freeze()
         self.settings.update(
             neta_runtime=self.runtime,
             neta_kernel_token=self.kernel_token,

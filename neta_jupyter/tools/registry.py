@@ -10,6 +10,7 @@ Exceptions (who raises → who catches)::
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -146,10 +147,8 @@ class Tool:
 
     @property
     def definition(self) -> ToolDefinition:
-        """The tool as offered to a model."""
-        schema = self.arguments_model.model_json_schema()
-        schema.pop("title", None)
-        return ToolDefinition(self.name, self.description, schema)
+        """The tool as offered to a model (built once: every model call asks for it)."""
+        return _definition(self.name, self.description, self.arguments_model)
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """Validate the model's argument JSON; a bad one becomes a clear :class:`ToolError`."""
@@ -174,6 +173,13 @@ class Tool:
         kwargs = self.parse_arguments(arguments)
         result = await self.function(ctx, **kwargs)
         return ToolResult(result) if isinstance(result, str) else result
+
+
+@functools.lru_cache(maxsize=512)
+def _definition(name: str, description: str, model: type[BaseModel]) -> ToolDefinition:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return ToolDefinition(name, description, schema)
 
 
 def _arguments_model(name: str, function: ToolFunction) -> type[BaseModel]:
