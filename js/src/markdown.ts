@@ -3,10 +3,18 @@
  *
  * The text is cut into blocks at blank lines outside code fences. A block is complete once the
  * line after its blank line(s) has arrived; its sanitised HTML is kept and never rendered again.
- * Each update re-renders only the trailing open block. Where a cut falls depends only on the text
- * before it, so streaming in any chunk sizes ends in exactly the HTML of `renderMarkdown(text)`.
+ * Each update re-renders only the trailing open block.
  *
- * Model output is untrusted: every block goes through DOMPurify.
+ * An open block that is one long plain paragraph would still cost its whole length per update, so
+ * such a paragraph is cut further, into pieces of about `PIECE` characters at points where no inline
+ * construct is open (see `pieceTokens`). Each piece is rendered once, with marked's inline renderer,
+ * into a span of the paragraph's one `<p>`; only the last piece is rendered again as text arrives.
+ * As soon as a line shows that the block is not a plain paragraph (a setext underline, a table, a
+ * list…), the block is rendered whole again.
+ *
+ * Where any cut falls depends only on the text before it, so streaming in any chunk sizes ends in
+ * exactly the HTML of `renderMarkdown(text)`. Model output is untrusted: all HTML, whole blocks and
+ * pieces alike, goes through DOMPurify.
  */
 import DOMPurify from "dompurify";
 import hljs from "highlight.js/lib/core";
@@ -14,7 +22,7 @@ import bash from "highlight.js/lib/languages/bash";
 import json from "highlight.js/lib/languages/json";
 import python from "highlight.js/lib/languages/python";
 import sql from "highlight.js/lib/languages/sql";
-import { Marked, type Tokens } from "marked";
+import { Lexer, Marked, Parser, type Token, type Tokens } from "marked";
 
 hljs.registerLanguage("python", python);
 hljs.registerLanguage("json", json);
@@ -64,12 +72,26 @@ function installHooks(): void {
   });
 }
 
-/** Sanitised HTML of one markdown block. */
-export function renderBlock(source: string): string {
+function sanitize(html: string): string {
   installHooks();
-  const html = marked.parse(source, { async: false });
   return DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
 }
+
+/** Sanitised HTML of one markdown block. */
+export function renderBlock(source: string): string {
+  return sanitize(marked.parse(source, { async: false }));
+}
+
+function lexInline(source: string): Token[] {
+  return Lexer.lexInline(source, marked.defaults);
+}
+
+/** Sanitised HTML of inline tokens (the content of a paragraph, without the `<p>`). */
+function renderInline(tokens: Token[]): string {
+  return sanitize(Parser.parseInline(tokens, marked.defaults));
+}
+
+// --- blocks ----------------------------------------------------------------------------------------
 
 const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})/;
 const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
@@ -77,103 +99,610 @@ const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
 const CONTINUES = /^(\s|[-*+](\s|$)|\d{1,9}[.)](\s|$))/;
 
 /**
+ * Finds where blocks start in a growing text. It keeps its place, so each call reads only the lines
+ * completed since the last one: a long line is not searched again for its end.
+ */
+class BlockScanner {
+  private fence: string | null = null;
+  private hasContent = false;
+  private afterBlank = false;
+  /** Start of the line being written, and how far it has been searched for its newline. */
+  private pos: number;
+  private searched: number;
+
+  constructor(from = 0) {
+    this.pos = from;
+    this.searched = from;
+  }
+
+  /** Block starts completed in `text`, which extends the text of the previous call. */
+  scan(text: string): number[] {
+    const starts: number[] = [];
+    for (let nl = text.indexOf("\n", this.searched); nl >= 0; nl = text.indexOf("\n", this.pos)) {
+      const line = text.slice(this.pos, nl);
+      const blank = line.trim() === "";
+      if (this.fence === null && this.afterBlank && this.hasContent && !blank && !CONTINUES.test(line)) {
+        starts.push(this.pos);
+        this.hasContent = false;
+      }
+      if (this.fence !== null) {
+        const close = FENCE_CLOSE.exec(line)?.[1];
+        if (close && close[0] === this.fence[0] && close.length >= this.fence.length) this.fence = null;
+      } else {
+        const open = FENCE_OPEN.exec(line)?.[1];
+        if (open && !(open[0] === "`" && line.slice(line.indexOf(open) + open.length).includes("`"))) this.fence = open;
+      }
+      this.afterBlank = blank && this.fence === null;
+      this.hasContent = this.hasContent || !blank;
+      this.pos = nl + 1;
+    }
+    this.searched = Math.max(this.pos, text.length);
+    return starts;
+  }
+}
+
+/**
  * Offsets where a new block starts, scanning from `from` (0 or an offset this function returned).
  * A cut needs the whole next line, so a block is never complete before its successor's first line.
  */
 export function findBlockStarts(text: string, from = 0): number[] {
-  const starts: number[] = [];
-  let fence: string | null = null;
-  let hasContent = false;
-  let afterBlank = false;
-  let pos = from;
-  for (let nl = text.indexOf("\n", pos); nl >= 0; nl = text.indexOf("\n", pos)) {
-    const line = text.slice(pos, nl);
-    if (fence === null && afterBlank && hasContent && line.trim() !== "" && !CONTINUES.test(line)) {
-      starts.push(pos);
-      hasContent = false;
-    }
-    if (fence !== null) {
-      const close = FENCE_CLOSE.exec(line)?.[1];
-      if (close && close[0] === fence[0] && close.length >= fence.length) fence = null;
-    } else {
-      const open = FENCE_OPEN.exec(line)?.[1];
-      if (open && !(open[0] === "`" && line.slice(line.indexOf(open) + open.length).includes("`"))) fence = open;
-    }
-    const blank = line.trim() === "";
-    afterBlank = blank && fence === null;
-    hasContent = hasContent || !blank;
-    pos = nl + 1;
-  }
-  return starts;
-}
-
-function wrap(html: string): string {
-  return `<div class="${BLOCK_CLASS}">${html}</div>`;
+  return new BlockScanner(from).scan(text);
 }
 
 /** The HTML of a whole text at once: what streaming the same text must end in. */
 export function renderMarkdown(text: string): string {
   const cuts = [0, ...findBlockStarts(text), text.length];
-  const parts: string[] = [];
+  const box = document.createElement("div");
   for (let i = 0; i + 1 < cuts.length; i++) {
     const source = text.slice(cuts[i], cuts[i + 1]);
-    if (source.trim() !== "") parts.push(wrap(renderBlock(source)));
+    if (source.trim() !== "") new BlockView(newBlockElement(box)).update(source);
   }
-  return parts.join("");
+  return box.innerHTML;
 }
 
-/** Renders a growing text into `container`, re-rendering only the open last block. */
+function newBlockElement(container: HTMLElement): HTMLElement {
+  const element = container.ownerDocument.createElement("div");
+  element.className = BLOCK_CLASS;
+  container.append(element);
+  return element;
+}
+
+/** How much new text a streaming update renders at most, when it is given a budget. */
+export const UPDATE_BUDGET = 8 * 1024;
+
+/**
+ * Renders a growing text into `container`, re-rendering only the open last block. With a budget,
+ * one update renders at most that much new text (what arrives at once when a long run is replayed
+ * or restored); `update` then returns false, and later updates go on from there.
+ */
 export class StreamingMarkdown {
   private source = "";
   /** Offset where the open block starts; everything before it is rendered for good. */
   private done = 0;
-  private tail: HTMLElement | null = null;
-  private tailSource = "";
+  private scanner = new BlockScanner();
+  private tail: BlockView | null = null;
 
-  constructor(private readonly container: HTMLElement) {}
+  constructor(
+    private readonly container: HTMLElement,
+    private readonly budget = Number.POSITIVE_INFINITY,
+  ) {}
 
-  update(text: string): void {
+  /** Length of the open last block: what the browser lays out again when it changes. */
+  get openLength(): number {
+    return this.source.length - this.done;
+  }
+
+  /** Shows `text`, or as much of it as the budget allows; true once all of it is shown. */
+  update(text: string): boolean {
     if (!text.startsWith(this.source)) this.reset();
-    this.source = text;
-    for (const start of findBlockStarts(text, this.done)) {
-      this.completeBlock(text.slice(this.done, start));
+    const shown = text.length - this.source.length > this.budget ? text.slice(0, this.source.length + this.budget) : text;
+    this.source = shown;
+    for (const start of this.scanner.scan(shown)) {
+      this.completeBlock(shown.slice(this.done, start));
       this.done = start;
     }
-    this.renderTail(text.slice(this.done));
+    this.renderTail(shown.slice(this.done));
+    return shown.length === text.length;
   }
 
   reset(): void {
     this.container.replaceChildren();
     this.source = "";
     this.done = 0;
+    this.scanner = new BlockScanner();
     this.tail = null;
-    this.tailSource = "";
   }
 
   private completeBlock(source: string): void {
-    const element = this.tail ?? this.newBlock();
-    if (source !== this.tailSource || !this.tail) element.innerHTML = renderBlock(source);
+    (this.tail ?? new BlockView(newBlockElement(this.container))).update(source);
     this.tail = null;
-    this.tailSource = "";
   }
 
   private renderTail(source: string): void {
     if (source.trim() === "") {
-      this.tail?.remove();
+      this.tail?.element.remove();
       this.tail = null;
-      this.tailSource = "";
       return;
     }
-    if (this.tail && source === this.tailSource) return;
-    this.tail = this.tail ?? this.newBlock();
-    this.tail.innerHTML = renderBlock(source);
-    this.tailSource = source;
+    this.tail ??= new BlockView(newBlockElement(this.container));
+    this.tail.update(source);
+  }
+}
+
+// --- one block, and long paragraphs in pieces -------------------------------------------------------
+
+/** Size from which a plain paragraph is cut into pieces, and about the size of each piece. */
+export const PIECE = 2048;
+/** After a cut point that is not safe, how far to go before trying the next (at least). */
+const RETRY = 256;
+
+/**
+ * Renders one block as it grows. A block that is a plain paragraph of `PIECE` characters or more is
+ * shown as pieces (see `Pieces`); anything else is rendered whole, as marked renders it.
+ */
+class BlockView {
+  private source = "";
+  /** Start of the line being written, and how far it has been searched for its newline. */
+  private lineStart = 0;
+  private searched = 0;
+  /** Every complete line so far reads as paragraph text (false for good once one does not). */
+  private plain = true;
+  /** Start of the first blank line: the paragraph ends before it (-1: none yet). */
+  private blank = -1;
+  private pieces: Pieces | null = new Pieces();
+
+  private shown: "none" | "whole" | "pieces" = "none";
+  private wholeSource = "";
+  private paragraph: HTMLElement | null = null;
+  /**
+   * Where the frozen pieces end in the paragraph's DOM: its first `fixed` child nodes, and when
+   * `carry` > 0 the first `carry` characters of the text node after them (the last piece's text
+   * goes on in the same node, as it would in the HTML of the whole paragraph).
+   */
+  private fixed = 0;
+  private carry = 0;
+  private piecesShown = 0;
+  private lastText: string | null = null;
+  /** The newline marked writes after `</p>`; what follows the paragraph comes after it. */
+  private afterParagraph: Text | null = null;
+  private rest: string | null = null;
+
+  constructor(readonly element: HTMLElement) {}
+
+  update(source: string): void {
+    if (!source.startsWith(this.source)) this.restart();
+    // marked turns \r\n into \n before it reads blocks; the pieces would not: render such text whole.
+    if (source.indexOf("\r", this.source.length) >= 0) this.plain = false;
+    this.source = source;
+    this.readLines(source);
+    const paragraph = this.paragraphText(source);
+    if (paragraph !== null && this.pieces) {
+      this.pieces.advance(paragraph);
+      if (this.pieces.starts.length > 0) {
+        this.showPieces(paragraph, source);
+        return;
+      }
+    }
+    this.showWhole(source);
   }
 
-  private newBlock(): HTMLElement {
-    const element = this.container.ownerDocument.createElement("div");
-    element.className = BLOCK_CLASS;
-    this.container.append(element);
-    return element;
+  private restart(): void {
+    this.source = "";
+    this.lineStart = 0;
+    this.searched = 0;
+    this.plain = true;
+    this.blank = -1;
+    this.pieces = new Pieces();
+    this.shown = "none";
+    this.element.replaceChildren();
   }
+
+  /** Classifies the lines completed since the last update, up to the paragraph's end. */
+  private readLines(source: string): void {
+    while (this.plain && this.blank < 0) {
+      const nl = source.indexOf("\n", this.searched);
+      if (nl < 0) {
+        this.searched = source.length;
+        break;
+      }
+      const line = source.slice(this.lineStart, nl);
+      if (/^[ \t]*$/.test(line)) {
+        if (this.lineStart === 0) this.plain = false;
+        else this.blank = this.lineStart;
+      } else if (!isParagraphLine(line, this.lineStart === 0)) {
+        this.plain = false;
+      }
+      this.lineStart = nl + 1;
+      this.searched = nl + 1;
+    }
+    if (!this.plain) this.pieces = null;
+  }
+
+  /** The paragraph's text as marked passes it to the inline lexer; null if the block is not one now. */
+  private paragraphText(source: string): string | null {
+    if (!this.plain) return null;
+    if (this.blank >= 0) return source.slice(0, this.blank - 1);
+    const line = source.slice(this.lineStart);
+    if (line === "") return this.lineStart > 0 ? source.slice(0, this.lineStart - 1) : null;
+    return isParagraphLine(line, this.lineStart === 0) ? source : null;
+  }
+
+  private showWhole(source: string): void {
+    if (this.shown === "whole" && source === this.wholeSource) return;
+    morph(this.element, renderBlock(source));
+    this.shown = "whole";
+    this.wholeSource = source;
+  }
+
+  private showPieces(paragraph: string, source: string): void {
+    const pieces = this.pieces as Pieces;
+    const doc = this.element.ownerDocument;
+    if (this.shown !== "pieces" || !this.paragraph || !this.afterParagraph) {
+      this.paragraph = doc.createElement("p");
+      this.afterParagraph = doc.createTextNode("\n");
+      this.element.replaceChildren(this.paragraph, this.afterParagraph);
+      this.fixed = 0;
+      this.carry = 0;
+      this.piecesShown = 0;
+      this.lastText = null;
+      this.rest = null;
+      this.shown = "pieces";
+    }
+    const text = paragraph.slice(pieces.lastStart);
+    if (this.piecesShown < pieces.html.length || text !== this.lastText) {
+      // The DOM of the pieces frozen since the last update, then of the last piece: as the parser
+      // would build it from their HTML in a row (adjacent text in one node).
+      const box = doc.createElement("span");
+      let frozen: Boundary | null = null;
+      if (this.piecesShown < pieces.html.length) {
+        for (; this.piecesShown < pieces.html.length; this.piecesShown++) appendHtml(box, pieces.html[this.piecesShown] as string);
+        const last = box.lastChild;
+        frozen = { count: box.childNodes.length, text: last?.nodeType === Node.TEXT_NODE ? (last as Text).length : -1 };
+      }
+      appendHtml(box, renderInline(lexInline(text)));
+      this.replaceOpen(this.paragraph, box, frozen);
+      this.lastText = text;
+    }
+    // After a blank line, a block the blank line did not end (a list, indented code): render it whole.
+    const rest = this.blank >= 0 ? source.slice(this.blank) : "";
+    if (rest !== this.rest) {
+      while (this.afterParagraph.nextSibling) this.afterParagraph.nextSibling.remove();
+      if (rest.trim() !== "") {
+        const box = doc.createElement("div");
+        box.innerHTML = renderBlock(rest);
+        this.element.append(...box.childNodes);
+      }
+      this.rest = rest;
+    }
+  }
+
+  /**
+   * Make what follows the frozen pieces in `paragraph` the nodes of `box`, changing as little as
+   * it can (text that only grew is appended to, so the browser need not lay out the paragraph from
+   * scratch), then move the frozen end to `frozen` (a place in `box`), if given.
+   */
+  private replaceOpen(paragraph: HTMLElement, box: HTMLElement, frozen: Boundary | null): void {
+    let start: ChildNode | null = paragraph.childNodes[this.fixed] ?? null;
+    let merged = false;
+    if (this.carry > 0 && start) {
+      const node = start as Text;
+      const first = box.firstChild;
+      if (first?.nodeType === Node.TEXT_NODE) {
+        setDataFrom(node, this.carry, (first as Text).data);
+        first.remove();
+        merged = true;
+      } else if (node.length > this.carry) {
+        node.deleteData(this.carry, node.length - this.carry);
+      }
+      start = node.nextSibling;
+    }
+    syncFrom(paragraph, start, box);
+    if (!frozen || frozen.count === 0) return;
+    // The child of `box` at index i is now the paragraph's child at `base + i`.
+    const base = this.carry > 0 ? this.fixed + (merged ? 0 : 1) : this.fixed;
+    if (merged && frozen.count === 1) {
+      this.carry += frozen.text;
+    } else if (frozen.text >= 0) {
+      this.fixed = base + frozen.count - 1;
+      this.carry = frozen.text;
+    } else {
+      this.fixed = base + frozen.count;
+      this.carry = 0;
+    }
+  }
+}
+
+/** A place in a list of nodes: after `count` nodes, or inside the last of them (a text node) after `text` characters. */
+interface Boundary {
+  readonly count: number;
+  /** Length of the last node if it is text (the boundary is at its end so far), else -1. */
+  readonly text: number;
+}
+
+/** Appends the DOM of `html` to `box`, joining text that meets text into one node. */
+function appendHtml(box: HTMLElement, html: string): void {
+  const parsed = box.ownerDocument.createElement(box.tagName);
+  parsed.innerHTML = html;
+  const first = parsed.firstChild;
+  const last = box.lastChild;
+  if (first?.nodeType === Node.TEXT_NODE && last?.nodeType === Node.TEXT_NODE) {
+    (last as Text).appendData((first as Text).data);
+    first.remove();
+  }
+  box.append(...parsed.childNodes);
+}
+
+/** Replace the data of `node` from `offset` on by `data`, appending when it only grew. */
+function setDataFrom(node: CharacterData, offset: number, data: string): void {
+  const old = node.length - offset;
+  const current = node.substringData(offset, old);
+  if (data.length >= old && data.startsWith(current)) {
+    if (data.length > old) node.appendData(data.slice(old));
+  } else {
+    node.replaceData(offset, old, data);
+  }
+}
+
+/**
+ * Make `target`'s content the DOM of `html`, changing as little as it can: nodes that stay keep
+ * their identity, and text that only grew is appended to. The browser then lays out a growing
+ * paragraph in time that depends on what changed, not on the paragraph's length.
+ */
+function morph(target: HTMLElement, html: string): void {
+  const source = target.ownerDocument.createElement(target.tagName);
+  source.innerHTML = html;
+  syncChildren(target, source);
+}
+
+function syncChildren(target: Node, source: Node): void {
+  syncFrom(target, target.firstChild, source);
+}
+
+/** Make the children of `target` from `t` on those of `source` (which it takes). */
+function syncFrom(target: Node, from: ChildNode | null, source: Node): void {
+  let t = from;
+  let s = source.firstChild;
+  while (t && s && sameShell(t, s)) {
+    if (t.nodeType === Node.ELEMENT_NODE) syncChildren(t, s);
+    else if (t.nodeValue !== s.nodeValue) setData(t as CharacterData, s.nodeValue ?? "");
+    t = t.nextSibling;
+    s = s.nextSibling;
+  }
+  while (t) {
+    const next: ChildNode | null = t.nextSibling;
+    target.removeChild(t);
+    t = next;
+  }
+  while (s) {
+    const next: ChildNode | null = s.nextSibling;
+    target.appendChild(s);
+    s = next;
+  }
+}
+
+/** Same kind of node, and for elements the same tag and attributes (children aside). */
+function sameShell(a: Node, b: Node): boolean {
+  if (a.nodeType !== b.nodeType) return false;
+  if (a.nodeType !== Node.ELEMENT_NODE) return true;
+  const x = a as Element;
+  const y = b as Element;
+  if (x.tagName !== y.tagName || x.attributes.length !== y.attributes.length) return false;
+  for (const attr of Array.from(y.attributes)) {
+    if (x.getAttributeNS(attr.namespaceURI, attr.localName) !== attr.value) return false;
+  }
+  return true;
+}
+
+function setData(node: CharacterData, data: string): void {
+  setDataFrom(node, 0, data);
+}
+
+/**
+ * Whether marked reads `line` (whole, or as much of it as has arrived) as text of the paragraph the
+ * lines before it started, or for the first line as the start of a paragraph; and it must leave the
+ * lines before it alone (a setext underline or a table's delimiter row would not). When in doubt:
+ * false, and the block is rendered whole.
+ */
+export function isParagraphLine(line: string, first: boolean): boolean {
+  let lead = 0;
+  while (line.charCodeAt(lead) === 32) lead++;
+  const rest = line.slice(lead);
+  // Spaces only (the rest of the line has not arrived), or a lazy continuation line.
+  if (rest === "" || lead >= 4) return !first;
+  const c = rest.charAt(0);
+  if (c >= "0" && c <= "9") return !(first ? /^\d{1,9}[.)]($|[ \t])/ : /^\d{1,9}[.)][ \t]+\S/).test(rest);
+  switch (c) {
+    case "*":
+      return /^\*+[^\s*]/.test(rest) || (first ? rest === "**" : /^\*{1,2}$/.test(rest));
+    case "_":
+      return /^_+[^\s_]/.test(rest) || /^_{1,2}$/.test(rest);
+    case "`":
+      return /^`{1,2}(?!`)/.test(rest);
+    case "~":
+      return /^~{1,2}(?!~)/.test(rest);
+    case "#":
+      return /^#+[^\s#]/.test(rest);
+    case "=":
+      return !first && !/^=+[ \t]*$/.test(rest);
+    case "[":
+      return !first;
+    case "-":
+    case "+":
+    case ">":
+    case "<":
+    case "|":
+    case ":":
+      return false;
+    default:
+      return !/[\s\x00-\x1f\x7f]/.test(c);
+  }
+}
+
+/**
+ * The cuts of one paragraph into pieces. The first cut point at or after `PIECE` characters where
+ * cutting is safe (`pieceTokens`) ends the first piece, and so on; which points are tried depends
+ * only on the text, so a paragraph streamed in any chunk sizes is cut where it is cut at once.
+ */
+class Pieces {
+  /** Offsets in the paragraph's text where the pieces after the first start. */
+  readonly starts: number[] = [];
+  /** Sanitised HTML of each piece but the last. */
+  readonly html: string[] = [];
+  /** The next offset to consider as a cut point. */
+  private next = PIECE;
+
+  get lastStart(): number {
+    return this.starts[this.starts.length - 1] ?? 0;
+  }
+
+  /** Finds the cuts that `text` (the paragraph so far, extending the text of the last call) allows. */
+  advance(text: string): void {
+    let at = this.next;
+    while (at < text.length) {
+      if (!isCutPoint(text, at)) {
+        at++;
+        continue;
+      }
+      const from = this.lastStart;
+      const tokens = pieceTokens(text.slice(from, at));
+      if (tokens) {
+        this.starts.push(at);
+        this.html.push(renderInline(tokens));
+        at += PIECE;
+      } else {
+        // Something is still open; it may close soon, or never: try again later, ever less often.
+        at += Math.max(RETRY, (at - from) >> 2);
+      }
+    }
+    this.next = at;
+  }
+}
+
+/** Where a paragraph with this text is cut into pieces (the offsets where pieces after the first start). */
+export function pieceStarts(paragraph: string): number[] {
+  const pieces = new Pieces();
+  pieces.advance(paragraph);
+  return [...pieces.starts];
+}
+
+const SPACE = /\s/;
+const WORD = /[\p{L}\p{N}]/u;
+
+/** A word starts at `at` after exactly one space: no line break or hard break can span the cut. */
+function isCutPoint(text: string, at: number): boolean {
+  return (
+    text.charCodeAt(at - 1) === 32 && at >= 2 && !SPACE.test(text.charAt(at - 2)) && WORD.test(text.charAt(at))
+  );
+}
+
+/** Inline HTML elements a piece may contain (opened and closed within it). */
+const PHRASING = new Set([
+  "a", "abbr", "b", "bdi", "bdo", "br", "cite", "code", "data", "del", "dfn", "em", "i", "img", "ins",
+  "kbd", "mark", "q", "s", "samp", "small", "span", "strong", "sub", "sup", "time", "u", "var", "wbr",
+]);
+const VOID = new Set(["br", "img", "wbr"]);
+
+/**
+ * The inline tokens of `piece` if the paragraph may be cut right after it, else null. A cut is
+ * safe where nothing that the text after it could still complete is open: every code span, link
+ * bracket, link destination, autolink and HTML tag closed, and no `*`, `_` or `~` left over that
+ * could still open emphasis or a strikethrough. Then marked reads the piece alone exactly as it
+ * reads it inside the whole paragraph.
+ */
+function pieceTokens(piece: string): Token[] | null {
+  if (!closedSyntax(piece)) return null;
+  const tokens = lexInline(piece);
+  let offset = 0;
+  for (const token of tokens) {
+    if (token.type === "text" && hasOpener(piece, offset, token.raw.length)) return null;
+    offset += token.raw.length;
+  }
+  if (offset !== piece.length) return null;
+  const open: string[] = [];
+  return tagsBalanced(tokens, open) && open.length === 0 ? tokens : null;
+}
+
+/**
+ * Code spans are closed (each backtick run by the next run of its length), link brackets and
+ * destinations are closed, and each `<` that could start a tag (the only inline construct besides
+ * links and code spans that may hold a space) has its `>`.
+ */
+function closedSyntax(piece: string): boolean {
+  let code = 0;
+  let brackets = 0;
+  let parens = 0;
+  for (let i = 0; i < piece.length; i++) {
+    const c = piece.charAt(i);
+    if (c === "`") {
+      let j = i;
+      while (piece.charAt(j) === "`") j++;
+      // A run opens a code span that the next run of the same length closes; others are its content.
+      if (code === 0) code = j - i;
+      else if (code === j - i) code = 0;
+      i = j - 1;
+    } else if (code > 0) {
+      continue;
+    } else if (c === "\\") {
+      if (piece.charAt(i + 1) === "`") return false;
+      i++;
+    } else if (c === "[") {
+      brackets++;
+    } else if (c === "]") {
+      if (brackets > 0) brackets--;
+      if (piece.charAt(i + 1) === "(") {
+        parens++;
+        i++;
+      }
+    } else if (c === "(" && parens > 0) {
+      parens++;
+    } else if (c === ")" && parens > 0) {
+      parens--;
+    } else if (c === "<" && /[A-Za-z/!?]/.test(piece.charAt(i + 1))) {
+      const close = piece.indexOf(">", i + 1);
+      const next = piece.indexOf("<", i + 1);
+      if (close < 0 || (next >= 0 && next < close)) return false;
+    }
+  }
+  return code === 0 && brackets === 0 && parens === 0;
+}
+
+/**
+ * Whether the text token at `offset` (length `length`) of `piece` holds a run of `*`, `_` or `~`
+ * that marked could still read as an opener, given more text: one followed by a non-space (an
+ * underscore inside a word cannot open). A backtick left as text is open too.
+ */
+function hasOpener(piece: string, offset: number, length: number): boolean {
+  const end = offset + length;
+  for (let i = offset; i < end; i++) {
+    const c = piece.charAt(i);
+    if (c === "`") return true;
+    if (c !== "*" && c !== "_" && c !== "~") continue;
+    let j = i;
+    while (piece.charAt(j) === c) j++;
+    const after = piece.charAt(j);
+    if (after !== "" && !SPACE.test(after) && !(c === "_" && WORD.test(piece.charAt(i - 1)))) return true;
+    i = j - 1;
+  }
+  return false;
+}
+
+/** Raw HTML in the tokens (nested ones too) is inline and each element is closed where it opens. */
+function tagsBalanced(tokens: readonly Token[], open: string[]): boolean {
+  for (const token of tokens) {
+    if (token.type === "html") {
+      const raw = String(token.raw);
+      if (raw.startsWith("<!--")) continue;
+      const tag = /^<(\/?)([a-zA-Z][a-zA-Z0-9-]*)/.exec(raw);
+      const name = tag?.[2]?.toLowerCase();
+      if (!tag || !name || !PHRASING.has(name)) return false;
+      if (tag[1]) {
+        if (open.pop() !== name) return false;
+      } else if (!VOID.has(name)) {
+        open.push(name);
+      }
+    } else if ("tokens" in token && Array.isArray(token.tokens) && !tagsBalanced(token.tokens, open)) {
+      return false;
+    }
+  }
+  return true;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StreamingMarkdown, findBlockStarts, renderMarkdown } from "../src/markdown";
+import { PIECE, StreamingMarkdown, findBlockStarts, renderBlock, renderMarkdown } from "../src/markdown";
 
 const SAMPLES = [
   "Hello **world**.\n\nSecond paragraph with `code`.\n",
@@ -81,6 +81,19 @@ describe("streaming markdown", () => {
       expect(stream(text, random, maxChunk).innerHTML).toBe(once);
     }
   }, 30_000);
+
+  it("renders texts with no paragraph of PIECE characters block by block, exactly as marked does", () => {
+    for (const text of SAMPLES) {
+      const cuts = [0, ...findBlockStarts(text), text.length];
+      const blocks: string[] = [];
+      for (let i = 0; i + 1 < cuts.length; i++) {
+        const source = text.slice(cuts[i], cuts[i + 1]);
+        if (source.trim() !== "") blocks.push(`<div class="neta-md-block">${renderBlock(source)}</div>`);
+      }
+      expect(text.length).toBeLessThan(PIECE);
+      expect(normalised(renderMarkdown(text))).toBe(normalised(blocks.join("")));
+    }
+  });
 
   it("cuts only outside code fences, and only once the next line is there", () => {
     const text = "a\n\n```\nx\n\ny\n```\n\nb\n";

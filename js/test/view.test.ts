@@ -3,7 +3,7 @@ import type { Action } from "../src/actions";
 import { reduceAll } from "../src/reducer";
 import { initialState, type RunState } from "../src/state";
 import { TOAST_MS } from "../src/view/panels";
-import { RunView, type FrameClock } from "../src/view/run-view";
+import { CHARS_PER_SKIPPED_FRAME, RunView, type FrameClock } from "../src/view/run-view";
 import { envelope, fixture, type Envelope } from "./helpers";
 
 class FakeClock implements FrameClock {
@@ -328,6 +328,84 @@ describe("process timeline, todos, long output, step limit", () => {
     expect(byTestId("neta-finish").textContent).toBe("Stopped at the step limit");
     expect(container.querySelector(".neta-synthetic")?.textContent).toContain("step limit (2 steps)");
     expect(container.textContent).not.toContain("Reached the maximum of 2 steps");
+  });
+});
+
+describe("long answers", () => {
+  /** A run whose answer (and reasoning) arrive as deltas of `deltas`; a state after each event. */
+  function streamStates(deltas: readonly string[], eventType = "TEXT_DELTA"): RunState[] {
+    const type = eventType.startsWith("TEXT") ? "text" : "reasoning";
+    let state = reduceAll([envelope(eventType.replace("DELTA", "START"), 1, { type, text: "" })]);
+    const states: RunState[] = [];
+    deltas.forEach((text, i) => {
+      state = reduceAll([envelope(eventType, i + 2, { type, text })], state);
+      states.push(state);
+    });
+    return states;
+  }
+
+  /** Let time pass frame by frame until the view asks for nothing more; how many frames went by. */
+  function runAllFrames(): number {
+    let frames = 0;
+    while ((clock.frames.size > 0 || clock.timers.size > 0) && frames < 10_000) {
+      clock.advance(16);
+      clock.runFrames();
+      frames++;
+    }
+    return frames;
+  }
+
+  it("stream into one paragraph in pieces, and wait longer between renders as the open paragraph grows", () => {
+    const words = Array.from({ length: 12_000 }, (_, i) => `w${i} `);
+    const deltas: string[] = [];
+    for (let i = 0; i < words.length; i += 40) deltas.push(words.slice(i, i + 40).join(""));
+    const flush = vi.spyOn(view, "flush");
+    const rendersAt: number[] = [];
+    const lengths: number[] = [];
+    let frame = 0;
+    for (const state of streamStates(deltas)) {
+      view.update(state);
+      clock.advance(16);
+      const before = flush.mock.calls.length;
+      clock.runFrames();
+      if (flush.mock.calls.length > before) rendersAt.push(frame);
+      lengths.push(state.answer[0]?.text.length ?? 0);
+      frame++;
+    }
+    runAllFrames();
+    const answer = byTestId("neta-answer");
+    expect(answer.querySelectorAll("p")).toHaveLength(1);
+    expect(answer.textContent?.trim()).toBe(words.join("").trim());
+    // Early on every frame renders; once the paragraph is four times CHARS_PER_SKIPPED_FRAME long,
+    // renders are four frames apart or more.
+    expect(rendersAt.slice(0, 10)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    const late = rendersAt.filter((at) => (lengths[at] as number) > 4 * CHARS_PER_SKIPPED_FRAME);
+    expect(late.length).toBeGreaterThan(3);
+    for (let i = 1; i < late.length; i++) expect((late[i] as number) - (late[i - 1] as number)).toBeGreaterThanOrEqual(4);
+  });
+
+  it("render a long answer that arrives at once over several frames, then all of it", () => {
+    const text = Array.from({ length: 9_000 }, (_, i) => `w${i}`).join(" ");
+    const state = reduceAll([
+      envelope("TEXT_START", 1, { type: "text", text: "" }),
+      envelope("TEXT_DELTA", 2, { type: "text", text }),
+    ]);
+    view.update(state);
+    clock.runFrames();
+    const answer = byTestId("neta-answer");
+    expect((answer.textContent ?? "").length).toBeLessThan(text.length / 2);
+    expect(runAllFrames()).toBeGreaterThan(2);
+    expect(answer.textContent?.trim()).toBe(text);
+  });
+
+  it("append streamed reasoning to the text already shown", () => {
+    const states = streamStates(["Looking ", "at the ", "columns."], "REASONING_DELTA");
+    show(states[0] as RunState);
+    const segment = container.querySelector(".neta-reasoning-segment") as HTMLElement;
+    const node = segment.firstChild;
+    show(states[2] as RunState);
+    expect(segment.firstChild).toBe(node);
+    expect(segment.textContent).toBe("Looking at the columns.");
   });
 });
 

@@ -34,6 +34,23 @@ export function setText(element: HTMLElement, text: string): void {
   if (element.textContent !== text) element.textContent = text;
 }
 
+const grownText = new WeakMap<HTMLElement, string>();
+
+/**
+ * Set text that usually grows at its end (streamed reasoning): what was already there stays, only
+ * the new end is appended, so a long text costs per update what arrived, not its whole length.
+ */
+export function setGrowingText(element: HTMLElement, text: string): void {
+  const shown = grownText.get(element);
+  const node = element.firstChild;
+  if (shown !== undefined && node?.nodeType === Node.TEXT_NODE && node === element.lastChild && text.startsWith(shown)) {
+    if (text.length > shown.length) (node as Text).appendData(text.slice(shown.length));
+  } else if (shown !== text || element.childNodes.length !== (text ? 1 : 0)) {
+    element.textContent = text;
+  }
+  grownText.set(element, text);
+}
+
 export function setData(element: HTMLElement, key: string, value: string | number): void {
   const text = String(value);
   if (element.dataset[key] !== text) element.dataset[key] = text;

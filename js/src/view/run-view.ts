@@ -1,6 +1,11 @@
 /**
  * The run widget's DOM. `update(state)` only remembers the newest state and asks for an animation
  * frame; the frame renders whatever is newest then, so a burst of events costs one DOM pass.
+ *
+ * A change to a long paragraph makes the browser lay all of it out again, however little changed;
+ * so the longer the open part of the answer, the longer the view waits between two renders (one
+ * frame more per `CHARS_PER_SKIPPED_FRAME`), which keeps that layout work per second bounded. It
+ * waits on a timer, so that no frames are asked for meanwhile.
  */
 import type { Action } from "../actions";
 import type { RunState } from "../state";
@@ -27,6 +32,12 @@ export interface RunViewOptions {
   readonly clock?: FrameClock;
 }
 
+/** Length of the answer's open block for each animation frame left out between two renders. */
+export const CHARS_PER_SKIPPED_FRAME = 12 * 1024;
+const MAX_SKIPPED_FRAMES = 12;
+const MAX_SKIPPED_WHILE_CATCHING_UP = 2;
+const FRAME_MS = 16;
+
 export const browserClock: FrameClock = {
   requestFrame: (callback) => requestAnimationFrame(() => callback()),
   cancelFrame: (handle) => cancelAnimationFrame(handle),
@@ -39,10 +50,14 @@ export class RunView {
   private readonly parts: Part[];
   private readonly header: HeaderPart;
   private readonly footer: FooterPart;
+  private readonly answer: AnswerPart;
   private readonly clock: FrameClock;
   private state: RunState | null = null;
   private rendered: RunState | null = null;
   private frame: number | null = null;
+  /** Frames to let pass before the next render, and the timer that lets them pass. */
+  private skipFrames = 0;
+  private wait: unknown = null;
   private disposed = false;
 
   constructor(container: HTMLElement, private readonly options: RunViewOptions) {
@@ -55,6 +70,7 @@ export class RunView {
     };
     this.header = new HeaderPart(ctx, options.prompt ?? "");
     this.footer = new FooterPart(ctx);
+    this.answer = new AnswerPart();
     // Order on screen: what the agent thinks and does, what it asks, what it answers, then totals.
     this.parts = [
       this.header,
@@ -65,7 +81,7 @@ export class RunView {
       new ProcessPart(),
       new PermissionPart(ctx),
       new ClarifyPart(ctx),
-      new AnswerPart(),
+      this.answer,
       new AttachmentsPart(ctx),
       this.footer,
       new InputPart(ctx),
@@ -79,7 +95,7 @@ export class RunView {
   update(state: RunState): void {
     if (this.disposed) return;
     this.state = state;
-    if (this.frame === null) this.frame = this.clock.requestFrame(() => this.flush());
+    this.requestFrame();
   }
 
   /** Render now; the frame callback, and tests, call it. */
@@ -87,7 +103,7 @@ export class RunView {
     if (this.frame !== null) this.clock.cancelFrame(this.frame);
     this.frame = null;
     const state = this.state;
-    if (!state || state === this.rendered || this.disposed) return;
+    if (!state || (state === this.rendered && !this.answer.pending) || this.disposed) return;
     // A state with fewer seqs than the one on screen is a fresh start (e.g. a replay): redraw all.
     const prev = this.rendered && state.lastSeq >= this.rendered.lastSeq ? this.rendered : null;
     for (const part of this.parts) part.render(state, prev);
@@ -95,6 +111,24 @@ export class RunView {
     setData(this.root, "lastSeq", state.lastSeq);
     if (state.requestId) setData(this.root, "requestId", state.requestId);
     this.rendered = state;
+    // More text arrived than one render shows (a replay, a restored answer): go on soon.
+    const pending = this.answer.pending;
+    const skip = Math.floor(this.answer.openLength / CHARS_PER_SKIPPED_FRAME);
+    this.skipFrames = Math.min(pending ? MAX_SKIPPED_WHILE_CATCHING_UP : MAX_SKIPPED_FRAMES, skip);
+    if (pending) this.requestFrame();
+  }
+
+  private requestFrame(): void {
+    if (this.frame !== null || this.wait !== null || this.disposed) return;
+    if (this.skipFrames > 0) {
+      this.wait = this.clock.setTimeout(() => {
+        this.wait = null;
+        this.requestFrame();
+      }, this.skipFrames * FRAME_MS);
+      this.skipFrames = 0;
+      return;
+    }
+    this.frame = this.clock.requestFrame(() => this.flush());
   }
 
   setPrompt(prompt: string): void {
@@ -109,7 +143,9 @@ export class RunView {
   dispose(): void {
     this.disposed = true;
     if (this.frame !== null) this.clock.cancelFrame(this.frame);
+    if (this.wait !== null) this.clock.clearTimeout(this.wait);
     this.frame = null;
+    this.wait = null;
     for (const part of this.parts) part.dispose?.();
     this.root.remove();
   }

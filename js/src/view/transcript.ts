@@ -1,7 +1,7 @@
 /** Reasoning (collapsible, apart) and the answer (streaming markdown). */
-import { StreamingMarkdown } from "../markdown";
+import { StreamingMarkdown, UPDATE_BUDGET } from "../markdown";
 import type { RunState, TextSegment } from "../state";
-import { h, setText, setVisible } from "./dom";
+import { h, setGrowingText, setText, setVisible } from "./dom";
 import type { Part } from "./part";
 
 export class ReasoningPart implements Part {
@@ -22,7 +22,7 @@ export class ReasoningPart implements Part {
     const segments = state.reasoning.filter((s) => s.text.trim() !== "");
     setVisible(this.element, segments.length > 0);
     syncChildren(this.body, segments.length, () => h("div", { className: "neta-reasoning-segment" }));
-    segments.forEach((segment, i) => setText(this.body.children[i] as HTMLElement, segment.text));
+    segments.forEach((segment, i) => setGrowingText(this.body.children[i] as HTMLElement, segment.text));
     const thinking = state.reasoning.some((s) => s.open);
     setText(this.summary, thinking ? "Thinking…" : "Reasoning");
     // Open while the model thinks, folded once it is done, unless the user chose otherwise.
@@ -32,12 +32,14 @@ export class ReasoningPart implements Part {
 
 class SegmentView {
   readonly element = h("div", { className: "neta-segment" });
-  private readonly markdown = new StreamingMarkdown(this.element);
+  readonly markdown = new StreamingMarkdown(this.element, UPDATE_BUDGET);
+  /** Part of the text is not shown yet (more arrived at once than one update renders). */
+  pending = false;
 
   render(segment: TextSegment): void {
     this.element.classList.toggle("neta-synthetic", segment.synthetic);
     this.element.classList.toggle("neta-open", segment.open);
-    this.markdown.update(segment.text);
+    this.pending = !this.markdown.update(segment.text);
   }
 }
 
@@ -49,8 +51,22 @@ export class AnswerPart implements Part {
     setVisible(this.element, false);
   }
 
+  /** Some text is not shown yet: render again at the next frame, even with the same state. */
+  get pending(): boolean {
+    return this.segments.some((view) => view.pending);
+  }
+
+  /** Length of the open blocks of segments still growing: what each change makes the browser lay out again. */
+  get openLength(): number {
+    let length = 0;
+    for (const view of this.segments) {
+      if (view.pending || view.element.classList.contains("neta-open")) length += view.markdown.openLength;
+    }
+    return length;
+  }
+
   render(state: RunState, prev: RunState | null): void {
-    if (prev && state.answer === prev.answer) return;
+    if (prev && state.answer === prev.answer && !this.pending) return;
     while (this.segments.length > state.answer.length) this.segments.pop()?.element.remove();
     state.answer.forEach((segment, i) => {
       let view = this.segments[i];
@@ -59,7 +75,7 @@ export class AnswerPart implements Part {
         this.segments.push(view);
         this.element.append(view.element);
       }
-      if (segment !== prev?.answer[i] || !prev) view.render(segment);
+      if (segment !== prev?.answer[i] || !prev || view.pending) view.render(segment);
     });
     setVisible(this.element, state.answer.some((s) => s.text !== ""));
   }
