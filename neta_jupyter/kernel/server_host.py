@@ -33,7 +33,20 @@ def _error_of(response: httpx.Response) -> HostError:
     if not isinstance(body, dict):
         body = {}
     message = str(body.get("message") or f"the server answered HTTP {response.status_code}")
-    return HostError(message, code=str(body.get("code") or f"HTTP_{response.status_code}"))
+    code = body.get("errCode") or body.get("code") or f"HTTP_{response.status_code}"
+    return HostError(message, code=str(code))
+
+
+def _unreachable(exc: httpx.HTTPError) -> HostError:
+    return HostError(f"could not reach the Jupyter server: {exc}", code="UNREACHABLE")
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    """The JSON body of a success; the server's error (seed-003 body) otherwise."""
+    if response.status_code >= 400:
+        raise _error_of(response)
+    answer: dict[str, Any] = response.json()
+    return answer
 
 
 class ServerHost:
@@ -69,25 +82,15 @@ class ServerHost:
         try:
             response = await self._http().post(_API + path, json=body)
         except httpx.HTTPError as exc:
-            raise HostError(
-                f"could not reach the Jupyter server: {exc}", code="UNREACHABLE"
-            ) from exc
-        if response.status_code >= 400:
-            raise _error_of(response)
-        answer: dict[str, Any] = response.json()
-        return answer
+            raise _unreachable(exc) from exc
+        return _answer(response)
 
     def _get(self, path: str, **params: str) -> dict[str, Any]:
         try:
             response = self._sync.get(_API + path, params=params)
         except httpx.HTTPError as exc:
-            raise HostError(
-                f"could not reach the Jupyter server: {exc}", code="UNREACHABLE"
-            ) from exc
-        if response.status_code >= 400:
-            raise _error_of(response)
-        answer: dict[str, Any] = response.json()
-        return answer
+            raise _unreachable(exc) from exc
+        return _answer(response)
 
     # --- actions
 
@@ -122,12 +125,8 @@ class ServerHost:
         try:
             response = self._sync.post(_API + "agent/run/async", json=self._run_body(options))
         except httpx.HTTPError as exc:
-            raise HostError(
-                f"could not reach the Jupyter server: {exc}", code="UNREACHABLE"
-            ) from exc
-        if response.status_code >= 400:
-            raise _error_of(response)
-        answer = response.json()
+            raise _unreachable(exc) from exc
+        answer = _answer(response)
         return Started(str(answer["requestId"]), str(answer["sessionId"]))
 
     async def compact(self, session: str, instructions: str | None = None) -> Started:
