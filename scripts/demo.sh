@@ -4,4 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "==> starting JupyterLab (offline demo model; no API key needed)"
-exec jupyter lab --notebook-dir=notebooks "$@"
+extra=()
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+if [[ "$(id -u)" == "0" ]]; then extra+=(--allow-root); fi
+exec jupyter lab --notebook-dir=notebooks "${extra[@]}" "$@"
