@@ -35,6 +35,11 @@ class Redactor:
         names = set(SECRET_ENV_VARS) | {k for k in os.environ if k.endswith(("_API_KEY", "_TOKEN"))}
         self.add(*(os.environ.get(name) for name in names))
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The registered values."""
+        return self._secrets
+
     def __call__(self, text: str) -> str:
         """``text`` with every known secret replaced."""
         for secret in self._secrets:

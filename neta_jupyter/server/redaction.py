@@ -11,9 +11,11 @@ from ..events.redact import RedactingFilter, Redactor
 def install_redaction(serverapp: Any, redactor: Redactor, *extra: str) -> None:
     """Register the server's token, the kernel token, keys from the environment; filter the logs."""
     redactor.add_from_environment()
+    redactor.add(*extra)
+    # The log keeps the server's own token: Jupyter prints it in the login URL for its owner.
+    log_filter = RedactingFilter(Redactor(redactor.secrets))
     identity = getattr(serverapp, "identity_provider", None)
-    redactor.add(getattr(identity, "token", None), *extra)
-    log_filter = RedactingFilter(redactor)
+    redactor.add(getattr(identity, "token", None))
     loggers = [logging.getLogger(), logging.getLogger("neta_jupyter")]
     if serverapp is not None:
         loggers.append(serverapp.log)
