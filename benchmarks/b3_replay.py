@@ -29,10 +29,14 @@ def _scan(path: Path, request_id: str) -> tuple[int, float]:
     conn = sqlite3.connect(path)
     try:
         began = time.perf_counter()
+        (stream,) = conn.execute(
+            "SELECT stream FROM event_streams WHERE request_id = ?", (request_id,)
+        ).fetchone()
+        base = stream << 32
         rows = conn.execute(
-            "SELECT seq, event_type, payload FROM events WHERE request_id = ? AND seq > ? "
-            "ORDER BY seq",
-            (request_id, 0),
+            "SELECT key - ?, event_type, payload FROM events WHERE key > ? AND key < ? "
+            "ORDER BY key",
+            (base, base, base + (1 << 32)),
         ).fetchall()
         return len(rows), time.perf_counter() - began
     finally:

@@ -234,7 +234,9 @@ class NetaServer(_Process):
         """The run's stored events as (seq, type, envelope JSON), read from its database."""
         with closing_ro(self.db_path) as conn:
             return conn.execute(
-                "SELECT seq, event_type, payload FROM events WHERE request_id = ? ORDER BY seq",
+                "SELECT e.key & 0xFFFFFFFF, e.event_type, e.payload FROM events e "
+                "JOIN event_streams s ON e.key >> 32 = s.stream WHERE s.request_id = ? "
+                "ORDER BY e.key",
                 (request_id,),
             ).fetchall()
 

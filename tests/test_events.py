@@ -10,6 +10,7 @@ from neta_jupyter.events import (
     AgentEvent,
     EventType,
     HeartbeatData,
+    ReasoningData,
     TextData,
     ToolData,
     decode_event,
@@ -18,6 +19,7 @@ from neta_jupyter.events import (
     sse_frame,
     ws_batch,
 )
+from neta_jupyter.events.encoding import numbered, text_rest
 from neta_jupyter.events.models import DATA_TYPES
 
 
@@ -117,3 +119,34 @@ def test_committed_widget_schema_is_current() -> None:
         "js/schema/events.schema.json is stale: run "
         "`python -m neta_jupyter.events --schema > js/schema/events.schema.json`"
     )
+
+
+def test_deltas_built_without_a_model_match_the_model_encoding() -> None:
+    """The fast path for text and reasoning deltas writes exactly what pydantic writes."""
+    awkward = [
+        "",
+        "plain",
+        'quo"te\\back',
+        "new\nline\ttab\r",
+        "\x00\x01\x1f\x7f",
+        "é 中 😀",
+        "\u2028\u2029",
+        "</script>",
+    ]
+    for text in awkward:
+        for kind, data in (("text", TextData(text=text)), ("reasoning", ReasoningData(text=text))):
+            for step, total in ((None, None), (3, None), (None, 120), (2, 5)):
+                event_type = EventType.TEXT_DELTA if kind == "text" else EventType.REASONING_DELTA
+                event = AgentEvent(
+                    event_type=event_type,
+                    request_id='r_"x',
+                    data=data,
+                    timestamp="T",
+                    step=step,
+                    total_tokens=total,
+                )
+                fast = numbered(
+                    event_type.value, 9, text_rest(json.dumps('r_"x'), kind, text, "T", step, total)
+                )
+                assert fast == encode_json(event, 9)
+                assert decode_event(fast) == event.model_copy(update={"seq": 9})

@@ -27,7 +27,9 @@ def committed_rows(path: Path, rid: str) -> list[int]:
         return [
             r[0]
             for r in other.execute(
-                "SELECT seq FROM events WHERE request_id = ? ORDER BY seq", (rid,)
+                "SELECT e.key - (s.stream << 32) FROM events e JOIN event_streams s "
+                "ON e.key >> 32 = s.stream WHERE s.request_id = ? ORDER BY e.key",
+                (rid,),
             )
         ]
 
@@ -88,3 +90,31 @@ async def test_a_slow_follower_reads_the_store_and_memory_stays_bounded(tmp_path
             break
     assert seqs == list(range(30_000))
     store.close()
+
+
+def test_a_database_of_the_earlier_layout_is_migrated(tmp_path: Path) -> None:
+    """Events stored under (request_id, seq) keys by an earlier version replay unchanged."""
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as old:
+        old.execute(
+            "CREATE TABLE events (request_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+            "event_type TEXT NOT NULL, payload TEXT NOT NULL, PRIMARY KEY (request_id, seq)) "
+            "WITHOUT ROWID"
+        )
+        old.executemany(
+            "INSERT INTO events VALUES (?, ?, ?, ?)",
+            [(rid, seq, "TEXT_DELTA", f"{rid}:{seq}") for rid in ("a", "b") for seq in range(3)],
+        )
+    store = Store(path)
+    log = store.events
+    assert [(e.seq, e.payload) for e in log.read_after("b", -1)] == [
+        (0, "b:0"),
+        (1, "b:1"),
+        (2, "b:2"),
+    ]
+    assert log.last_seq("a") == 2
+    assert log.append_nowait(delta("a", "next")) == 3, "seq continues where the old layout ended"
+    store.close()
+    reopened = Store(path)
+    assert [e.seq for e in reopened.events.read_after("a", 1)] == [2, 3]
+    reopened.close()

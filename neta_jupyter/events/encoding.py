@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from json.encoder import encode_basestring as _json_string
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -19,14 +20,50 @@ def encode_json(event: AgentEvent, seq: int | None = None) -> str:
     With ``seq``, the envelope of ``event`` numbered ``seq``: the same text as encoding a copy
     with that seq, without the cost of copying the model for every event appended.
     """
+    if seq is None or event.seq is not None:
+        if seq is not None:
+            event = event.model_copy(update={"seq": seq})
+        return event.model_dump_json(by_alias=True, exclude_none=True)
+    return numbered(event.event_type.value, seq, envelope_rest(event))
+
+
+def envelope_rest(event: AgentEvent) -> str:
+    """The envelope of an unnumbered ``event`` after its ``eventType``.
+
+    :func:`numbered` completes it once the log has chosen the seq.
+    """
     body = event.model_dump_json(by_alias=True, exclude_none=True)
-    if seq is None:
-        return body
-    # seq is the envelope's second field, so it goes right after eventType.
-    head = f'{{"eventType":"{event.event_type.value}",'
-    if event.seq is None and body.startswith(head):
-        return f'{head}"seq":{seq},{body[len(head) :]}'
-    return encode_json(event.model_copy(update={"seq": seq}))
+    # eventType is the envelope's first field, so the rest starts right after it.
+    return body[len(event.event_type.value) + len('{"eventType":"",') :]
+
+
+def numbered(event_type: str, seq: int, rest: str) -> str:
+    """The full envelope: eventType, then seq (the second field), then ``rest``."""
+    return f'{{"eventType":"{event_type}","seq":{seq},{rest}'
+
+
+def text_rest(
+    request_id_json: str,
+    kind: str,
+    text: str,
+    timestamp: str,
+    step: int | None,
+    total_tokens: int | None,
+) -> str:
+    """:func:`envelope_rest` of a text or reasoning delta, built without a model.
+
+    Deltas are most of a run's events; this is the same text pydantic writes for them (a test
+    compares the two over awkward strings) at a fraction of the cost.
+    """
+    tail = "}"
+    if total_tokens is not None:
+        tail = f',"totalTokens":{total_tokens}}}'
+    if step is not None:
+        tail = f',"step":{step}{tail}'
+    return (
+        f'"requestId":{request_id_json},"data":{{"type":"{kind}","text":{_json_string(text)}}},'
+        f'"timestamp":"{timestamp}"{tail}'
+    )
 
 
 def sse_frame(event_type: str, payload: str, seq: int | None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,18 +116,21 @@ class ScriptedModel:
             raise turn.error
 
     @staticmethod
-    def _parts(turn: ScriptedTurn, index: int) -> list[StreamPart]:
-        parts: list[StreamPart] = [ReasoningPart(c) for c in _chunks(turn.reasoning)]
-        parts += [TextPart(c) for c in _chunks(turn.text)]
+    def _parts(turn: ScriptedTurn, index: int) -> Iterator[StreamPart]:
+        """The turn's parts, made as they are streamed (a long script never exists twice)."""
+        for chunk in _chunks(turn.reasoning):
+            yield ReasoningPart(chunk)
+        for chunk in _chunks(turn.text):
+            yield TextPart(chunk)
         for i, call in enumerate(turn.tool_calls):
             args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
             call_id = call.id or f"call_{index}_{i}"
-            parts.append(ToolCallPart(i, id=call_id, name=call.name))
+            yield ToolCallPart(i, id=call_id, name=call.name)
             mid = len(args) // 2
-            parts += [ToolCallPart(i, arguments=args[:mid]), ToolCallPart(i, arguments=args[mid:])]
+            yield ToolCallPart(i, arguments=args[:mid])
+            yield ToolCallPart(i, arguments=args[mid:])
         if turn.usage is not None:
-            parts.append(turn.usage)
-        return parts
+            yield turn.usage
 
     # --- loading scripts from JSON (used where a test cannot hand over objects, e.g. a subprocess)
 

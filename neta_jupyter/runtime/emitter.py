@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 
 from ..events import AgentEvent, EventData, EventType
+from ..events.encoding import text_rest
 from ..events.redact import Redactor
 from ..store import EventLog
 
@@ -37,6 +39,7 @@ class RunEmitter:
     def __init__(self, log: EventLog, request_id: str) -> None:
         self._log = log
         self.request_id = request_id
+        self._request_id_json = json.dumps(request_id)
         self.step: int | None = None
         self.total_tokens: int | None = None
 
@@ -57,6 +60,14 @@ class RunEmitter:
                 total_tokens=self.total_tokens,
             )
         )
+
+    def emit_text(self, event_type: EventType, text: str) -> int:
+        """:meth:`emit` of a TEXT_DELTA or REASONING_DELTA, the bulk of a run's events."""
+        kind = "reasoning" if event_type is EventType.REASONING_DELTA else "text"
+        rest = text_rest(
+            self._request_id_json, kind, text, _timestamp(), self.step, self.total_tokens
+        )
+        return self._log.append_encoded(self.request_id, event_type.value, rest)
 
     async def emit_durable(self, event_type: EventType, data: EventData) -> int:
         """Append and wait until it (and everything before it) is durable."""

@@ -144,13 +144,13 @@ class ReplyStreamer:
                 fresh = self._redact_text.feed(self._fresh_text(text))
                 if fresh:
                     self._segment(EventType.TEXT_START)
-                    self._emitter.emit(EventType.TEXT_DELTA, TextData(text=fresh))
+                    self._emitter.emit_text(EventType.TEXT_DELTA, fresh)
             case ReasoningPart(text=text) if text:
                 self._reasoning.append(text)
                 fresh = self._redact_reasoning.feed(self._fresh_reasoning(text))
                 if fresh:
                     self._segment(EventType.REASONING_START)
-                    self._emitter.emit(EventType.REASONING_DELTA, ReasoningData(text=fresh))
+                    self._emitter.emit_text(EventType.REASONING_DELTA, fresh)
             case ToolCallPart():
                 self._close_segment()
                 self._on_tool_fragment(part)
@@ -206,11 +206,11 @@ class ReplyStreamer:
     def _close_segment(self) -> None:
         if self._open == EventType.TEXT_START:
             if rest := self._redact_text.flush():
-                self._emitter.emit(EventType.TEXT_DELTA, TextData(text=rest))
+                self._emitter.emit_text(EventType.TEXT_DELTA, rest)
             self._emitter.emit(EventType.TEXT_END, TextData())
         elif self._open == EventType.REASONING_START:
             if rest := self._redact_reasoning.flush():
-                self._emitter.emit(EventType.REASONING_DELTA, ReasoningData(text=rest))
+                self._emitter.emit_text(EventType.REASONING_DELTA, rest)
             self._emitter.emit(EventType.REASONING_END, ReasoningData())
         self._open = None
 

@@ -15,14 +15,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-_SCHEMA = """
+_EVENTS_TABLE = """
 CREATE TABLE IF NOT EXISTS events (
-    request_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
+    key INTEGER PRIMARY KEY,
     event_type TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    PRIMARY KEY (request_id, seq)
-) WITHOUT ROWID;
+    payload TEXT NOT NULL
+);
+"""
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS event_streams (
+    stream INTEGER PRIMARY KEY,
+    request_id TEXT NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS runs (
     request_id TEXT PRIMARY KEY,
     principal TEXT NOT NULL,
@@ -87,7 +91,13 @@ _COMMIT_SHARE = 0.1
 _COMMIT_BURST = 0.001
 """Seconds of commit time that may be spent at once after a quiet spell."""
 
-PendingRow = tuple[str, int, str, str]
+SEQ_BITS = 32
+"""An event's ``key`` is ``stream << SEQ_BITS | seq``: the run's stream number and its seq packed
+into the table's integer primary key. Appends then extend one B-tree at its end and a replay is
+a range of it, about half the cost of a (request_id, seq) key."""
+
+PendingRow = tuple[int, str, str]
+"""``(key, event_type, payload)``."""
 CommitListener = Callable[[list[PendingRow]], None]
 
 
@@ -112,9 +122,11 @@ class Database:
         self.conn.execute("PRAGMA busy_timeout=5000")
         self.conn.executescript(_SCHEMA)
         self._migrate()
+        self.conn.executescript(_EVENTS_TABLE)
         self.commit_interval = commit_interval
         self.max_batch = max_batch
         self._pending: list[PendingRow] = []
+        self._pending_writes: list[tuple[str, tuple[object, ...]]] = []
         self._waiters: list[asyncio.Future[None]] = []
         self._timer: asyncio.Handle | None = None
         self._listeners: list[CommitListener] = []
@@ -124,10 +136,26 @@ class Database:
         self._closed = False
 
     def _migrate(self) -> None:
-        """Add columns that later versions introduced to a database an earlier one created."""
+        """Bring a database an earlier version created to this version's layout."""
         columns = {row[1] for row in self.conn.execute("PRAGMA table_info(sessions)")}
         if "todo" not in columns:
             self.conn.execute("ALTER TABLE sessions ADD COLUMN todo TEXT NOT NULL DEFAULT '[]'")
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(events)")}
+        if "request_id" in columns:  # events keyed by (request_id, seq)
+            self.conn.executescript(
+                f"""
+                BEGIN;
+                ALTER TABLE events RENAME TO events_by_request;
+                {_EVENTS_TABLE}
+                INSERT INTO event_streams (request_id)
+                    SELECT DISTINCT request_id FROM events_by_request ORDER BY request_id;
+                INSERT INTO events (key, event_type, payload)
+                    SELECT (s.stream << {SEQ_BITS}) | e.seq, e.event_type, e.payload
+                    FROM events_by_request e JOIN event_streams s USING (request_id);
+                DROP TABLE events_by_request;
+                COMMIT;
+                """
+            )
 
     def on_commit(self, listener: CommitListener) -> None:
         """Call ``listener`` with the event rows each commit made durable."""
@@ -147,6 +175,10 @@ class Database:
                 self.commit()  # no loop to wait on: be durable now
                 return
             self._timer = self._schedule_commit(loop)
+
+    def queue_write(self, sql: str, params: tuple[object, ...]) -> None:
+        """A write that becomes durable with the next group commit, before its events."""
+        self._pending_writes.append((sql, params))
 
     def _schedule_commit(self, loop: asyncio.AbstractEventLoop) -> asyncio.Handle:
         """Commit when the current callback returns if the commit budget allows, else later.
@@ -219,10 +251,13 @@ class Database:
         self._finish_commit(began)
 
     def _write_pending(self) -> None:
+        if self._pending_writes:
+            for sql, params in self._pending_writes:
+                self.conn.execute(sql, params)
+            self._pending_writes = []
         if self._pending:
             self.conn.executemany(
-                "INSERT INTO events (request_id, seq, event_type, payload) VALUES (?, ?, ?, ?)",
-                self._pending,
+                "INSERT INTO events (key, event_type, payload) VALUES (?, ?, ?)", self._pending
             )
 
     def _finish_commit(self, began: float | None = None) -> None:

@@ -10,9 +10,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import NamedTuple, Protocol
 
-from ..events import TERMINAL_EVENT_TYPES, AgentEvent, encode_json
+from ..events import TERMINAL_EVENT_TYPES, AgentEvent
+from ..events.encoding import envelope_rest, numbered
 from ..events.redact import Redactor
-from .db import Database, PendingRow
+from .db import SEQ_BITS, Database, PendingRow
 
 _TERMINAL = frozenset(str(t) for t in TERMINAL_EVENT_TYPES)
 
@@ -42,6 +43,13 @@ class EventLog(Protocol):
 
     def append_nowait(self, event: AgentEvent) -> int:
         """Assign the next seq and queue the event for the next group commit."""
+        ...
+
+    def append_encoded(self, request_id: str, event_type: str, rest: str) -> int:
+        """:meth:`append_nowait` of an envelope already encoded up to its seq.
+
+        ``rest`` is what :func:`~neta_jupyter.events.encoding.envelope_rest` gives.
+        """
         ...
 
     async def append(self, event: AgentEvent) -> int:
@@ -74,9 +82,10 @@ class _Tail:
     follower that asks from there (all that keep up ask from the same one).
     """
 
-    __slots__ = ("events", "last", "made", "signal")
+    __slots__ = ("base", "events", "last", "made", "signal")
 
-    def __init__(self, last: int) -> None:
+    def __init__(self, base: int, last: int) -> None:
+        self.base = base  # the stream's key of seq 0
         self.events: list[PendingRow] = []
         self.last = last
         self.signal = asyncio.Event()
@@ -84,11 +93,15 @@ class _Tail:
 
     def after(self, seq: int) -> list[StoredEvent] | None:
         """Events after ``seq`` if the tail still holds them all, else None."""
-        if not self.events or seq + 1 < self.events[0][1]:
+        if not self.events:
+            return None
+        first = self.events[0][0] - self.base
+        if seq + 1 < first:
             return None
         if self.made is None or self.made[0] != seq:
-            rows = self.events[seq + 1 - self.events[0][1] :]
-            self.made = seq, [StoredEvent(s, kind, data) for _, s, kind, data in rows]
+            base = self.base
+            rows = self.events[seq + 1 - first :]
+            self.made = seq, [StoredEvent(key - base, kind, data) for key, kind, data in rows]
         return self.made[1]
 
 
@@ -106,6 +119,9 @@ class SqliteEventLog:
         self._db = db
         self.redactor = redactor or Redactor()
         self._next: dict[str, int] = {}
+        self._streams: dict[str, int] = {}
+        self._requests: dict[int, str] = {}
+        self._last_stream: int | None = None
         self._tails: dict[str, _Tail] = {}
         self._tail_size = tail_size
         # Followers behind the tail read this many rows at a time: few enough that little of a
@@ -118,15 +134,20 @@ class SqliteEventLog:
 
     def append_nowait(self, event: AgentEvent) -> int:
         """Assign the next seq and queue the event for the next group commit."""
-        rid = event.request_id
-        seq = self._next.get(rid)
+        if event.seq is not None:
+            event = event.model_copy(update={"seq": None})
+        return self.append_encoded(event.request_id, event.event_type.value, envelope_rest(event))
+
+    def append_encoded(self, request_id: str, event_type: str, rest: str) -> int:
+        """:meth:`append_nowait` of an envelope already encoded up to its seq."""
+        seq = self._next.get(request_id)
         if seq is None:
-            seq = self._stored_last(rid) + 1
-        self._next[rid] = seq + 1
-        payload = encode_json(event, seq)
+            seq = self._stored_last(request_id) + 1
+        self._next[request_id] = seq + 1
+        payload = numbered(event_type, seq, rest)
         if self.redactor:
             payload = self.redactor(payload)
-        self._db.queue_event((rid, seq, str(event.event_type), payload))
+        self._db.queue_event((self._base(request_id, create=True) + seq, event_type, payload))
         return seq
 
     async def append(self, event: AgentEvent) -> int:
@@ -147,18 +168,21 @@ class SqliteEventLog:
         self._next.pop(request_id, None)
 
     def _committed(self, rows: list[PendingRow]) -> None:
+        touched: set[_Tail] = set()
         for row in rows:
-            rid, seq, event_type, _ = row
+            key, event_type, _ = row
+            rid = self._requests[key >> SEQ_BITS]
             tail = self._tails.get(rid)
             if tail is None:
-                tail = self._tails[rid] = _Tail(seq - 1)
+                base = key >> SEQ_BITS << SEQ_BITS
+                tail = self._tails[rid] = _Tail(base, key - base - 1)
             tail.events.append(row)
-            tail.last = seq
+            tail.last = key - tail.base
+            touched.add(tail)
             if event_type in _TERMINAL:
                 # A finished segment's events live in the store only; followers read them there.
                 tail.events.clear()
-        for rid in {row[0] for row in rows}:
-            tail = self._tails[rid]
+        for tail in touched:
             if len(tail.events) > 2 * self._tail_size:
                 del tail.events[: len(tail.events) - self._tail_size]
             tail.made = None
@@ -167,10 +191,42 @@ class SqliteEventLog:
 
     # --- reading
 
+    def _base(self, request_id: str, *, create: bool = False) -> int:
+        """The key of the run's seq 0; -1 when it has no stream yet and ``create`` is false."""
+        stream = self._streams.get(request_id)
+        if stream is None:
+            rows = self._db.query(
+                "SELECT stream FROM event_streams WHERE request_id = ?", (request_id,)
+            )
+            if rows:
+                stream = int(rows[0][0])
+            elif create:
+                # Numbered here and stored with the run's first events, so starting a run does
+                # not force a commit of its own.
+                if self._last_stream is None:
+                    found = self._db.query("SELECT MAX(stream) FROM event_streams")[0][0]
+                    self._last_stream = int(found or 0)
+                stream = self._last_stream = self._last_stream + 1
+                self._db.queue_write(
+                    "INSERT INTO event_streams (stream, request_id) VALUES (?, ?)",
+                    (stream, request_id),
+                )
+            else:
+                return -1
+            self._streams[request_id] = stream
+            self._requests[stream] = request_id
+        return stream << SEQ_BITS
+
     def _stored_last(self, request_id: str) -> int:
-        rows = self._db.query("SELECT MAX(seq) FROM events WHERE request_id = ?", (request_id,))
+        base = self._base(request_id)
+        if base < 0:
+            return -1
+        rows = self._db.query(
+            "SELECT MAX(key) FROM events WHERE key >= ? AND key < ?",
+            (base, base + (1 << SEQ_BITS)),
+        )
         value = rows[0][0]
-        return -1 if value is None else int(value)
+        return -1 if value is None else int(value) - base
 
     def last_seq(self, request_id: str) -> int:
         """Seq of the last durable event of the run, -1 when it has none."""
@@ -180,10 +236,13 @@ class SqliteEventLog:
     def read_after(self, request_id: str, after_seq: int, limit: int = 4096) -> list[StoredEvent]:
         """Durable events with seq > ``after_seq``, in order."""
         upto = self.last_seq(request_id)
+        base = self._base(request_id)
+        if base < 0:
+            return []
         rows = self._db.conn.execute(
-            "SELECT seq, event_type, payload FROM events WHERE request_id = ? AND seq > ? "
-            "AND seq <= ? ORDER BY seq LIMIT ?",
-            (request_id, after_seq, upto, limit),
+            "SELECT key - ?, event_type, payload FROM events WHERE key > ? AND key <= ? "
+            "ORDER BY key LIMIT ?",
+            (base, base + after_seq, base + upto, limit),
         ).fetchall()
         return list(map(StoredEvent._make, rows))
 
@@ -201,7 +260,8 @@ class SqliteEventLog:
         while True:
             tail = self._tails.get(request_id)
             if tail is None:
-                tail = self._tails[request_id] = _Tail(self._stored_last(request_id))
+                base = self._base(request_id, create=True)
+                tail = self._tails[request_id] = _Tail(base, self._stored_last(request_id))
             if tail.last > pos:
                 batch = tail.after(pos) or self.read_after(request_id, pos, self._read_batch)
                 if batch:
