@@ -150,9 +150,9 @@ class EmbeddedBackend:
         batches = self.store.events.follow(request_id, after)
         try:
             async for batch in batches:
-                for stored in batch:
-                    yield stored.seq, stored.payload
-                    if stored.terminal:
+                for seq, kind, payload in batch:
+                    yield seq, payload
+                    if kind in TERMINAL_EVENT_TYPES:
                         return
         finally:
             # follow() tails forever; close it now rather than whenever it is collected.

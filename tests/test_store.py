@@ -57,10 +57,10 @@ async def test_followers_get_only_durable_events_in_order(tmp_path: Path) -> Non
 
     async def follow() -> None:
         async for batch in log.follow("r", -1):
-            for event in batch:
-                assert event.seq in committed_rows(tmp_path / "log.sqlite3", "r")
-                got.append(event.seq)
-            if batch[-1].terminal:
+            for seq, _, _ in batch:
+                assert seq in committed_rows(tmp_path / "log.sqlite3", "r")
+                got.append(seq)
+            if batch[-1][1] == "MESSAGE_COMPLETED":
                 return
 
     task = asyncio.create_task(follow())
@@ -85,7 +85,7 @@ async def test_a_slow_follower_reads_the_store_and_memory_stays_bounded(tmp_path
     assert len(tail.events) <= 2 * 4096, "the in-memory window is bounded"
     seqs: list[int] = []
     async for batch in follower:  # starts reading only now: far behind the window
-        seqs += [e.seq for e in batch]
+        seqs += [seq for seq, _, _ in batch]
         if seqs[-1] == 29_999:
             break
     assert seqs == list(range(30_000))

@@ -183,9 +183,9 @@ class EmbeddedHost:
         stream = log.follow(request_id, after_seq)
         try:
             async for batch in stream:
-                for stored in batch:
-                    yield json.loads(stored.payload)
-                    if stored.event_type in _TERMINAL:
+                for _, kind, payload in batch:
+                    yield json.loads(payload)
+                    if kind in TERMINAL_EVENT_TYPES:
                         return
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
@@ -256,6 +256,3 @@ class EmbeddedHost:
         """Suspend what runs and close the store."""
         await self.runtime.shutdown()
         self.store.close()
-
-
-_TERMINAL = frozenset(str(t) for t in TERMINAL_EVENT_TYPES)

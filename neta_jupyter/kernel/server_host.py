@@ -20,7 +20,6 @@ from .discovery import ServerInfo
 from .host import HostError, Mode, RunOptions, Started
 
 _API = "neta/api/"
-_TERMINAL = frozenset(str(t) for t in TERMINAL_EVENT_TYPES)
 _TIMEOUT = httpx.Timeout(30.0, read=90.0)
 """Reads wait longer than the server's heartbeat interval (15 s by default)."""
 
@@ -191,7 +190,7 @@ class ServerHost:
                     raise HostError(f"the server has no run {request_id}", code="RUN_NOT_FOUND")
                 envelope: dict[str, Any] = json.loads(sse.data)
                 yield envelope
-                if envelope.get("eventType") in _TERMINAL:
+                if envelope.get("eventType") in TERMINAL_EVENT_TYPES:
                     return
 
     # --- queries

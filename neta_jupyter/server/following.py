@@ -8,12 +8,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..events import TERMINAL_EVENT_TYPES, AgentEvent, EventType, HeartbeatData, encode_json
-from ..store import EventLog, StoredEvent
+from ..store import EventLog
+from ..store.db import EventRow
 
-_TERMINAL = frozenset(str(t) for t in TERMINAL_EVENT_TYPES)
-
-Tick = list[StoredEvent] | None
-"""A batch of stored events, or ``None`` when a heartbeat is due."""
+Tick = list[EventRow] | None
+"""A batch of stored ``(seq, event_type, payload)``, or ``None`` when a heartbeat is due."""
 
 
 def heartbeat_json(request_id: str) -> str:
@@ -31,7 +30,7 @@ async def follow_with_heartbeat(
     Ends as soon as ``stop`` is set (the client went away), even while waiting.
     """
     stream = log.follow(request_id, after_seq)
-    pending: asyncio.Future[list[StoredEvent]] | None = None
+    pending: asyncio.Future[list[EventRow]] | None = None
     stopper = asyncio.ensure_future(stop.wait())
     try:
         while not stop.is_set():
@@ -57,10 +56,10 @@ async def follow_with_heartbeat(
         await stream.aclose()  # type: ignore[attr-defined]
 
 
-def until_terminal(batch: list[StoredEvent]) -> tuple[list[StoredEvent], bool]:
+def until_terminal(batch: list[EventRow]) -> tuple[list[EventRow], bool]:
     """The batch cut after its first terminal event, and whether one was found."""
-    types = [event.event_type for event in batch]
-    if _TERMINAL.isdisjoint(types):  # the usual case, decided without a loop in Python
+    types = [kind for _, kind, _ in batch]
+    if TERMINAL_EVENT_TYPES.isdisjoint(types):  # the usual case, decided without a loop in Python
         return batch, False
-    end = next(index for index, kind in enumerate(types) if kind in _TERMINAL) + 1
+    end = next(index for index, kind in enumerate(types) if kind in TERMINAL_EVENT_TYPES) + 1
     return batch[:end], True

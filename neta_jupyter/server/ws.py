@@ -217,7 +217,9 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         try:
             async for tick in ticks:
                 payloads = (
-                    [heartbeat_json(request_id)] if tick is None else [e.payload for e in tick]
+                    [heartbeat_json(request_id)]
+                    if tick is None
+                    else [payload for _, _, payload in tick]
                 )
                 for frame in _frames(payloads):
                     if not await self._send(frame):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -96,9 +97,55 @@ SEQ_BITS = 32
 into the table's integer primary key. Appends then extend one B-tree at its end and a replay is
 a range of it, about half the cost of a (request_id, seq) key."""
 
-PendingRow = tuple[int, str, str]
-"""``(key, event_type, payload)``."""
-CommitListener = Callable[[list[PendingRow]], None]
+_CHECKPOINT_EVERY = 4096
+"""Events (a commit counts as 8) after which the WAL is copied into the database file."""
+
+
+EventRow = tuple[int, str, str]
+"""``(seq, event_type, payload)``: a plain tuple, made once when the event is appended. The group
+commit writes it, the live tail keeps it and every follower sends that same object; the garbage
+collector stops tracking tuples of strings and numbers (not named tuples), so thousands of
+recent events cost it nothing."""
+
+
+CommitListener = Callable[[int, list[EventRow]], None]
+"""Told, per stream, the key base and the events a commit made durable."""
+
+
+class _Checkpointer(threading.Thread):
+    """Copies the write-ahead log into the database file on its own thread and connection.
+
+    SQLite would otherwise do it inside whichever commit crosses its threshold, on the event
+    loop's thread: about 40% of the cost of appending a streamed event.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(name="neta-sqlite-checkpoint", daemon=True)
+        self._path = path
+        self._wake = threading.Event()
+        self._stopping = False
+
+    def run(self) -> None:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=5000")
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                # PASSIVE never blocks the writer; what it cannot copy now, a later one will.
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+    def request(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        self.join()
 
 
 class Database:
@@ -123,9 +170,16 @@ class Database:
         self.conn.executescript(_SCHEMA)
         self._migrate()
         self.conn.executescript(_EVENTS_TABLE)
+        self._checkpointer: _Checkpointer | None = None
+        self._since_checkpoint = 0
+        if self.path != ":memory:":
+            self.conn.execute("PRAGMA wal_autocheckpoint=0")
+            self._checkpointer = _Checkpointer(self.path)
+            self._checkpointer.start()
         self.commit_interval = commit_interval
         self.max_batch = max_batch
-        self._pending: list[PendingRow] = []
+        self._pending: dict[int, list[EventRow]] = {}
+        self._pending_count = 0
         self._pending_writes: list[tuple[str, tuple[object, ...]]] = []
         self._waiters: list[asyncio.Future[None]] = []
         self._timer: asyncio.Handle | None = None
@@ -161,12 +215,16 @@ class Database:
         """Call ``listener`` with the event rows each commit made durable."""
         self._listeners.append(listener)
 
-    def queue_event(self, row: PendingRow) -> None:
-        """Hold an event row for the next group commit."""
+    def queue_event(self, base: int, event: EventRow) -> None:
+        """Hold an event of the stream whose seq 0 has key ``base`` for the next group commit."""
         if self._closed:
             raise RuntimeError("the store is closed")
-        self._pending.append(row)
-        if len(self._pending) >= self.max_batch:
+        rows = self._pending.get(base)
+        if rows is None:
+            rows = self._pending[base] = []
+        rows.append(event)
+        self._pending_count += 1
+        if self._pending_count >= self.max_batch:
             self.commit()
         elif self._timer is None:
             try:
@@ -255,9 +313,10 @@ class Database:
             for sql, params in self._pending_writes:
                 self.conn.execute(sql, params)
             self._pending_writes = []
-        if self._pending:
+        for base, rows in self._pending.items():
+            # The base as a literal: the rows are the appended tuples themselves, no copies made.
             self.conn.executemany(
-                "INSERT INTO events (key, event_type, payload) VALUES (?, ?, ?)", self._pending
+                f"INSERT INTO events (key, event_type, payload) VALUES ({base:d} + ?, ?, ?)", rows
             )
 
     def _finish_commit(self, began: float | None = None) -> None:
@@ -265,12 +324,18 @@ class Database:
         if began is not None:  # a group commit: what it cost is charged to the budget
             self._commit_cost = time.monotonic() - began
             self._budget = max(-_COMMIT_BURST, self._budget - self._commit_cost)
-        rows, self._pending = self._pending, []
+        pending, self._pending = self._pending, {}
+        count, self._pending_count = self._pending_count, 0
         waiters, self._waiters = self._waiters, []
         self._cancel_timer()
-        if rows:
+        for base, rows in pending.items():
             for listener in self._listeners:
-                listener(rows)
+                listener(base, rows)
+        if self._checkpointer is not None:
+            self._since_checkpoint += count + 8
+            if self._since_checkpoint >= _CHECKPOINT_EVERY:
+                self._since_checkpoint = 0
+                self._checkpointer.request()
         for fut in waiters:
             if not fut.done():
                 fut.set_result(None)
@@ -286,4 +351,6 @@ class Database:
             return
         self.commit()
         self._closed = True
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
         self.conn.close()

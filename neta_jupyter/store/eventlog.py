@@ -13,9 +13,7 @@ from typing import NamedTuple, Protocol
 from ..events import TERMINAL_EVENT_TYPES, AgentEvent
 from ..events.encoding import envelope_rest, numbered
 from ..events.redact import Redactor
-from .db import SEQ_BITS, Database, PendingRow
-
-_TERMINAL = frozenset(str(t) for t in TERMINAL_EVENT_TYPES)
+from .db import SEQ_BITS, Database, EventRow
 
 
 class StoredEvent(NamedTuple):
@@ -32,7 +30,7 @@ class StoredEvent(NamedTuple):
     @property
     def terminal(self) -> bool:
         """Whether it ends a stream segment."""
-        return self.event_type in _TERMINAL
+        return self.event_type in TERMINAL_EVENT_TYPES
 
 
 class EventLog(Protocol):
@@ -68,41 +66,30 @@ class EventLog(Protocol):
         """Durable events with seq > ``after_seq``, in order."""
         ...
 
-    def follow(self, request_id: str, after_seq: int) -> AsyncIterator[list[StoredEvent]]:
-        """Batches of events after ``after_seq``: stored ones, then live ones as they commit."""
+    def follow(self, request_id: str, after_seq: int) -> AsyncIterator[list[EventRow]]:
+        """Batches of ``(seq, event_type, payload)`` after ``after_seq``.
+
+        Stored ones first, then live ones as they commit.
+        """
         ...
 
 
 class _Tail:
-    """Recent committed events of one run (contiguous seqs) and a signal for waiters.
+    """Recent committed events of one run (contiguous seqs) and a signal for waiters."""
 
-    The events are kept as the plain rows the store committed: the garbage collector stops
-    tracking tuples of strings and numbers, so thousands of recent events per run cost it
-    nothing. Followers get them as :class:`StoredEvent`, made once per position for every
-    follower that asks from there (all that keep up ask from the same one).
-    """
+    __slots__ = ("events", "last", "signal")
 
-    __slots__ = ("base", "events", "last", "made", "signal")
-
-    def __init__(self, base: int, last: int) -> None:
-        self.base = base  # the stream's key of seq 0
-        self.events: list[PendingRow] = []
+    def __init__(self, last: int) -> None:
+        self.events: list[EventRow] = []
         self.last = last
         self.signal = asyncio.Event()
-        self.made: tuple[int, list[StoredEvent]] | None = None
 
-    def after(self, seq: int) -> list[StoredEvent] | None:
+    def after(self, seq: int) -> list[EventRow] | None:
         """Events after ``seq`` if the tail still holds them all, else None."""
-        if not self.events:
+        events = self.events
+        if not events or seq + 1 < events[0][0]:
             return None
-        first = self.events[0][0] - self.base
-        if seq + 1 < first:
-            return None
-        if self.made is None or self.made[0] != seq:
-            base = self.base
-            rows = self.events[seq + 1 - first :]
-            self.made = seq, [StoredEvent(key - base, kind, data) for key, kind, data in rows]
-        return self.made[1]
+        return events[seq + 1 - events[0][0] :]
 
 
 class SqliteEventLog:
@@ -122,6 +109,7 @@ class SqliteEventLog:
         self._streams: dict[str, int] = {}
         self._requests: dict[int, str] = {}
         self._last_stream: int | None = None
+        self._terminal: dict[str, int] = {}  # seq of each run's latest terminal event
         self._tails: dict[str, _Tail] = {}
         self._tail_size = tail_size
         # Followers behind the tail read this many rows at a time: few enough that little of a
@@ -147,7 +135,9 @@ class SqliteEventLog:
         payload = numbered(event_type, seq, rest)
         if self.redactor:
             payload = self.redactor(payload)
-        self._db.queue_event((self._base(request_id, create=True) + seq, event_type, payload))
+        if event_type in TERMINAL_EVENT_TYPES:
+            self._terminal[request_id] = seq
+        self._db.queue_event(self._base(request_id, create=True), (seq, event_type, payload))
         return seq
 
     async def append(self, event: AgentEvent) -> int:
@@ -167,27 +157,22 @@ class SqliteEventLog:
             del self._tails[request_id]
         self._next.pop(request_id, None)
 
-    def _committed(self, rows: list[PendingRow]) -> None:
-        touched: set[_Tail] = set()
-        for row in rows:
-            key, event_type, _ = row
-            rid = self._requests[key >> SEQ_BITS]
-            tail = self._tails.get(rid)
-            if tail is None:
-                base = key >> SEQ_BITS << SEQ_BITS
-                tail = self._tails[rid] = _Tail(base, key - base - 1)
-            tail.events.append(row)
-            tail.last = key - tail.base
-            touched.add(tail)
-            if event_type in _TERMINAL:
-                # A finished segment's events live in the store only; followers read them there.
-                tail.events.clear()
-        for tail in touched:
-            if len(tail.events) > 2 * self._tail_size:
-                del tail.events[: len(tail.events) - self._tail_size]
-            tail.made = None
-            tail.signal.set()
-            tail.signal = asyncio.Event()
+    def _committed(self, base: int, rows: list[EventRow]) -> None:
+        rid = self._requests[base >> SEQ_BITS]
+        tail = self._tails.get(rid)
+        if tail is None:
+            tail = self._tails[rid] = _Tail(rows[0][0] - 1)
+        events = tail.events
+        events += rows
+        tail.last = rows[-1][0]
+        ended = self._terminal.get(rid, -1)
+        if events and events[0][0] <= ended <= tail.last:
+            # A finished segment's events live in the store only; followers read them there.
+            del events[: ended + 1 - events[0][0]]
+        if len(events) > 2 * self._tail_size:
+            del events[: len(events) - self._tail_size]
+        tail.signal.set()
+        tail.signal = asyncio.Event()
 
     # --- reading
 
@@ -235,16 +220,19 @@ class SqliteEventLog:
 
     def read_after(self, request_id: str, after_seq: int, limit: int = 4096) -> list[StoredEvent]:
         """Durable events with seq > ``after_seq``, in order."""
+        return list(map(StoredEvent._make, self._read_rows(request_id, after_seq, limit)))
+
+    def _read_rows(self, request_id: str, after_seq: int, limit: int) -> list[EventRow]:
         upto = self.last_seq(request_id)
         base = self._base(request_id)
         if base < 0:
             return []
-        rows = self._db.conn.execute(
+        rows: list[EventRow] = self._db.conn.execute(
             "SELECT key - ?, event_type, payload FROM events WHERE key > ? AND key <= ? "
             "ORDER BY key LIMIT ?",
             (base, base + after_seq, base + upto, limit),
         ).fetchall()
-        return list(map(StoredEvent._make, rows))
+        return rows
 
     def last_event(self, request_id: str) -> StoredEvent | None:
         """The last durable event of the run."""
@@ -254,18 +242,21 @@ class SqliteEventLog:
         found = self.read_after(request_id, seq - 1, 1)
         return found[0] if found else None
 
-    async def follow(self, request_id: str, after_seq: int) -> AsyncIterator[list[StoredEvent]]:
-        """Batches of events after ``after_seq``: stored ones, then live ones as they commit."""
+    async def follow(self, request_id: str, after_seq: int) -> AsyncIterator[list[EventRow]]:
+        """Batches of ``(seq, event_type, payload)`` after ``after_seq``.
+
+        Stored ones first, then live ones as they commit.
+        """
         pos = after_seq
         while True:
             tail = self._tails.get(request_id)
             if tail is None:
-                base = self._base(request_id, create=True)
-                tail = self._tails[request_id] = _Tail(base, self._stored_last(request_id))
+                self._base(request_id, create=True)
+                tail = self._tails[request_id] = _Tail(self._stored_last(request_id))
             if tail.last > pos:
-                batch = tail.after(pos) or self.read_after(request_id, pos, self._read_batch)
+                batch = tail.after(pos) or self._read_rows(request_id, pos, self._read_batch)
                 if batch:
-                    pos = batch[-1].seq
+                    pos = batch[-1][0]
                     yield batch
                     continue
             await tail.signal.wait()
