@@ -21,6 +21,9 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets: tuple[str, ...] = ()
+        self.first_chars: frozenset[str] = frozenset()
+        """The characters secrets start with: text without them cannot hide a secret's start."""
+        self.longest = 0
         self.add(*secrets)
 
     def add(self, *secrets: str | None) -> None:
@@ -29,6 +32,8 @@ class Redactor:
         known.update(s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH)
         # Longest first, so a secret that contains another is replaced whole.
         self._secrets = tuple(sorted(known, key=len, reverse=True))
+        self.first_chars = frozenset(s[0] for s in self._secrets)
+        self.longest = max(map(len, self._secrets), default=0)
 
     def add_from_environment(self) -> None:
         """Register the values of the usual secret variables and of any ``*_API_KEY``."""
@@ -102,6 +107,8 @@ class StreamRedactor:
 
     def _risky_tail(self, text: str) -> int:
         """Length of the longest suffix of ``text`` that is a proper prefix of some secret."""
+        if self._redactor.first_chars.isdisjoint(text[-self._redactor.longest :]):
+            return 0  # the usual case, decided without a loop in Python
         longest = 0
         for secret in self._redactor._secrets:
             start = max(0, len(text) - len(secret) + 1)

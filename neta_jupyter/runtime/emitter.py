@@ -31,6 +31,11 @@ class _Clock:
 
 
 _timestamp = _Clock()
+_DELTAS = {
+    EventType.TEXT_DELTA: ("text", EventType.TEXT_DELTA.value),
+    EventType.REASONING_DELTA: ("reasoning", EventType.REASONING_DELTA.value),
+}
+"""Data type and plain-str name of each delta (an enum's ``.value`` is a slow descriptor)."""
 
 
 class RunEmitter:
@@ -63,11 +68,11 @@ class RunEmitter:
 
     def emit_text(self, event_type: EventType, text: str) -> int:
         """:meth:`emit` of a TEXT_DELTA or REASONING_DELTA, the bulk of a run's events."""
-        kind = "reasoning" if event_type is EventType.REASONING_DELTA else "text"
+        kind, name = _DELTAS[event_type]
         rest = text_rest(
             self._request_id_json, kind, text, _timestamp(), self.step, self.total_tokens
         )
-        return self._log.append_encoded(self.request_id, event_type.value, rest)
+        return self._log.append_encoded(self.request_id, name, rest)
 
     async def emit_durable(self, event_type: EventType, data: EventData) -> int:
         """Append and wait until it (and everything before it) is durable."""

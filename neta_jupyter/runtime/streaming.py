@@ -138,13 +138,16 @@ class ReplyStreamer:
         return bool(self._text or self._reasoning or self._calls or self._before.text)
 
     def _on_part(self, part: StreamPart) -> None:
-        match part:
-            case TextPart(text=text) if text:
+        if type(part) is TextPart:  # most parts: decided before the match's pattern tests
+            if text := part.text:
                 self._text.append(text)
                 fresh = self._redact_text.feed(self._fresh_text(text))
                 if fresh:
-                    self._segment(EventType.TEXT_START)
+                    if self._open is not EventType.TEXT_START:
+                        self._segment(EventType.TEXT_START)
                     self._emitter.emit_text(EventType.TEXT_DELTA, fresh)
+            return
+        match part:
             case ReasoningPart(text=text) if text:
                 self._reasoning.append(text)
                 fresh = self._redact_reasoning.feed(self._fresh_reasoning(text))

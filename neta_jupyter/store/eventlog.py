@@ -137,7 +137,9 @@ class SqliteEventLog:
             payload = self.redactor(payload)
         if event_type in TERMINAL_EVENT_TYPES:
             self._terminal[request_id] = seq
-        self._db.queue_event(self._base(request_id, create=True), (seq, event_type, payload))
+        stream = self._streams.get(request_id)
+        base = self._base(request_id, create=True) if stream is None else stream << SEQ_BITS
+        self._db.queue_event(base, (seq, event_type, payload))
         return seq
 
     async def append(self, event: AgentEvent) -> int:
