@@ -27,6 +27,7 @@ Frames = list[tuple[int, str, str]]
 EXPERIMENTS = {
     "gc-freeze": "gc.freeze() once the server is up: collections stop rescanning startup objects",
     "tool-schema-cache": "Tool.definition computed once per tool, not on every model call",
+    "slow-callbacks": "log every event-loop callback over 30 ms to the server log (diagnostic)",
 }
 """Changes outside the streaming path that ``--experiment`` applies to the server under test."""
 BATCH = 512

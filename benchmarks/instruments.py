@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 import time
 from collections.abc import AsyncIterator
@@ -84,6 +85,39 @@ def _experiments(names: str) -> None:
             return cache[self.name]
 
         Tool.definition = property(cached)  # type: ignore[assignment,method-assign]
+    if "slow-callbacks" in chosen:
+        _log_slow_callbacks(float(os.environ.get("BENCH_SLOW_CALLBACK", "0.03")))
+
+
+def _describe(handle: asyncio.events.Handle) -> str:
+    """The handle, and for a task step the chain of coroutines it stopped in."""
+    task = getattr(getattr(handle, "_callback", None), "__self__", None)
+    if not isinstance(task, asyncio.Task):
+        return repr(handle)
+    chain = []
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "ag_frame", None)
+        if frame is None:
+            break
+        chain.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
+    return "task " + " > ".join(chain)
+
+
+def _log_slow_callbacks(threshold: float) -> None:
+    """Log every event-loop callback that runs longer than ``threshold`` seconds (diagnostic)."""
+    run = asyncio.events.Handle._run
+    log = logging.getLogger("neta_jupyter.bench")
+
+    def timed(self: asyncio.events.Handle) -> None:
+        began = time.perf_counter()
+        run(self)
+        took = time.perf_counter() - began
+        if took > threshold:
+            log.warning("slow callback %.1f ms: %s", took * 1000, _describe(self))
+
+    asyncio.events.Handle._run = timed  # type: ignore[method-assign]
 
 
 def install() -> None:
