@@ -24,9 +24,18 @@ from ..providers.base import (
 )
 from .emitter import RunEmitter
 
-_SLICE = 0.0002
-"""Seconds of handling parts after which the stream lets the event loop run other callbacks
-(with many runs streaming at once, every run's slice adds to every other run's wait)."""
+_TURN = 0.002
+"""Seconds of handling parts that all streams together take per turn of the event loop before
+they let it run other callbacks (timers, sockets, commits): with many runs streaming at once,
+each run's slice is this shared out, so the loop's turn stays short however many stream."""
+_MIN_SLICE = 0.00003
+_MAX_SLICE = 0.0002
+_streaming = 0
+"""Streams being consumed in this process (one event loop)."""
+
+
+def _slice() -> float:
+    return min(_MAX_SLICE, max(_MIN_SLICE, _TURN / max(1, _streaming)))
 
 
 @dataclass(slots=True)
@@ -98,16 +107,19 @@ class ReplyStreamer:
 
     async def consume(self, parts: AsyncIterator[StreamPart]) -> Reply:
         """Drain the provider stream; on an exception the open segment is still closed."""
+        global _streaming
+        _streaming += 1
         try:
-            deadline = time.monotonic() + _SLICE
+            deadline = time.monotonic() + _slice()
             async for part in parts:
                 self._on_part(part)
                 if time.monotonic() >= deadline:
                     # A provider whose parts are already buffered never suspends: let the loop
                     # commit and send what was emitted, and serve other runs, between slices.
                     await asyncio.sleep(0)
-                    deadline = time.monotonic() + _SLICE
+                    deadline = time.monotonic() + _slice()
         finally:
+            _streaming -= 1
             self._close_segment()
             self._flush_calls()
         return self.reply()
