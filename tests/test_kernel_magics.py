@@ -49,6 +49,8 @@ def test_options_before_and_after_the_prompt() -> None:
     options, prompt = parse_options("what's in df --tools list_variables,python --max-steps 3")
     assert options == {"tools": ["list_variables", "python"], "max-steps": 3}
     assert prompt == "what's in df", "an apostrophe is not a quote"
+    options, prompt = parse_options("--thinking high prove it")
+    assert options == {"thinking": "high"} and prompt == "prove it"
 
 
 def test_a_bare_double_dash_ends_the_options() -> None:
@@ -63,6 +65,7 @@ def test_a_bare_double_dash_ends_the_options() -> None:
         ("--approve maybe hi", "--approve must be"),
         ("--max-steps none hi", "whole number"),
         ("--max-steps 0 hi", "at least 1"),
+        ("--thinking hard hi", "--thinking must be one of off, low, medium, high"),
         ("--colour red hi", "unknown option --colour"),
         ("--model", "needs a value"),
     ],

@@ -354,3 +354,21 @@ async def test_env_variables_and_no_key_in_repr(
 def test_thinking_budget_below_the_minimum_is_refused() -> None:
     with pytest.raises(ValueError, match="1024"):
         AnthropicModel("claude-sonnet-4-5", api_key="", thinking_budget=100)
+
+
+@pytest.mark.parametrize(
+    ("level", "budget"), [(None, 2048), ("low", 1024), ("high", 16384), ("off", None)]
+)
+async def test_thinking_level_overrides_the_endpoint_budget(
+    server: ProviderServer, client: httpx.AsyncClient, level: str | None, budget: int | None
+) -> None:
+    claude = model(server, client, thinking_budget=2048)
+    server.reply(Reply.stream("anthropic_text"))
+    request = ModelRequest("", [Message("user", "hi")], [], thinking=level)  # type: ignore[arg-type]
+    await collect(claude, request)
+    sent = server.requests[0].json
+    if budget is None:
+        assert "thinking" not in sent and sent["max_tokens"] == 4096
+    else:
+        assert sent["thinking"] == {"type": "enabled", "budget_tokens": budget}
+        assert sent["max_tokens"] == max(4096, budget + 1024)

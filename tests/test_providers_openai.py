@@ -454,3 +454,13 @@ async def test_the_test_client_cannot_leave_loopback(client: httpx.AsyncClient) 
     )
     with pytest.raises(NonLoopbackRequest):
         await collect(chat)
+
+
+@pytest.mark.parametrize(("level", "effort"), [("low", "low"), ("high", "high"), ("off", None)])
+async def test_thinking_level_is_sent_as_reasoning_effort(
+    server: ProviderServer, client: httpx.AsyncClient, level: str, effort: str | None
+) -> None:
+    server.reply(Reply.stream("openai_text"))
+    request = ModelRequest("", [Message("user", "hi")], [], thinking=level)  # type: ignore[arg-type]
+    await collect(model(server, client), request)
+    assert server.requests[0].json.get("reasoning_effort") == effort

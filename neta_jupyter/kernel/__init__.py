@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..providers.base import THINKING_LEVELS
 from .context import KernelContext, default_approve, notebook_path
 from .handle import RunHandle
 from .host import Host, HostError, RunOptions
@@ -63,16 +64,20 @@ def ask(
     approve: str | None = None,
     max_steps: int | None = None,
     tools: list[str] | None = None,
+    thinking: str | None = None,
     display: bool = True,
 ) -> RunHandle:
     """Start a run and return its handle at once (``await`` the handle to wait for it).
 
     ``session`` defaults to the notebook's conversation; ``approve`` is ``ask`` (the widget asks),
-    ``auto`` or ``deny`` (headless runs).
+    ``auto`` or ``deny`` (headless runs). ``thinking`` (``off``, ``low``, ``medium``, ``high``)
+    sets how hard a reasoning model thinks in this run.
     """
     approve = approve or default_approve()
     if approve not in ("ask", "auto", "deny"):
         raise ValueError("approve must be 'ask', 'auto' or 'deny'")
+    if thinking is not None and thinking not in THINKING_LEVELS:
+        raise ValueError(f"thinking must be one of {', '.join(THINKING_LEVELS)}")
     context = current_context()
     options = RunOptions(
         prompt=prompt,
@@ -82,6 +87,7 @@ def ask(
         approve=approve,
         tools=tools,
         notebook_path=notebook_path(context.shell.user_ns),
+        thinking=thinking,
     )
     return context.launch(options, display=display)
 

@@ -106,6 +106,7 @@ class EmbeddedHost:
                 max_steps=options.max_steps,
                 approve=options.approve,
                 notebook_path=options.notebook_path,
+                thinking_level=options.thinking,
             )
         except RunApiError as exc:
             raise HostError(exc.message, code=exc.code) from exc

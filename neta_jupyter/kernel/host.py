@@ -45,6 +45,8 @@ class RunOptions:
     """Tool names to offer; None offers all."""
     notebook_path: str | None = None
     """The notebook, when known (its folder's AGENTS.md joins the context)."""
+    thinking: str | None = None
+    """Thinking level for this run; None keeps the session's (or the endpoint's default)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
+from ..providers.base import THINKING_LEVELS
 from .context import KernelContext, default_approve, notebook_path
 from .host import HostError, RunOptions
 
@@ -31,6 +32,7 @@ Options (before the prompt or at its end; in %%neta on the first line):
                              (NETA_APPROVE=auto in the environment sets the default, for
                              notebooks run headless with jupyter execute or nbclient)
   --tools a,b,c              offer only these tools
+  --thinking off|low|medium|high   how hard a reasoning model thinks (default: the endpoint's)
   --                         end of options: the rest is the prompt
 
 {name} in a prompt inserts str(name) from your namespace; {{name}} keeps the braces.
@@ -49,7 +51,7 @@ Subcommands:
 From Python: run = neta_jupyter.ask("...", approve="auto"); await run.wait()
 """
 
-_VALUED = ("model", "session", "max-steps", "approve", "tools")
+_VALUED = ("model", "session", "max-steps", "approve", "tools", "thinking")
 _FLAGS = ("new",)
 _LEADING = re.compile(r"\s*--(?P<name>[A-Za-z][\w-]*)?(?=\s|=|$)")
 _VALUE = re.compile(r"(?:=|\s+)(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"']+)")
@@ -131,6 +133,8 @@ def _validated(options: dict[str, Any]) -> dict[str, Any]:
             raise UsageError("--max-steps needs a whole number") from None
         if options["max-steps"] < 1:
             raise UsageError("--max-steps must be at least 1")
+    if "thinking" in options and options["thinking"] not in THINKING_LEVELS:
+        raise UsageError(f"--thinking must be one of {', '.join(THINKING_LEVELS)}")
     if "tools" in options:
         options["tools"] = [t.strip() for t in str(options["tools"]).split(",") if t.strip()]
     return options
@@ -207,6 +211,7 @@ class NetaMagics(Magics):
             approve=str(options.get("approve") or default_approve()),
             tools=options.get("tools"),
             notebook_path=notebook_path(ctx.shell.user_ns),
+            thinking=options.get("thinking"),
         )
         ctx.launch(run)
 

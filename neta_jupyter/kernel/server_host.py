@@ -108,6 +108,8 @@ class ServerHost:
             body["tools"] = options.tools
         if options.notebook_path:
             body["notebookPath"] = options.notebook_path
+        if options.thinking:
+            body["thinkingLevel"] = options.thinking
         return body
 
     async def start(self, options: RunOptions) -> Started:

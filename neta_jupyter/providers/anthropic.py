@@ -46,6 +46,7 @@ from .base import (
     ReasoningPart,
     StreamPart,
     TextPart,
+    ThinkingLevel,
     ToolCallPart,
     ToolDefinition,
     UsagePart,
@@ -122,6 +123,8 @@ class AnthropicModel:
         if request.tools:
             body["tools"] = [_tool(t) for t in request.tools]
         budget = self.thinking_budget
+        if request.thinking is not None:
+            budget = THINKING_BUDGETS[request.thinking]
         if budget is not None and not _unsigned_tool_loop(messages):
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
             body["max_tokens"] = max(max_tokens, budget + 1024)
@@ -176,6 +179,15 @@ class _Block:
     signature: str = ""
     data: str = ""
     """For ``redacted_thinking``: the opaque payload."""
+
+
+THINKING_BUDGETS: dict[ThinkingLevel, int | None] = {
+    "off": None,
+    "low": 1024,
+    "medium": 4096,
+    "high": 16384,
+}
+"""Extended-thinking token budget of each thinking level (1024 is the API's minimum)."""
 
 
 class EventReader:

@@ -16,6 +16,18 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+ThinkingLevel = Literal["off", "low", "medium", "high"]
+"""How hard a reasoning model thinks: no thinking, or a small, medium or large budget."""
+THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("off", "low", "medium", "high")
+
+
+def as_thinking_level(value: object) -> ThinkingLevel | None:
+    """``value`` if it names a thinking level, else ``None`` (the endpoint's default)."""
+    for level in THINKING_LEVELS:
+        if value == level:
+            return level
+    return None
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -87,6 +99,8 @@ class ModelRequest:
     messages: list[Message]
     tools: list[ToolDefinition]
     max_output_tokens: int | None = None
+    thinking: ThinkingLevel | None = None
+    """How hard a reasoning model should think; ``None`` leaves it to the endpoint's setting."""
 
 
 # --- stream parts ---------------------------------------------------------------------------

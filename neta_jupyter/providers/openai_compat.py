@@ -107,6 +107,9 @@ class OpenAIChatModel:
             # OpenAI's reasoning models refuse the older field; most other servers only know it.
             field = "max_completion_tokens" if self._is_openai() else "max_tokens"
             body[field] = request.max_output_tokens
+        if request.thinking in ("low", "medium", "high"):
+            # "off" sends nothing: servers disagree on how (or whether) to turn reasoning off.
+            body["reasoning_effort"] = request.thinking
         return body
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:

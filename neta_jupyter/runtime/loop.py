@@ -27,7 +27,14 @@ from ..events import (
     TodoItem,
 )
 from ..events.models import CompactionScope
-from ..providers.base import ContextTooLong, Message, Model, ModelRequest, ToolCall
+from ..providers.base import (
+    ContextTooLong,
+    Message,
+    Model,
+    ModelRequest,
+    ToolCall,
+    as_thinking_level,
+)
 from ..store import Entry, RunRecord, Store, new_id
 from ..tools import Tool, ToolContext, ToolError, decide
 from ..tools.agent import RUNTIME_TOOL_NAMES
@@ -171,17 +178,24 @@ class RunLoop:
         if self.state.pop("remind", False):
             # Injected for this request only: a nudge, not part of the conversation.
             conversation.append(Message(role="user", content=TOOL_FAILURE_REMINDER))
+        session = self._records.get_session(self.run.session_id)
         system = context.system_prompt(
             self._config.system_prompt,
             root=self._config.root_dir,
             notebook_path=self.run.options.get("notebookPath"),
-            session=self._records.get_session(self.run.session_id),
+            session=session,
             skills=self._config.skill_catalogue(self._config.root_dir)
             if self._config.skill_catalogue and "run_skill" in self._tools
             else [],
             kernel_summary=self._kernel_summary,
         )
-        return ModelRequest(system=system, messages=conversation, tools=definitions)
+        thinking = self.run.options.get("thinkingLevel") or (session and session.thinking_level)
+        return ModelRequest(
+            system=system,
+            messages=conversation,
+            tools=definitions,
+            thinking=as_thinking_level(thinking),
+        )
 
     async def _summarise_kernel(self) -> None:
         """Once per activation: what variables the user has, so the model can refer to them."""

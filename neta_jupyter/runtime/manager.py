@@ -24,7 +24,7 @@ from ..events import (
     SuspendType,
 )
 from ..providers import ModelRegistry, ProviderError, UnknownModel
-from ..providers.base import ProviderInvalidRequest
+from ..providers.base import THINKING_LEVELS, ProviderInvalidRequest
 from ..store import RunRecord, Store, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
@@ -98,6 +98,7 @@ class Runtime:
         approve: str = "ask",
         kernel_id: str | None = None,
         notebook_path: str | None = None,
+        thinking_level: str | None = None,
     ) -> RunRecord:
         """Create a run, persist the user message and start the loop."""
         if not content.strip():
@@ -115,6 +116,7 @@ class Runtime:
             ) from exc
         if approve not in ("ask", "auto", "deny"):
             raise BadRunRequest("approve must be ask, auto or deny", code="INVALID_APPROVE")
+        _check_thinking_level(thinking_level)
         session = self._session(principal, session_id, session_name)
         await self._supersede_suspended(session.session_id)
         request_id = new_id("r")
@@ -133,6 +135,7 @@ class Runtime:
                 "approve": approve,
                 "kernelId": kernel_id,
                 "notebookPath": notebook_path,
+                "thinkingLevel": thinking_level,
             },
             state={
                 "step": 0,
@@ -354,6 +357,12 @@ class Runtime:
                 raise RunNotFound(f"no entry {entry_id!r} in that session", code="ENTRY_NOT_FOUND")
         records.set_leaf(session.session_id, entry_id)
 
+    def set_thinking_level(self, principal: str, session_id: str, level: str | None) -> None:
+        """How hard the model thinks in the session's next runs (``None``: the default)."""
+        _check_thinking_level(level)
+        session = self._session(principal, session_id, None)
+        self.store.records.set_thinking_level(session.session_id, level)
+
     def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> RunRecord:
         """Register a history run that has messages but no event stream."""
         session = self.store.records.get_or_create_session(principal, session_name)
@@ -557,4 +566,12 @@ class Runtime:
             message,
             recoverable=recoverable,
             network_error=network_error,
+        )
+
+
+def _check_thinking_level(level: str | None) -> None:
+    if level is not None and level not in THINKING_LEVELS:
+        raise BadRunRequest(
+            f"thinking level must be one of {', '.join(THINKING_LEVELS)}, got {level!r}",
+            code="INVALID_THINKING_LEVEL",
         )

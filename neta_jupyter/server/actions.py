@@ -21,6 +21,7 @@ async def start_run(runtime: Runtime, principal: str, body: RunRequest) -> RunRe
         approve=body.approve,
         kernel_id=body.kernel_id,
         notebook_path=body.notebook_path,
+        thinking_level=body.thinking_level,
     )
 
 

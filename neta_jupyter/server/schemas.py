@@ -7,6 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ..providers.base import ThinkingLevel
+
 
 class _Body(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -34,6 +36,16 @@ class RunRequest(_Body):
     approve: Literal["ask", "auto", "deny"] = "ask"
     kernel_id: str | None = None
     notebook_path: str | None = Field(default=None, max_length=4096)
+    thinking_level: ThinkingLevel | None = None
+    """Overrides the session's thinking level for this run."""
+
+
+class ThinkingLevelRequest(_Body):
+    """``set_thinking_level`` over the WebSocket (seed 002)."""
+
+    session_id: str = Field(min_length=1)
+    level: ThinkingLevel | None
+    """``None`` goes back to the endpoint's default."""
 
 
 class RequestRef(_Body):

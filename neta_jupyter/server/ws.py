@@ -25,7 +25,14 @@ from .actions import resume_run, start_run
 from .base import AUTH_RESOURCE, principal_of
 from .errors import ApiError, describe_validation
 from .following import follow_with_heartbeat, heartbeat_json
-from .schemas import CompactRequest, InputRequest, RequestRef, ResumeRequest, RunRequest
+from .schemas import (
+    CompactRequest,
+    InputRequest,
+    RequestRef,
+    ResumeRequest,
+    RunRequest,
+    ThinkingLevelRequest,
+)
 from .sse import parse_last_event_id
 
 Reply = dict[str, Any]
@@ -267,11 +274,14 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         }
 
     async def _thinking_level(self, frame: dict[str, Any]) -> Reply:
-        level = frame.get("level")
-        if level not in ("off", "low", "medium", "high"):
-            raise _FrameError("INVALID_FIELDS", "level must be off, low, medium or high")
-        self.settings.setdefault("neta_thinking_levels", {})[self.principal] = level
-        return {"type": "ack", "action": "set_thinking_level", "level": level}
+        body = self._validate(ThinkingLevelRequest, frame)
+        self.runtime.set_thinking_level(self.principal, body.session_id, body.level)
+        return {
+            "type": "ack",
+            "action": "set_thinking_level",
+            "sessionId": body.session_id,
+            "level": body.level,
+        }
 
     async def _compact(self, frame: dict[str, Any]) -> Reply:
         body = self._validate(CompactRequest, frame)

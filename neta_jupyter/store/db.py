@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     output_tokens INTEGER NOT NULL DEFAULT 0,
     has_unknown_usage INTEGER NOT NULL DEFAULT 0,
     always_allow TEXT NOT NULL DEFAULT '[]',
-    todo TEXT NOT NULL DEFAULT '[]'
+    todo TEXT NOT NULL DEFAULT '[]',
+    thinking_level TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS sessions_by_name ON sessions (principal, name);
 CREATE TABLE IF NOT EXISTS entries (
@@ -211,6 +212,8 @@ class Database:
         columns = {row[1] for row in self.conn.execute("PRAGMA table_info(sessions)")}
         if "todo" not in columns:
             self.conn.execute("ALTER TABLE sessions ADD COLUMN todo TEXT NOT NULL DEFAULT '[]'")
+        if "thinking_level" not in columns:
+            self.conn.execute("ALTER TABLE sessions ADD COLUMN thinking_level TEXT")
         columns = {row[1] for row in self.conn.execute("PRAGMA table_info(events)")}
         if "request_id" in columns:  # events keyed by (request_id, seq)
             self.conn.executescript(

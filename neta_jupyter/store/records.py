@@ -55,6 +55,8 @@ class SessionRecord:
     has_unknown_usage: bool = False
     always_allow: list[str] = field(default_factory=list)
     todo: list[dict[str, Any]] = field(default_factory=list)
+    thinking_level: str | None = None
+    """How hard the model thinks in this session's runs (``None``: the endpoint's default)."""
 
 
 @dataclass(slots=True)
@@ -264,6 +266,12 @@ class RecordStore:
             "UPDATE sessions SET todo = ? WHERE session_id = ?", (json.dumps(items), session_id)
         )
 
+    def set_thinking_level(self, session_id: str, level: str | None) -> None:
+        """Set how hard the model thinks in the session's next runs."""
+        self._db.execute(
+            "UPDATE sessions SET thinking_level = ? WHERE session_id = ?", (level, session_id)
+        )
+
     def replace_path(
         self, session_id: str, summary: dict[str, Any], kept: list[Entry], request_id: str | None
     ) -> Entry:
@@ -395,6 +403,7 @@ def _session(row: Any) -> SessionRecord:
         has_unknown_usage=bool(row["has_unknown_usage"]),
         always_allow=json.loads(row["always_allow"]),
         todo=json.loads(row["todo"]),
+        thinking_level=row["thinking_level"],
     )
 
 
