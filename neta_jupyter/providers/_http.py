@@ -18,7 +18,7 @@ import email.utils
 import json
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +32,7 @@ from .base import (
     ProviderInvalidRequest,
     ProviderUnavailable,
     RateLimited,
+    StreamPart,
 )
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=60.0, pool=30.0)
@@ -329,3 +330,77 @@ def _timeout_kind(exc: httpx.TimeoutException) -> str:
             return "sending the request"
         case _:
             return "the request"
+
+
+class HttpModel:
+    """What the HTTP providers share: endpoint, key, client, name, and one streaming call.
+
+    The key is sent only in the vendor's auth header and never appears in the repr or errors.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        base_url: str,
+        api_key: str | None,
+        client: httpx.AsyncClient | None,
+        name: str,
+        vendor: Vendor,
+    ) -> None:
+        self.model_name = model_name
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._client = client
+        self._name = name
+        self._vendor = vendor
+
+    @property
+    def name(self) -> str:
+        """``provider:model`` as the user selected it."""
+        return self._name
+
+    def _settings(self) -> str:
+        """Extra ``name=value`` pairs for the repr."""
+        return ""
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.model_name!r}, base_url={self.base_url!r}, "
+            f"name={self._name!r}{self._settings()})"
+        )
+
+    async def _stream_parts(
+        self,
+        path: str,
+        headers: dict[str, str],
+        body: dict[str, Any],
+        is_end: Callable[[ServerSentEvent], bool],
+        parts_of: Callable[[ServerSentEvent], Iterable[StreamPart]],
+    ) -> AsyncIterator[StreamPart]:
+        """POST ``body`` to ``path`` and yield ``parts_of`` each event.
+
+        A vendor error inside the stream is raised once the body has been read to the end, so
+        the connection can be reused.
+        """
+        events = post_event_stream(
+            self._client,
+            f"{self.base_url}{path}",
+            headers=headers,
+            body=body,
+            vendor=self._vendor,
+            secret=self._api_key,
+            is_end=is_end,
+        )
+        failure: ProviderError | None = None
+        async with aclosing(events):
+            async for event in events:  # to the end: the helper reads the body out after the end
+                if failure is not None:
+                    continue
+                try:
+                    for part in parts_of(event):
+                        yield part
+                except ProviderError as exc:
+                    failure = exc
+        if failure is not None:
+            raise failure

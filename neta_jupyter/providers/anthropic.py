@@ -25,24 +25,23 @@ import json
 import os
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import httpx
+from httpx_sse import ServerSentEvent
 
 from ._http import (
+    HttpModel,
     Vendor,
     decode_json,
     error_for_payload,
     error_from_json,
-    post_event_stream,
     stream_cut_short,
 )
 from .base import (
     Message,
     ModelRequest,
-    ProviderError,
     ReasoningPart,
     StreamPart,
     TextPart,
@@ -62,7 +61,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 _SIGNED_CAPACITY = 512
 
 
-class AnthropicModel:
+class AnthropicModel(HttpModel):
     """A Claude model over the Messages API.
 
     ``base_url`` and ``api_key`` default to ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_KEY``.
@@ -86,27 +85,19 @@ class AnthropicModel:
     ) -> None:
         if thinking_budget is not None and thinking_budget < 1024:
             raise ValueError("thinking_budget must be at least 1024 tokens")
-        self.model_name = model_name
-        self.base_url = (
-            base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
-        ).rstrip("/")
-        self._api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-        self._client = client
+        super().__init__(
+            model_name,
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
+            api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
+            client=client,
+            name=name or f"anthropic:{model_name}",
+            vendor=Vendor(name or f"anthropic:{model_name}", api_key_env),
+        )
         self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget
-        self._name = name or f"anthropic:{model_name}"
-        self._vendor = Vendor(self._name, api_key_env)
 
-    @property
-    def name(self) -> str:
-        """``provider:model`` as the user selected it."""
-        return self._name
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}({self.model_name!r}, base_url={self.base_url!r}, "
-            f"name={self._name!r}, thinking_budget={self.thinking_budget!r})"
-        )
+    def _settings(self) -> str:
+        return f", thinking_budget={self.thinking_budget!r}"
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for ``request``."""
@@ -136,27 +127,19 @@ class AnthropicModel:
         if self._api_key:
             headers["x-api-key"] = self._api_key
         reader = EventReader(self._vendor, self._api_key)
-        events = post_event_stream(
-            self._client,
-            f"{self.base_url}/v1/messages",
-            headers=headers,
-            body=self.request_body(request),
-            vendor=self._vendor,
-            secret=self._api_key,
-            is_end=lambda event: event.event in ("message_stop", "error"),
-        )
-        failure: ProviderError | None = None
-        async with aclosing(events):
-            async for event in events:  # to the end: the helper reads the body out after the end
-                if not event.data or failure is not None:
-                    continue
-                try:
-                    for part in reader.parts(event.event, decode_json(event.data, self._vendor)):
-                        yield part
-                except ProviderError as exc:
-                    failure = exc
-        if failure is not None:
-            raise failure
+
+        def parts_of(event: ServerSentEvent) -> Iterator[StreamPart]:
+            if event.data:
+                yield from reader.parts(event.event, decode_json(event.data, self._vendor))
+
+        async for part in self._stream_parts(
+            "/v1/messages",
+            headers,
+            self.request_body(request),
+            lambda event: event.event in ("message_stop", "error"),
+            parts_of,
+        ):
+            yield part
         if not reader.finished:
             raise stream_cut_short(self._vendor)
         self._remember(reader)

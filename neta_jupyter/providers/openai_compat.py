@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Iterator
-from contextlib import aclosing
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,17 +29,16 @@ import httpx
 from httpx_sse import ServerSentEvent
 
 from ._http import (
+    HttpModel,
     Vendor,
     decode_json,
     error_for_payload,
     error_from_json,
-    post_event_stream,
     stream_cut_short,
 )
 from .base import (
     Message,
     ModelRequest,
-    ProviderError,
     ReasoningPart,
     StreamPart,
     TextPart,
@@ -55,7 +53,7 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 """Where ``openai:`` models are served unless ``OPENAI_BASE_URL`` or the config says otherwise."""
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HttpModel):
     """A model behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
     ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` like the
@@ -73,24 +71,13 @@ class OpenAIChatModel:
         name: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
     ) -> None:
-        self.model_name = model_name
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).rstrip(
-            "/"
-        )
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self._client = client
-        self._name = name or f"openai:{model_name}"
-        self._vendor = Vendor(self._name, api_key_env)
-
-    @property
-    def name(self) -> str:
-        """``provider:model`` as the user selected it."""
-        return self._name
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}({self.model_name!r}, base_url={self.base_url!r}, "
-            f"name={self._name!r})"
+        super().__init__(
+            model_name,
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL,
+            api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
+            client=client,
+            name=name or f"openai:{model_name}",
+            vendor=Vendor(name or f"openai:{model_name}", api_key_env),
         )
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
@@ -116,31 +103,21 @@ class OpenAIChatModel:
         """Yield the parts of one reply as the chunks arrive."""
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         reader = ChunkReader(self._vendor, self._api_key)
-        events = post_event_stream(
-            self._client,
-            f"{self.base_url}/chat/completions",
-            headers=headers,
-            body=self.request_body(request),
-            vendor=self._vendor,
-            secret=self._api_key,
-            is_end=_is_end,
-        )
         done = False
-        failure: ProviderError | None = None
-        async with aclosing(events):
-            async for event in events:  # to the end: the helper reads the body out after [DONE]
-                if _is_done(event):
-                    done = True
-                    if reader.usage is not None:
-                        yield reader.usage
-                elif event.data and failure is None:
-                    try:
-                        for part in reader.parts(decode_json(event.data, self._vendor)):
-                            yield part
-                    except ProviderError as exc:
-                        failure = exc
-        if failure is not None:
-            raise failure
+
+        def parts_of(event: ServerSentEvent) -> Iterator[StreamPart]:
+            nonlocal done
+            if _is_done(event):
+                done = True
+                if reader.usage is not None:
+                    yield reader.usage
+            elif event.data:
+                yield from reader.parts(decode_json(event.data, self._vendor))
+
+        async for part in self._stream_parts(
+            "/chat/completions", headers, self.request_body(request), _is_end, parts_of
+        ):
+            yield part
         if not done:
             raise stream_cut_short(self._vendor)
 
