@@ -7,38 +7,27 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
+from benchmarks.b6_lab import chromium, chromium_path, open_notebook, run_cells, write_notebook
 from tests.server_process import ServerProcess
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = chromium_path()
 OUTPUT = Path(__file__).parent.parent / "test-output"
 
 pytestmark = pytest.mark.browser
 
-if not Path(CHROMIUM).exists():
+if CHROMIUM is None:
     if os.environ.get("CI") == "true":
         raise RuntimeError("CI=true but Chromium is missing: install Debian's chromium package")
     pytest.skip("Chromium is not installed; the browser tests need it", allow_module_level=True)
 
-sync_api = pytest.importorskip("playwright.sync_api")
-
-
-def notebook(path: Path, *cells: str) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    path.write_text(nbformat.writes(nb))
+pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture
@@ -51,36 +40,9 @@ def lab(tmp_path: Path) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        yield chromium
-        chromium.close()
-
-
-def open_notebook(browser: Any, lab: ServerProcess, name: str) -> Any:
-    page = browser.new_page(viewport={"width": 1200, "height": 1000})
-    page.add_init_script(LONGTASK_PROBE)
-    page.goto(f"{lab.url}lab/tree/{name}?token={lab.token}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-    page.wait_for_selector("#jp-main-statusbar >> text=Idle", timeout=90_000)
-    return page
-
-
-def run_cells(page: Any, count: int) -> None:
-    page.click(".jp-Cell >> nth=0")
-    page.keyboard.press("Escape")
-    for _ in range(count):
-        page.keyboard.press("Shift+Enter")
+    assert CHROMIUM is not None
+    with chromium(CHROMIUM) as found:
+        yield found
 
 
 def run_view(page: Any, index: int = 0) -> Any:
@@ -122,7 +84,7 @@ new PerformanceObserver((list) => {
 
 
 def test_stream_approve_while_kernel_busy_and_reload(lab: ServerProcess, browser: Any) -> None:
-    notebook(
+    write_notebook(
         lab.root / "demo.ipynb",
         "%load_ext neta_jupyter",
         "%neta what files are here? then compute 6*7",
@@ -172,7 +134,7 @@ def test_stream_approve_while_kernel_busy_and_reload(lab: ServerProcess, browser
 
 
 def test_reload_mid_run_restores_and_continues(lab: ServerProcess, browser: Any) -> None:
-    notebook(
+    write_notebook(
         lab.root / "reload.ipynb", "%load_ext neta_jupyter", "%neta please summarise notes.txt"
     )
     lab.start()
@@ -209,13 +171,13 @@ def test_twenty_thousand_deltas_at_2000_per_second(
     deltas = [f"w{i} " for i in range(20_000)]
     script = tmp_path / "fast.json"
     script.write_text(json.dumps({"turns": [{"text": deltas, "delay": 0.0005}]}))
-    notebook(
+    write_notebook(
         lab.root / "fast.ipynb",
         "%load_ext neta_jupyter",
         f"%neta --model scripted:{script} go fast",
     )
     lab.start()
-    page = open_notebook(browser, lab, "fast.ipynb")
+    page = open_notebook(browser, lab, "fast.ipynb", LONGTASK_PROBE)
     page.evaluate("window.__longtasks = []")
     run_cells(page, 2)
     page.wait_for_selector("[data-testid=neta-run]", timeout=60_000)

@@ -12,7 +12,7 @@
  *   refused   → the server says the run is unknown or not ours: stop and say so.
  */
 import type { Action } from "./actions";
-import { postAction, type EventsHandler, type Fetch, type NoticeHandler, type PageConfig, type Transport } from "./transport";
+import { postAction, reportArrival, type EventsHandler, type Fetch, type NoticeHandler, type PageConfig, type Transport } from "./transport";
 import { EVENT_TYPES, isRecord, seqOf, str } from "./wire";
 
 export interface ServerEnv {
@@ -142,6 +142,7 @@ class ServerTransport implements Transport {
   }
 
   private deliver(events: readonly unknown[]): void {
+    reportArrival(events);
     const fresh = events.filter((event) => {
       const seq = seqOf(event);
       if (seq === undefined || seq <= this.lastSeq) return false;

@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { Action } from "../src/actions";
 import {
+  ARRIVAL_PROBE,
   attachmentUrl,
   createCommTransport,
   postAction,
@@ -163,6 +164,24 @@ describe("server transport over WebSocket", () => {
     socket.receive(events.slice(0, 3));
     socket.receive({ type: "pong" });
     socket.receive(events.slice(3, 6));
+    expect(seqs()).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it("hands every batch to the arrival probe when the page defines one, before filtering", () => {
+    const batches: unknown[][] = [];
+    const global = globalThis as Record<string, unknown>;
+    startServer();
+    const socket = lastSocket();
+    socket.open();
+    socket.receive(events.slice(0, 3));
+    global[ARRIVAL_PROBE] = (batch: unknown[]) => batches.push(batch);
+    try {
+      socket.receive(events.slice(2, 5));
+    } finally {
+      delete global[ARRIVAL_PROBE];
+    }
+    socket.receive(events.slice(5, 6));
+    expect(batches.map((batch) => batch.map((e) => (e as { seq: number }).seq))).toEqual([[2, 3, 4]]);
     expect(seqs()).toEqual([0, 1, 2, 3, 4, 5]);
   });
 
