@@ -13,7 +13,7 @@ from ..events.encoding import sse_frames
 from ..runtime import RunNotFound
 from .base import NetaHandler
 from .errors import ApiError
-from .following import follow_with_heartbeat, heartbeat_json, until_terminal
+from .following import heartbeat_json, until_terminal
 
 
 def parse_last_event_id(value: str | None) -> int:
@@ -34,16 +34,18 @@ def parse_last_event_id(value: str | None) -> int:
 class StreamHandler(NetaHandler):
     """Replays the log after ``lastEventId`` then tails it, ending after a terminal event."""
 
-    _closed: asyncio.Event
+    _closed = False
+    _pump_task: asyncio.Task[None] | None = None
 
     def on_connection_close(self) -> None:
-        """The client went away."""
-        self._closed.set()
+        """The client went away: stop following at once, even while waiting for events."""
+        self._closed = True
+        if self._pump_task is not None:
+            self._pump_task.cancel()
 
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self._closed = asyncio.Event()
         request_id = self.query("requestId") or ""
         after = parse_last_event_id(
             self.get_query_argument("lastEventId", None)
@@ -75,7 +77,15 @@ class StreamHandler(NetaHandler):
             self.finish()
             return
         self._start_stream()
-        await self._pump(request_id, after)
+        self._pump_task = asyncio.ensure_future(self._pump(request_id, after))
+        try:
+            await self._pump_task
+        except asyncio.CancelledError:
+            if not self._closed:
+                raise  # the server is stopping, not the client
+            return
+        if not self._closed:
+            self.finish()
 
     def _start_stream(self) -> None:
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -88,14 +98,10 @@ class StreamHandler(NetaHandler):
 
     async def _pump(self, request_id: str, after: int) -> None:
         interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
-        ticks = follow_with_heartbeat(
-            self.runtime.store.events, request_id, after, interval, self._closed
-        )
+        ticks = self.runtime.store.events.follow_or_idle(request_id, after, interval)
         try:
             await self.flush()
             async for tick in ticks:
-                if self._closed.is_set():
-                    break
                 if tick is None:
                     self.write(sse_frame("HEARTBEAT", heartbeat_json(request_id), None))
                     await self.flush()
@@ -109,5 +115,3 @@ class StreamHandler(NetaHandler):
             pass
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]
-        if not self._closed.is_set():
-            self.finish()

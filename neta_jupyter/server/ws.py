@@ -24,7 +24,7 @@ from ..runtime import RunApiError, Runtime
 from .actions import resume_run, start_run
 from .base import AUTH_RESOURCE, principal_of
 from .errors import ApiError, describe_validation
-from .following import follow_with_heartbeat, heartbeat_json
+from .following import heartbeat_json
 from .schemas import (
     CompactRequest,
     InputRequest,
@@ -101,7 +101,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
 
     def open(self, *args: Any, **kwargs: Any) -> None:
         """Start with no subscriptions."""
-        self._subs: dict[str, tuple[asyncio.Task[None], asyncio.Event]] = {}
+        self._subs: dict[str, asyncio.Task[None]] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Reply | None]]] = {
             "ping": self._ping,
             "subscribe": self._subscribe,
@@ -121,8 +121,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
 
     def on_close(self) -> None:
         """Stop every subscription."""
-        for task, stop in self._subs.values():
-            stop.set()
+        for task in self._subs.values():
             task.cancel()
         self._subs.clear()
 
@@ -203,9 +202,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         if run.imported:
             raise _FrameError("IMPORTED_RUN", "this run was imported and has no event stream", rid)
         self._stop_subscription(rid)
-        stop = asyncio.Event()
-        task = asyncio.ensure_future(self._pump(rid, after, stop))
-        self._subs[rid] = (task, stop)
+        self._subs[rid] = asyncio.ensure_future(self._pump(rid, after))
         return {"type": "subscribed", "requestId": rid, "status": run.status}
 
     async def _unsubscribe(self, frame: dict[str, Any]) -> Reply:
@@ -214,15 +211,13 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         return {"type": "unsubscribed", "requestId": body.request_id}
 
     def _stop_subscription(self, request_id: str) -> None:
-        current = self._subs.pop(request_id, None)
-        if current is not None:
-            current[1].set()
-            current[0].cancel()
+        task = self._subs.pop(request_id, None)
+        if task is not None:
+            task.cancel()
 
-    async def _pump(self, request_id: str, after: int, stop: asyncio.Event) -> None:
+    async def _pump(self, request_id: str, after: int) -> None:
         interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
-        log = self.runtime.store.events
-        ticks = follow_with_heartbeat(log, request_id, after, interval, stop)
+        ticks = self.runtime.store.events.follow_or_idle(request_id, after, interval)
         try:
             async for tick in ticks:
                 payloads = (

@@ -73,6 +73,12 @@ class EventLog(Protocol):
         """
         ...
 
+    def follow_or_idle(
+        self, request_id: str, after_seq: int, idle: float | None
+    ) -> AsyncIterator[list[EventRow] | None]:
+        """:meth:`follow`, with ``None`` after each ``idle`` seconds without a batch."""
+        ...
+
 
 class _Tail:
     """Recent committed events of one run (contiguous seqs) and a signal for waiters."""
@@ -249,6 +255,18 @@ class SqliteEventLog:
 
         Stored ones first, then live ones as they commit.
         """
+        async for batch in self.follow_or_idle(request_id, after_seq, None):
+            if batch is not None:
+                yield batch
+
+    async def follow_or_idle(
+        self, request_id: str, after_seq: int, idle: float | None
+    ) -> AsyncIterator[list[EventRow] | None]:
+        """:meth:`follow`, with ``None`` after each ``idle`` seconds without a batch.
+
+        A follower that keeps up waits on the run's signal alone: no task or timer of its own
+        beyond the idle deadline, since a busy server wakes hundreds of them per commit.
+        """
         pos = after_seq
         while True:
             tail = self._tails.get(request_id)
@@ -261,4 +279,11 @@ class SqliteEventLog:
                     pos = batch[-1][0]
                     yield batch
                     continue
-            await tail.signal.wait()
+            if idle is None:
+                await tail.signal.wait()
+                continue
+            try:
+                async with asyncio.timeout(idle):
+                    await tail.signal.wait()
+            except TimeoutError:
+                yield None
