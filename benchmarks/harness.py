@@ -27,7 +27,8 @@ Frames = list[tuple[int, str, str]]
 EXPERIMENTS = {
     "gc-freeze": "gc.freeze() once the server is up: collections stop rescanning startup objects",
     "tool-schema-cache": "Tool.definition computed once per tool, not on every model call",
-    "slow-callbacks": "log every event-loop callback over 30 ms to the server log (diagnostic)",
+    "slow-callbacks": "log event-loop callbacks and turns over 30 ms (BENCH_SLOW_CALLBACK "
+    "seconds) to the server log, with wall and CPU time (diagnostic)",
 }
 """Changes outside the streaming path that ``--experiment`` applies to the server under test."""
 BATCH = 512

@@ -118,6 +118,22 @@ def _log_slow_callbacks(threshold: float) -> None:
             log.warning("slow callback %.1f ms: %s", took * 1000, _describe(self))
 
     asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+    run_once = asyncio.base_events.BaseEventLoop._run_once  # type: ignore[attr-defined]
+
+    def timed_turn(self: asyncio.base_events.BaseEventLoop) -> None:
+        ready = len(self._ready)  # type: ignore[attr-defined]
+        began, cpu = time.perf_counter(), time.thread_time()
+        run_once(self)
+        took = time.perf_counter() - began
+        if took > threshold:
+            log.warning(
+                "slow turn %.1f ms (%.1f ms on the CPU), %d callbacks ready",
+                took * 1000,
+                (time.thread_time() - cpu) * 1000,
+                ready,
+            )
+
+    asyncio.base_events.BaseEventLoop._run_once = timed_turn  # type: ignore[attr-defined]
 
 
 def install() -> None:
