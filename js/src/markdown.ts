@@ -7,14 +7,22 @@
  *
  * An open block that is one long plain paragraph would still cost its whole length per update, so
  * such a paragraph is cut further, into pieces of about `PIECE` characters at points where no inline
- * construct is open (see `pieceTokens`). Each piece is rendered once, with marked's inline renderer,
- * into a span of the paragraph's one `<p>`; only the last piece is rendered again as text arrives.
- * As soon as a line shows that the block is not a plain paragraph (a setext underline, a table, a
- * list…), the block is rendered whole again.
+ * construct is open (see `pieceTokens`). Each piece is rendered once, with marked's inline renderer;
+ * only the last piece is rendered again as text arrives. As soon as a line shows that the block is
+ * not a plain paragraph (a setext underline, a table, a list…), the block is rendered whole again.
  *
- * Where any cut falls depends only on the text before it, so streaming in any chunk sizes ends in
- * exactly the HTML of `renderMarkdown(text)`. Model output is untrusted: all HTML, whole blocks and
- * pieces alike, goes through DOMPurify.
+ * The browser, too, would lay out the whole paragraph again on every change. So while it is being
+ * written, each piece is a block of its own (`<span class="neta-md-piece">`, shown as a block, in
+ * `<p class="neta-md-pieces">`) and a change lays out only the last one; its lines end where its
+ * piece ends. Once the paragraph is finished (the block is complete, or `finish()` says the text
+ * is), the pieces become one paragraph again, laid out once; except in a paragraph longer than
+ * `JOIN_LIMIT` (which models do not write, but a runaway answer may), whose one layout would
+ * hold up the page for tens of milliseconds: it stays in pieces.
+ *
+ * Where any cut falls depends only on the text before it, so streaming in any chunk sizes and then
+ * finishing ends in exactly the HTML of `renderMarkdown(text)`, which is marked's (for paragraphs
+ * up to `JOIN_LIMIT`; longer ones have its text and formatting). Model output is untrusted: all
+ * HTML, whole blocks and pieces alike, goes through DOMPurify.
  */
 import DOMPurify from "dompurify";
 import hljs from "highlight.js/lib/core";
@@ -22,16 +30,38 @@ import bash from "highlight.js/lib/languages/bash";
 import json from "highlight.js/lib/languages/json";
 import python from "highlight.js/lib/languages/python";
 import sql from "highlight.js/lib/languages/sql";
+import type { LanguageFn } from "highlight.js";
 import { Lexer, Marked, Parser, type Token, type Tokens } from "marked";
 
-hljs.registerLanguage("python", python);
-hljs.registerLanguage("json", json);
-hljs.registerLanguage("bash", bash);
-hljs.registerLanguage("sql", sql);
-hljs.registerAliases(["shell", "sh", "console"], { languageName: "bash" });
-hljs.registerAliases(["ipython", "py3"], { languageName: "python" });
+/**
+ * The languages code is highlighted in, by every name they go by. A language's grammar is built
+ * when it is registered, which takes milliseconds: so on its first use, not when the module loads.
+ */
+const LANGUAGES = new Map<string, readonly [string, LanguageFn]>([
+  ["python", ["python", python]],
+  ["ipython", ["python", python]],
+  ["py3", ["python", python]],
+  ["json", ["json", json]],
+  ["bash", ["bash", bash]],
+  ["shell", ["bash", bash]],
+  ["sh", ["bash", bash]],
+  ["console", ["bash", bash]],
+  ["sql", ["sql", sql]],
+]);
+
+/** The registered name of a language we highlight, registering it if need be; else undefined. */
+function highlightLanguage(name: string): string | undefined {
+  const known = LANGUAGES.get(name);
+  if (!known) return undefined;
+  const [canonical, definition] = known;
+  if (!hljs.getLanguage(canonical)) hljs.registerLanguage(canonical, definition);
+  return canonical;
+}
 
 const BLOCK_CLASS = "neta-md-block";
+/** A paragraph being written in pieces, and each of its pieces (see styles.css). */
+const PIECES_CLASS = "neta-md-pieces";
+const PIECE_CLASS = "neta-md-piece";
 
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -39,11 +69,8 @@ function escapeHtml(text: string): string {
 
 /** Highlighted HTML of a piece of code; unknown languages are only escaped. */
 export function highlightCode(code: string, lang: string | undefined): string {
-  const language = (lang ?? "").trim().split(/\s+/)[0]?.toLowerCase() ?? "";
-  if (language && hljs.getLanguage(language)) {
-    return hljs.highlight(code, { language, ignoreIllegals: true }).value;
-  }
-  return escapeHtml(code);
+  const language = highlightLanguage((lang ?? "").trim().split(/\s+/)[0]?.toLowerCase() ?? "");
+  return language ? hljs.highlight(code, { language, ignoreIllegals: true }).value : escapeHtml(code);
 }
 
 const marked = new Marked({
@@ -73,6 +100,8 @@ function installHooks(): void {
 }
 
 function sanitize(html: string): string {
+  // Without a tag there is nothing to remove (marked escapes `<` in text): spare DOMPurify's parse.
+  if (!html.includes("<")) return html;
   installHooks();
   return DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
 }
@@ -97,6 +126,8 @@ const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})/;
 const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
 // A line that continues the block before it even after a blank line: indented, or a list item.
 const CONTINUES = /^(\s|[-*+](\s|$)|\d{1,9}[.)](\s|$))/;
+// A first character that no such line (nor a blank one) starts with: the line starts a block.
+const STARTS_BLOCK = /[^\s\-*+\d]/;
 
 /**
  * Finds where blocks start in a growing text. It keeps its place, so each call reads only the lines
@@ -137,13 +168,20 @@ class BlockScanner {
       this.pos = nl + 1;
     }
     this.searched = Math.max(this.pos, text.length);
+    // The line being written starts a block as soon as its first character says so: the last
+    // paragraph of an answer, often one long line, is a block of its own while it is written.
+    if (this.fence === null && this.afterBlank && this.hasContent && STARTS_BLOCK.test(text.charAt(this.pos))) {
+      starts.push(this.pos);
+      this.hasContent = false;
+    }
     return starts;
   }
 }
 
 /**
  * Offsets where a new block starts, scanning from `from` (0 or an offset this function returned).
- * A cut needs the whole next line, so a block is never complete before its successor's first line.
+ * A cut needs the next line's first character, or the whole line where that character could
+ * start a list item or an indented line: a block is complete once its successor has begun.
  */
 export function findBlockStarts(text: string, from = 0): number[] {
   return new BlockScanner(from).scan(text);
@@ -155,7 +193,7 @@ export function renderMarkdown(text: string): string {
   const box = document.createElement("div");
   for (let i = 0; i + 1 < cuts.length; i++) {
     const source = text.slice(cuts[i], cuts[i + 1]);
-    if (source.trim() !== "") new BlockView(newBlockElement(box)).update(source);
+    if (source.trim() !== "") new BlockView(newBlockElement(box)).update(source).finish();
   }
   return box.innerHTML;
 }
@@ -187,9 +225,9 @@ export class StreamingMarkdown {
     private readonly budget = Number.POSITIVE_INFINITY,
   ) {}
 
-  /** Length of the open last block: what the browser lays out again when it changes. */
+  /** Length of what the browser lays out again when the open last block changes. */
   get openLength(): number {
-    return this.source.length - this.done;
+    return this.tail?.changingLength ?? 0;
   }
 
   /** Shows `text`, or as much of it as the budget allows; true once all of it is shown. */
@@ -205,6 +243,11 @@ export class StreamingMarkdown {
     return shown.length === text.length;
   }
 
+  /** The text is complete: its last paragraph is laid out as one from now on. */
+  finish(): void {
+    this.tail?.finish();
+  }
+
   reset(): void {
     this.container.replaceChildren();
     this.source = "";
@@ -214,7 +257,7 @@ export class StreamingMarkdown {
   }
 
   private completeBlock(source: string): void {
-    (this.tail ?? new BlockView(newBlockElement(this.container))).update(source);
+    (this.tail ?? new BlockView(newBlockElement(this.container))).update(source).finish();
     this.tail = null;
   }
 
@@ -233,12 +276,15 @@ export class StreamingMarkdown {
 
 /** Size from which a plain paragraph is cut into pieces, and about the size of each piece. */
 export const PIECE = 2048;
+/** A finished paragraph in pieces up to this long becomes one paragraph; a longer one stays in pieces. */
+export const JOIN_LIMIT = 16 * 1024;
 /** After a cut point that is not safe, how far to go before trying the next (at least). */
 const RETRY = 256;
 
 /**
  * Renders one block as it grows. A block that is a plain paragraph of `PIECE` characters or more is
- * shown as pieces (see `Pieces`); anything else is rendered whole, as marked renders it.
+ * shown as pieces (see `Pieces`), each a block of its own until `finish()`; anything else is
+ * rendered whole, as marked renders it.
  */
 class BlockView {
   private source = "";
@@ -254,23 +300,27 @@ class BlockView {
   private shown: "none" | "whole" | "pieces" = "none";
   private wholeSource = "";
   private paragraph: HTMLElement | null = null;
-  /**
-   * Where the frozen pieces end in the paragraph's DOM: its first `fixed` child nodes, and when
-   * `carry` > 0 the first `carry` characters of the text node after them (the last piece's text
-   * goes on in the same node, as it would in the HTML of the whole paragraph).
-   */
-  private fixed = 0;
-  private carry = 0;
+  /** One span per piece shown, the last one open; empty once the paragraph is one again. */
+  private spans: HTMLElement[] = [];
   private piecesShown = 0;
   private lastText: string | null = null;
+  private paragraphLength = 0;
   /** The newline marked writes after `</p>`; what follows the paragraph comes after it. */
   private afterParagraph: Text | null = null;
   private rest: string | null = null;
+  private finished = false;
 
   constructor(readonly element: HTMLElement) {}
 
-  update(source: string): void {
+  /** Length of what the browser lays out again when this block changes. */
+  get changingLength(): number {
+    if (this.shown !== "pieces" || this.spans.length === 0 || !this.pieces) return this.source.length;
+    return this.source.length - this.pieces.lastStart;
+  }
+
+  update(source: string): this {
     if (!source.startsWith(this.source)) this.restart();
+    else if (this.finished && source !== this.source) this.reopen();
     // marked turns \r\n into \n before it reads blocks; the pieces would not: render such text whole.
     if (source.indexOf("\r", this.source.length) >= 0) this.plain = false;
     this.source = source;
@@ -280,10 +330,17 @@ class BlockView {
       this.pieces.advance(paragraph);
       if (this.pieces.starts.length > 0) {
         this.showPieces(paragraph, source);
-        return;
+        return this;
       }
     }
     this.showWhole(source);
+    return this;
+  }
+
+  /** No more text: a paragraph shown in pieces becomes one, as marked renders it (see `JOIN_LIMIT`). */
+  finish(): void {
+    this.finished = true;
+    this.joinPieces();
   }
 
   private restart(): void {
@@ -294,7 +351,15 @@ class BlockView {
     this.blank = -1;
     this.pieces = new Pieces();
     this.shown = "none";
+    this.spans = [];
+    this.finished = false;
     this.element.replaceChildren();
+  }
+
+  /** More text after `finish()`: show the paragraph in pieces again (built anew). */
+  private reopen(): void {
+    this.finished = false;
+    if (this.shown === "pieces") this.shown = "none";
   }
 
   /** Classifies the lines completed since the last update, up to the paragraph's end. */
@@ -331,6 +396,7 @@ class BlockView {
     if (this.shown === "whole" && source === this.wholeSource) return;
     morph(this.element, renderBlock(source));
     this.shown = "whole";
+    this.spans = [];
     this.wholeSource = source;
   }
 
@@ -339,28 +405,24 @@ class BlockView {
     const doc = this.element.ownerDocument;
     if (this.shown !== "pieces" || !this.paragraph || !this.afterParagraph) {
       this.paragraph = doc.createElement("p");
+      this.paragraph.className = PIECES_CLASS;
       this.afterParagraph = doc.createTextNode("\n");
       this.element.replaceChildren(this.paragraph, this.afterParagraph);
-      this.fixed = 0;
-      this.carry = 0;
+      this.spans = [];
       this.piecesShown = 0;
       this.lastText = null;
       this.rest = null;
       this.shown = "pieces";
     }
     const text = paragraph.slice(pieces.lastStart);
+    this.paragraphLength = paragraph.length;
     if (this.piecesShown < pieces.html.length || text !== this.lastText) {
-      // The DOM of the pieces frozen since the last update, then of the last piece: as the parser
-      // would build it from their HTML in a row (adjacent text in one node).
-      const box = doc.createElement("span");
-      let frozen: Boundary | null = null;
-      if (this.piecesShown < pieces.html.length) {
-        for (; this.piecesShown < pieces.html.length; this.piecesShown++) appendHtml(box, pieces.html[this.piecesShown] as string);
-        const last = box.lastChild;
-        frozen = { count: box.childNodes.length, text: last?.nodeType === Node.TEXT_NODE ? (last as Text).length : -1 };
+      // The open piece's span becomes the first piece frozen since the last update (its text
+      // mostly only grows), then one span per piece, and a new open one.
+      for (; this.piecesShown < pieces.html.length; this.piecesShown++) {
+        morph(this.span(this.piecesShown), pieces.html[this.piecesShown] as string);
       }
-      appendHtml(box, renderInline(lexInline(text)));
-      this.replaceOpen(this.paragraph, box, frozen);
+      morph(this.span(this.piecesShown), renderInline(lexInline(text)));
       this.lastText = text;
     }
     // After a blank line, a block the blank line did not end (a list, indented code): render it whole.
@@ -374,62 +436,37 @@ class BlockView {
       }
       this.rest = rest;
     }
+    // A blank line ended the paragraph: it will not change again.
+    if (this.finished || this.blank >= 0) this.joinPieces();
+  }
+
+  /** The span of piece `index`, made (at the end) when there is none yet. */
+  private span(index: number): HTMLElement {
+    let span = this.spans[index];
+    if (!span) {
+      span = this.element.ownerDocument.createElement("span");
+      span.className = PIECE_CLASS;
+      (this.paragraph as HTMLElement).append(span);
+      this.spans.push(span);
+    }
+    return span;
   }
 
   /**
-   * Make what follows the frozen pieces in `paragraph` the nodes of `box`, changing as little as
-   * it can (text that only grew is appended to, so the browser need not lay out the paragraph from
-   * scratch), then move the frozen end to `frozen` (a place in `box`), if given.
+   * The pieces' DOM in the paragraph itself, without their spans; adjacent text joined into one
+   * node, as the parser builds it from the paragraph's HTML.
    */
-  private replaceOpen(paragraph: HTMLElement, box: HTMLElement, frozen: Boundary | null): void {
-    let start: ChildNode | null = paragraph.childNodes[this.fixed] ?? null;
-    let merged = false;
-    if (this.carry > 0 && start) {
-      const node = start as Text;
-      const first = box.firstChild;
-      if (first?.nodeType === Node.TEXT_NODE) {
-        setDataFrom(node, this.carry, (first as Text).data);
-        first.remove();
-        merged = true;
-      } else if (node.length > this.carry) {
-        node.deleteData(this.carry, node.length - this.carry);
-      }
-      start = node.nextSibling;
-    }
-    syncFrom(paragraph, start, box);
-    if (!frozen || frozen.count === 0) return;
-    // The child of `box` at index i is now the paragraph's child at `base + i`.
-    const base = this.carry > 0 ? this.fixed + (merged ? 0 : 1) : this.fixed;
-    if (merged && frozen.count === 1) {
-      this.carry += frozen.text;
-    } else if (frozen.text >= 0) {
-      this.fixed = base + frozen.count - 1;
-      this.carry = frozen.text;
-    } else {
-      this.fixed = base + frozen.count;
-      this.carry = 0;
-    }
+  private joinPieces(): void {
+    const paragraph = this.paragraph;
+    if (this.shown !== "pieces" || !paragraph || this.spans.length === 0) return;
+    if (this.paragraphLength > JOIN_LIMIT) return;
+    const nodes: ChildNode[] = [];
+    for (const span of this.spans) nodes.push(...span.childNodes);
+    paragraph.replaceChildren(...nodes);
+    paragraph.removeAttribute("class");
+    paragraph.normalize();
+    this.spans = [];
   }
-}
-
-/** A place in a list of nodes: after `count` nodes, or inside the last of them (a text node) after `text` characters. */
-interface Boundary {
-  readonly count: number;
-  /** Length of the last node if it is text (the boundary is at its end so far), else -1. */
-  readonly text: number;
-}
-
-/** Appends the DOM of `html` to `box`, joining text that meets text into one node. */
-function appendHtml(box: HTMLElement, html: string): void {
-  const parsed = box.ownerDocument.createElement(box.tagName);
-  parsed.innerHTML = html;
-  const first = parsed.firstChild;
-  const last = box.lastChild;
-  if (first?.nodeType === Node.TEXT_NODE && last?.nodeType === Node.TEXT_NODE) {
-    (last as Text).appendData((first as Text).data);
-    first.remove();
-  }
-  box.append(...parsed.childNodes);
 }
 
 /** Replace the data of `node` from `offset` on by `data`, appending when it only grew. */

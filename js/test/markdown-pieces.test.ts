@@ -2,6 +2,7 @@
 import { Lexer } from "marked";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
+  JOIN_LIMIT,
   PIECE,
   StreamingMarkdown,
   findBlockStarts,
@@ -60,6 +61,7 @@ function stream(text: string, random: () => number, maxChunk: number): HTMLEleme
     at = Math.min(text.length, at + 1 + Math.floor(random() * maxChunk));
     markdown.update(text.slice(0, at));
   }
+  markdown.finish();
   return container;
 }
 
@@ -139,6 +141,44 @@ describe("long paragraphs in pieces", () => {
       expect(stream(text, random, maxChunk).innerHTML, `seed ${seed}`).toBe(once);
     }
   }, 60_000);
+
+  it("are blocks of their own while the paragraph is written, and one paragraph again once it ends", () => {
+    const text = paragraph(prng(21), 2_000, 0.05, CLOSED);
+    expect(text.length).toBeLessThan(JOIN_LIMIT);
+    const container = document.createElement("div");
+    const markdown = new StreamingMarkdown(container);
+    const random = prng(22);
+    for (let at = 0; at < text.length; ) {
+      at = Math.min(text.length, at + 1 + Math.floor(random() * 300));
+      markdown.update(text.slice(0, at));
+      const starts = pieceStarts(text.slice(0, at));
+      // One block per piece, the open one last; the text is all there.
+      expect(container.querySelectorAll("p.neta-md-pieces > span.neta-md-piece")).toHaveLength(starts.length ? starts.length + 1 : 0);
+      expect(container.textContent?.trim()).toBe(element(renderBlock(text.slice(0, at))).textContent?.trim());
+    }
+    expect(markdown.openLength).toBeLessThan(2 * PIECE);
+    markdown.finish();
+    expect(container.innerHTML).toBe(wholeBlocks(text).innerHTML);
+    // More text after finish() (a segment that goes on): pieces again, and joined again at the end.
+    const more = `${text} ${paragraph(prng(23), 300, 0.05, CLOSED)}`;
+    markdown.update(more);
+    expect(container.querySelector(".neta-md-pieces")).not.toBeNull();
+    markdown.finish();
+    expect(container.innerHTML).toBe(wholeBlocks(more).innerHTML);
+    // A blank line ends the paragraph too.
+    markdown.update(`${more}\n\n- a list`);
+    expect(container.querySelector(".neta-md-pieces")).toBeNull();
+  });
+
+  it("stay blocks of their own past JOIN_LIMIT, with the text and formatting marked gives", () => {
+    const text = paragraph(prng(24), 4_000, 0.05, CLOSED);
+    expect(text.length).toBeGreaterThan(JOIN_LIMIT);
+    const once = element(renderMarkdown(text));
+    expect(once.querySelectorAll("p.neta-md-pieces > span.neta-md-piece")).toHaveLength(pieceStarts(text).length + 1);
+    expect(once.textContent).toBe(wholeBlocks(text).textContent);
+    expect(formatting(once).filter((f) => !f.startsWith("SPAN|"))).toEqual(formatting(wholeBlocks(text)));
+    expect(stream(text, prng(25), 200).innerHTML).toBe(once.innerHTML);
+  });
 
   it("fall back to rendering the block whole when a line shows it is not a plain paragraph", () => {
     const long = paragraph(prng(3), 900, 0.05, CLOSED);
@@ -236,6 +276,7 @@ describe("long paragraphs in pieces", () => {
       }
       expect(text.length).toBeGreaterThan(120_000);
       expect(Math.max(...parsed)).toBeLessThan(3 * PIECE);
+      markdown.finish();
       expect(container.innerHTML).toBe(normalised(renderMarkdown(text)));
     }
   }, 60_000);
@@ -250,6 +291,7 @@ describe("long paragraphs in pieces", () => {
       expect((container.textContent ?? "").length).toBeLessThanOrEqual(updates * 16 * 1024);
     }
     expect(updates).toBeGreaterThan(text.length / (16 * 1024));
+    markdown.finish();
     expect(container.innerHTML).toBe(normalised(renderMarkdown(text)));
     // A new text (not an extension) starts over, within the budget too.
     expect(markdown.update("Short **new** text.")).toBe(true);

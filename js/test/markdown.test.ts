@@ -95,12 +95,29 @@ describe("streaming markdown", () => {
     }
   });
 
-  it("cuts only outside code fences, and only once the next line is there", () => {
+  it("cuts only outside code fences, and only once the next line shows it starts a block", () => {
     const text = "a\n\n```\nx\n\ny\n```\n\nb\n";
     expect(findBlockStarts(text)).toEqual([3, 17]);
     expect(findBlockStarts(text, 3)).toEqual([17]);
-    expect(findBlockStarts("a\n\nb")).toEqual([]);
+    expect(findBlockStarts("a\n\n")).toEqual([]);
+    expect(findBlockStarts("a\n\nb")).toEqual([3]);
     expect(findBlockStarts("a\n\nb\n")).toEqual([3]);
+    // A line that may yet be a list item or indented (continuing the block) waits until it ends.
+    for (const start of ["-", "- ", "1", "12.", " ", "\t", "*", "+"]) {
+      expect(findBlockStarts(`a\n\n${start}`), JSON.stringify(start)).toEqual([]);
+    }
+    expect(findBlockStarts("a\n\n-x\n")).toEqual([3]);
+    expect(findBlockStarts("a\n\n- x\n")).toEqual([]);
+  });
+
+  it("makes the paragraph being written a block of its own as soon as it begins", () => {
+    const container = document.createElement("div");
+    const markdown = new StreamingMarkdown(container);
+    const words = Array.from({ length: 3_000 }, (_, i) => `w${i}`).join(" ");
+    for (let at = 1; at <= words.length; at += 97) markdown.update(`First paragraph.\n\n${words.slice(0, at)}`);
+    expect(container.children).toHaveLength(2);
+    expect(container.children[1]?.querySelector(".neta-md-pieces")).not.toBeNull();
+    expect(markdown.openLength).toBeLessThan(2 * PIECE);
   });
 
   it("keeps completed blocks and re-renders only the open one", () => {
@@ -132,6 +149,10 @@ describe("streaming markdown", () => {
     expect(renderMarkdown("```sql\nSELECT 1\n```")).toContain("hljs-keyword");
     expect(renderMarkdown('```json\n{"a": 1}\n```')).toContain("hljs-attr");
     expect(renderMarkdown("```cobol\n<b>x</b>\n```")).toContain("&lt;b&gt;");
+    // Other names of the same languages, and names that are not languages at all.
+    expect(renderMarkdown("```py3\nimport os\n```")).toContain('<span class="hljs-keyword">import</span>');
+    expect(renderMarkdown("```Shell\necho $HOME\n```")).toContain("hljs-built_in");
+    expect(renderMarkdown("```constructor\n<b>x</b>\n```")).toContain("&lt;b&gt;");
   });
 
   it("removes scripts, event handlers and javascript: links from model output", () => {

@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { Action } from "../src/actions";
+import { JOIN_LIMIT, PIECE, renderBlock } from "../src/markdown";
 import { reduceAll } from "../src/reducer";
 import { initialState, type RunState } from "../src/state";
 import { TOAST_MS } from "../src/view/panels";
@@ -51,7 +52,8 @@ let clock: FakeClock;
 let onAction: ReturnType<typeof vi.fn<(action: Action) => Promise<void>>>;
 let view: RunView;
 
-beforeEach(() => {
+/** A new view in an empty page (before each test, and again where a test needs a fresh one). */
+function setup(): void {
   document.body.replaceChildren();
   container = document.createElement("div");
   document.body.append(container);
@@ -63,7 +65,9 @@ beforeEach(() => {
     resolveUrl: (path) => (path.startsWith("data:") ? path : `/base/download?virtualPath=${encodeURIComponent(path)}`),
     clock,
   });
-});
+}
+
+beforeEach(setup);
 
 function byTestId(id: string, root: ParentNode = container): HTMLElement {
   const found = root.querySelector<HTMLElement>(`[data-testid="${id}"]`);
@@ -147,6 +151,24 @@ describe("batching", () => {
     clock.runFrames();
     expect(byTestId("neta-answer").textContent).toContain("I saved the counts");
     expect(byTestId("neta-run").dataset["lastSeq"]).toBe("36");
+  });
+
+  it("touches the DOM only where something changed: a delta changes no attribute", () => {
+    const events = fixture("basic_run");
+    const delta = events.findIndex((e) => e.eventType === "TEXT_DELTA");
+    let state = reduceAll(events.slice(0, delta + 1));
+    view.update(state);
+    clock.runFrames();
+    const changed: string[] = [];
+    const observer = new MutationObserver((records) => changed.push(...records.map((r) => String(r.attributeName))));
+    observer.observe(container, { subtree: true, attributes: true });
+    state = reduceAll([events[delta + 1]!], state);
+    expect(events[delta + 1]?.eventType).toBe("TEXT_DELTA");
+    view.update(state);
+    view.setNotice(null);
+    clock.runFrames();
+    expect(observer.takeRecords().map((r) => String(r.attributeName))).toEqual(["data-last-seq"]);
+    expect(changed).toEqual([]);
   });
 
   it("streams arguments into a card while they are generated", () => {
@@ -355,28 +377,61 @@ describe("long answers", () => {
     return frames;
   }
 
-  it("stream into one paragraph in pieces, and wait longer between renders as the open paragraph grows", () => {
-    const words = Array.from({ length: 12_000 }, (_, i) => `w${i} `);
-    const deltas: string[] = [];
-    for (let i = 0; i < words.length; i += 40) deltas.push(words.slice(i, i + 40).join(""));
+  /** Feed the view one state per frame; the frames that rendered, and the answer's length at each. */
+  function streamFrameByFrame(states: readonly RunState[]): { rendersAt: number[]; lengths: number[] } {
     const flush = vi.spyOn(view, "flush");
     const rendersAt: number[] = [];
     const lengths: number[] = [];
-    let frame = 0;
-    for (const state of streamStates(deltas)) {
+    states.forEach((state, frame) => {
       view.update(state);
       clock.advance(16);
       const before = flush.mock.calls.length;
       clock.runFrames();
       if (flush.mock.calls.length > before) rendersAt.push(frame);
       lengths.push(state.answer[0]?.text.length ?? 0);
-      frame++;
+    });
+    return { rendersAt, lengths };
+  }
+
+  it("stream a long paragraph in pieces laid out one by one, every frame, and join them once it ends", () => {
+    for (const count of [2_000, 12_000]) {
+      setup();
+      const words = Array.from({ length: count }, (_, i) => `w${i} `);
+      const text = words.join("");
+      const deltas: string[] = [];
+      for (let i = 0; i < words.length; i += 40) deltas.push(words.slice(i, i + 40).join(""));
+      const states = streamStates(deltas);
+      const { rendersAt } = streamFrameByFrame(states);
+      // However long the paragraph grows, a change lays out only its last piece: no frame is skipped.
+      expect(rendersAt).toEqual(states.map((_, i) => i));
+      const answer = byTestId("neta-answer");
+      expect(answer.querySelectorAll("p")).toHaveLength(1);
+      const pieces = answer.querySelectorAll("p.neta-md-pieces > span.neta-md-piece");
+      expect(pieces.length).toBeGreaterThan(text.length / (2 * PIECE));
+      expect(answer.textContent?.trim()).toBe(text.trim());
+      // The answer ends: one paragraph again, exactly as marked renders it, unless it is so long
+      // that laying it out at once would hold up the page.
+      const last = states[states.length - 1] as RunState;
+      view.update(reduceAll([envelope("TEXT_END", last.lastSeq + 1, { type: "text" })], last));
+      runAllFrames();
+      expect(answer.textContent?.trim()).toBe(text.trim());
+      if (text.length <= JOIN_LIMIT) {
+        expect(answer.querySelector(".neta-md-piece, .neta-md-pieces")).toBeNull();
+        expect(answer.querySelector(".neta-md-block")?.innerHTML).toBe(renderBlock(text));
+      } else {
+        expect(answer.querySelectorAll("p.neta-md-pieces > span.neta-md-piece")).toHaveLength(pieces.length);
+      }
     }
+  });
+
+  it("wait longer between renders as a block that cannot be cut grows (a code block)", () => {
+    const lines = Array.from({ length: 6_000 }, (_, i) => `line ${i}\n`);
+    const deltas = ["```\n"];
+    for (let i = 0; i < lines.length; i += 20) deltas.push(lines.slice(i, i + 20).join(""));
+    const { rendersAt, lengths } = streamFrameByFrame(streamStates(deltas));
     runAllFrames();
-    const answer = byTestId("neta-answer");
-    expect(answer.querySelectorAll("p")).toHaveLength(1);
-    expect(answer.textContent?.trim()).toBe(words.join("").trim());
-    // Early on every frame renders; once the paragraph is four times CHARS_PER_SKIPPED_FRAME long,
+    expect(byTestId("neta-answer").querySelector("code")?.textContent).toBe(lines.join("").trimEnd());
+    // Early on every frame renders; once the block is four times CHARS_PER_SKIPPED_FRAME long,
     // renders are four frames apart or more.
     expect(rendersAt.slice(0, 10)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     const late = rendersAt.filter((at) => (lengths[at] as number) > 4 * CHARS_PER_SKIPPED_FRAME);

@@ -25,8 +25,9 @@ export function button(label: string, testid: string, className = "neta-button")
   return h("button", { className, testid, text: label, attrs: { type: "button" } });
 }
 
+/** Show or hide; only when that changes, since setting `hidden` costs as much as changing it. */
 export function setVisible(element: HTMLElement, visible: boolean): void {
-  element.hidden = !visible;
+  if (element.hidden === visible) element.hidden = !visible;
 }
 
 /** Set text only when it changed, so selection and layout are left alone otherwise. */

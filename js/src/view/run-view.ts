@@ -2,10 +2,11 @@
  * The run widget's DOM. `update(state)` only remembers the newest state and asks for an animation
  * frame; the frame renders whatever is newest then, so a burst of events costs one DOM pass.
  *
- * A change to a long paragraph makes the browser lay all of it out again, however little changed;
- * so the longer the open part of the answer, the longer the view waits between two renders (one
- * frame more per `CHARS_PER_SKIPPED_FRAME`), which keeps that layout work per second bounded. It
- * waits on a timer, so that no frames are asked for meanwhile.
+ * A change to a block makes the browser lay all of it out again, however little changed. A long
+ * paragraph is laid out piece by piece while it is written (markdown.ts), but a long code block,
+ * list or table is one piece: the longer what a change lays out again, the longer the view waits
+ * between two renders (one frame more per `CHARS_PER_SKIPPED_FRAME`), which keeps that layout work
+ * per second bounded. It waits on a timer, so that no frames are asked for meanwhile.
  */
 import type { Action } from "../actions";
 import type { RunState } from "../state";
@@ -32,7 +33,7 @@ export interface RunViewOptions {
   readonly clock?: FrameClock;
 }
 
-/** Length of the answer's open block for each animation frame left out between two renders. */
+/** Length laid out again per change, for each animation frame left out between two renders. */
 export const CHARS_PER_SKIPPED_FRAME = 12 * 1024;
 const MAX_SKIPPED_FRAMES = 12;
 const MAX_SKIPPED_WHILE_CATCHING_UP = 2;

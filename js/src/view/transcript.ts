@@ -40,6 +40,7 @@ class SegmentView {
     this.element.classList.toggle("neta-synthetic", segment.synthetic);
     this.element.classList.toggle("neta-open", segment.open);
     this.pending = !this.markdown.update(segment.text);
+    if (!segment.open && !this.pending) this.markdown.finish();
   }
 }
 
@@ -56,7 +57,7 @@ export class AnswerPart implements Part {
     return this.segments.some((view) => view.pending);
   }
 
-  /** Length of the open blocks of segments still growing: what each change makes the browser lay out again. */
+  /** Length of what a change to the segments still growing makes the browser lay out again. */
   get openLength(): number {
     let length = 0;
     for (const view of this.segments) {
