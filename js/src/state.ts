@@ -226,3 +226,8 @@ export function finalText(state: RunState): string {
     .filter((text) => text.length > 0)
     .join("\n\n");
 }
+
+/** The run is over for good (completed, or failed with no retry): no event can follow. */
+export function hasEnded(state: RunState): boolean {
+  return state.status === "completed" || (state.status === "failed" && state.failure?.recoverable !== true);
+}

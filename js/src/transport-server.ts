@@ -12,7 +12,7 @@
  *   refused   → the server says the run is unknown or not ours: stop and say so.
  */
 import type { Action } from "./actions";
-import { postAction, reportArrival, type EventsHandler, type Fetch, type NoticeHandler, type PageConfig, type Transport } from "./transport";
+import { arrivalProbe, postAction, type ArrivalProbe, type EventsHandler, type Fetch, type NoticeHandler, type PageConfig, type Transport } from "./transport";
 import { EVENT_TYPES, isRecord, seqOf, str } from "./wire";
 
 export interface ServerEnv {
@@ -78,6 +78,7 @@ class ServerTransport implements Transport {
   private phase: Phase = "live";
   private onEvents: EventsHandler = () => {};
   private onNotice: NoticeHandler = () => {};
+  private probe: ArrivalProbe | null = null;
   private socket: WebSocket | null = null;
   private source: EventSource | null = null;
   private useSse = false;
@@ -86,6 +87,8 @@ class ServerTransport implements Transport {
   private timer: unknown = null;
   private pinger: unknown = null;
   private closed = false;
+  /** A notice of ours is showing (so events clear it; they need not clear nothing). */
+  private noticeShown = false;
   private readonly subscribeId: string;
 
   constructor(private readonly options: ServerOptions) {
@@ -96,8 +99,17 @@ class ServerTransport implements Transport {
 
   start(onEvents: EventsHandler, onNotice?: NoticeHandler): void {
     this.onEvents = onEvents;
-    this.onNotice = onNotice ?? (() => {});
+    this.probe = arrivalProbe();
+    const notify = onNotice ?? (() => {});
+    this.onNotice = (message) => {
+      this.noticeShown = message !== null;
+      notify(message);
+    };
     this.connect();
+  }
+
+  private clearNotice(): void {
+    if (this.noticeShown) this.onNotice(null);
   }
 
   async send(action: Action): Promise<void> {
@@ -142,7 +154,7 @@ class ServerTransport implements Transport {
   }
 
   private deliver(events: readonly unknown[]): void {
-    reportArrival(events);
+    this.probe?.(events);
     const fresh = events.filter((event) => {
       const seq = seqOf(event);
       if (seq === undefined || seq <= this.lastSeq) return false;
@@ -217,12 +229,12 @@ class ServerTransport implements Transport {
       return;
     }
     if (Array.isArray(frame)) {
-      this.onNotice(null);
+      this.clearNotice();
       this.deliver(frame);
       return;
     }
     if (!isRecord(frame)) return;
-    if (frame["type"] === "subscribed") this.onNotice(null);
+    if (frame["type"] === "subscribed") this.clearNotice();
     if (frame["type"] === "error") {
       const message = str(frame["message"]) || str(frame["errCode"]) || "The server reported an error";
       // An error about our run means we cannot follow it; any other is about one bad frame.
@@ -278,7 +290,7 @@ class ServerTransport implements Transport {
     for (const type of EVENT_TYPES) source.addEventListener(type, onEvent);
     source.onopen = () => {
       this.attempt = 0;
-      this.onNotice(null);
+      this.clearNotice();
     };
     source.addEventListener("error", (event: Event) => this.onSourceError(source, event));
   }

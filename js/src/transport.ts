@@ -14,15 +14,19 @@ export type EventsHandler = (events: readonly unknown[]) => void;
 export type NoticeHandler = (message: string | null) => void;
 
 /**
- * Name of a global function that, when a page defines it, is called with every batch of events as
- * it arrives, before anything is done with them. Benchmark B6 defines it to time arrival to text
- * on screen; absent (always, outside that benchmark) it costs one property lookup per batch.
+ * Name of a global function that, when a page defines it before a transport starts, is called
+ * with every batch of events as it arrives, before anything is done with them. Benchmark B6
+ * defines it to time arrival to text on screen; absent (always, outside that benchmark), nothing
+ * is called.
  */
 export const ARRIVAL_PROBE = "__netaEventsArrived";
 
-export function reportArrival(events: readonly unknown[]): void {
+export type ArrivalProbe = (events: readonly unknown[]) => void;
+
+/** The page's arrival probe, if it defines one (read once per transport: a global is slow). */
+export function arrivalProbe(): ArrivalProbe | null {
   const probe: unknown = (globalThis as Record<string, unknown>)[ARRIVAL_PROBE];
-  if (typeof probe === "function") probe(events);
+  return typeof probe === "function" ? (probe as ArrivalProbe) : null;
 }
 
 export interface Transport {
@@ -148,10 +152,11 @@ export function createCommTransport(options: CommOptions): Transport {
   let handler: ((message: unknown) => void) | null = null;
   return {
     start(onEvents, onNotice) {
+      const probe = arrivalProbe();
       handler = (message) => {
         if (!isRecord(message)) return;
         if (message["kind"] === "events" && Array.isArray(message["events"])) {
-          reportArrival(message["events"]);
+          probe?.(message["events"]);
           onEvents(message["events"]);
         }
         if (message["kind"] === "error") onNotice?.(str(message["message"]) ?? "The kernel reported an error");

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import widget, { type WidgetModel } from "../src/index";
+import widget from "../src/index";
+import { mount, type WidgetModel } from "../src/widget";
 import { SnapshotWriter, snapshotOf, stateFromSnapshot } from "../src/snapshot";
 import { reduceAll } from "../src/reducer";
 import { fixture } from "./helpers";
@@ -61,10 +62,24 @@ afterEach(() => {
 const root = () => el.querySelector<HTMLElement>('[data-testid="neta-run"]')!;
 const frame = () => vi.advanceTimersToNextFrame();
 
-describe("the anywidget entry (embedded mode)", () => {
+describe("the anywidget entry", () => {
+  it("renders once the widget's code is loaded, in a task after the one that loads the module", async () => {
+    const model = new FakeModel({ request_id: "r_entry", mode: "embedded", prompt: "why?", snapshot: {} });
+    const rendering = widget.render({ model, el });
+    expect(el.children).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    const cleanup = await rendering;
+    expect(el.textContent).toContain("why?");
+    expect(model.sent).toEqual([{ kind: "replay", lastSeq: -1 }]);
+    cleanup();
+    expect(el.children).toHaveLength(0);
+  });
+});
+
+describe("the run widget (embedded mode)", () => {
   it("asks the kernel for a replay and renders the events it sends", () => {
     const model = new FakeModel({ request_id: "r_basic", mode: "embedded", prompt: "why?", snapshot: {} });
-    const cleanup = widget.render({ model, el });
+    const cleanup = mount(model, el);
     expect(model.sent).toEqual([{ kind: "replay", lastSeq: -1 }]);
     expect(el.textContent).toContain("why?");
 
@@ -85,7 +100,7 @@ describe("the anywidget entry (embedded mode)", () => {
 
   it("sends actions back over the comm with the requestId", () => {
     const model = new FakeModel({ request_id: "r_perm", mode: "embedded", prompt: "", snapshot: {} });
-    widget.render({ model, el });
+    mount(model, el);
     const events = fixture("permission_resume");
     model.emit("msg:custom", { kind: "events", events: events.slice(0, events.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1) });
     frame();
@@ -96,7 +111,7 @@ describe("the anywidget entry (embedded mode)", () => {
   it("shows the saved snapshot until live events arrive", () => {
     const snapshot = { requestId: "r_old", status: "completed", finalText: "The **saved** answer", lastSeq: 12 };
     const model = new FakeModel({ request_id: "r_old", mode: "server", prompt: "", snapshot });
-    widget.render({ model, el }); // no Jupyter page config here: falls back to the comm
+    mount(model, el); // no Jupyter page config here: falls back to the comm
     frame();
     expect(el.querySelector('[data-testid="neta-answer"] strong')?.textContent).toBe("saved");
     expect(root().dataset["status"]).toBe("completed");
@@ -105,13 +120,44 @@ describe("the anywidget entry (embedded mode)", () => {
 
   it("starts over when request_id changes", () => {
     const model = new FakeModel({ request_id: "", mode: "embedded", prompt: "", snapshot: {} });
-    widget.render({ model, el });
+    mount(model, el);
     model.emit("msg:custom", { kind: "events", events: fixture("max_steps") });
     frame();
-    model.set("request_id", "r_basic");
+    model.set("request_id", "r_not_seen_yet");
     frame();
     expect(root().dataset["lastSeq"]).toBe("-1");
     expect(model.sent[model.sent.length - 1]).toEqual({ kind: "replay", lastSeq: -1 });
+  });
+
+  it("gives a new view of a run the page has seen the state the last view reached, without a replay", () => {
+    const events = fixture("permission_resume");
+    const suspended = events.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1;
+    const first = new FakeModel({ request_id: "r_perm_again", mode: "embedded", prompt: "", snapshot: {} });
+    const dispose = mount(first, el);
+    const renamed = (list: typeof events) => list.map((e) => ({ ...e, requestId: "r_perm_again" }));
+    first.emit("msg:custom", { kind: "events", events: renamed(events.slice(0, suspended)) });
+    frame();
+    const answer = el.querySelector('[data-testid="neta-run"]')?.textContent;
+    dispose();
+
+    // The kernel refreshed the output: a new view, as JupyterLab makes it (a new model proxy).
+    const second = new FakeModel({ request_id: "r_perm_again", mode: "embedded", prompt: "", snapshot: {} });
+    const disposeSecond = mount(second, el);
+    frame();
+    expect(root().textContent).toBe(answer);
+    expect(second.sent).toEqual([{ kind: "replay", lastSeq: suspended - 1 }]);
+    second.emit("msg:custom", { kind: "events", events: renamed(events.slice(suspended)) });
+    frame();
+    expect(root().dataset["status"]).toBe("completed");
+    disposeSecond();
+    expect(el.children).toHaveLength(0);
+
+    // A run that has ended is not followed again.
+    const third = new FakeModel({ request_id: "r_perm_again", mode: "embedded", prompt: "", snapshot: {} });
+    mount(third, el);
+    frame();
+    expect(root().dataset["status"]).toBe("completed");
+    expect(third.sent).toEqual([]);
   });
 });
 

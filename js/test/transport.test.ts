@@ -167,22 +167,27 @@ describe("server transport over WebSocket", () => {
     expect(seqs()).toEqual([0, 1, 2, 3, 4, 5]);
   });
 
-  it("hands every batch to the arrival probe when the page defines one, before filtering", () => {
+  it("hands every batch to the arrival probe the page defined when it started, before filtering", () => {
     const batches: unknown[][] = [];
     const global = globalThis as Record<string, unknown>;
-    startServer();
-    const socket = lastSocket();
-    socket.open();
-    socket.receive(events.slice(0, 3));
     global[ARRIVAL_PROBE] = (batch: unknown[]) => batches.push(batch);
     try {
-      socket.receive(events.slice(2, 5));
+      startServer();
     } finally {
       delete global[ARRIVAL_PROBE];
     }
-    socket.receive(events.slice(5, 6));
-    expect(batches.map((batch) => batch.map((e) => (e as { seq: number }).seq))).toEqual([[2, 3, 4]]);
-    expect(seqs()).toEqual([0, 1, 2, 3, 4, 5]);
+    const socket = lastSocket();
+    socket.open();
+    socket.receive(events.slice(0, 3));
+    socket.receive(events.slice(2, 5));
+    expect(batches.map((batch) => batch.map((e) => (e as { seq: number }).seq))).toEqual([[0, 1, 2], [2, 3, 4]]);
+    expect(seqs()).toEqual([0, 1, 2, 3, 4]);
+    // A transport started without one calls nothing.
+    received = [];
+    startServer("r_other");
+    lastSocket().open();
+    lastSocket().receive(events.slice(0, 2));
+    expect(batches).toHaveLength(2);
   });
 
   it("reconnects after a drop and resumes from the last seq, without duplicates", () => {
@@ -199,6 +204,22 @@ describe("server transport over WebSocket", () => {
     expect(lastSocket().sent[0]).toEqual({ type: "subscribe", requestId: "r_basic", id: "subscribe:r_basic", lastEventId: last });
     lastSocket().receive(withSeq.slice(last - 2, last + 4));
     expect(seqs()).toEqual([...Array(last + 4).keys()]);
+  });
+
+  it("says the connection is lost when a reconnect fails, and clears that once, when events flow again", () => {
+    startServer();
+    lastSocket().open();
+    lastSocket().receive(events.slice(0, 3));
+    lastSocket().drop();
+    timers.advance(backoffMs(0));
+    lastSocket().drop();
+    expect(notices).toEqual(["Connection to the Jupyter server lost, reconnecting…"]);
+    timers.advance(backoffMs(1));
+    lastSocket().open();
+    lastSocket().receive(events.slice(3, 6));
+    lastSocket().receive(events.slice(6, 9));
+    expect(notices).toEqual(["Connection to the Jupyter server lost, reconnecting…", null]);
+    expect(seqs()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
   it("stays subscribed through a suspension and keeps receiving the resumed run", () => {
