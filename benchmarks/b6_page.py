@@ -1,9 +1,11 @@
 """What B6 installs in the JupyterLab page: the probe that times the widget, and the bare client.
 
-``PROBE`` (an init script, so it sees the page from its first task) keeps:
+``LONG_TASKS`` (an init script, so it sees the page from its first task; the browser test uses
+it too) keeps every main-thread task over 50 ms (PerformanceObserver ``longtask``), as [start,
+duration], and the long animation frames, which say what such a task did (``describe``).
 
-* every main-thread task over 50 ms (PerformanceObserver ``longtask``), as [start, duration],
-  and the long animation frames, which say what such a task did;
+``PROBE`` is that and, for the arrival-to-screen figure:
+
 * arrivals: the widget's transport calls ``window.__netaEventsArrived(events)`` with each batch
   as it arrives (``ARRIVAL_PROBE`` in ``js/src/transport.ts``), the bare client does the same;
   a batch is kept as [first delta, last delta, time] (deltas are the words ``w0 w1 …``, so a
@@ -20,29 +22,45 @@ text node of a plain div, once per animation frame.
 
 from __future__ import annotations
 
-PROBE = r"""
+from pathlib import Path
+from typing import Any
+
+LONG_TASKS = r"""
 (() => {
-  const b6 = (window.__b6 = {
-    longTasks: [], arrivals: [], screens: [], shown: -1, arrivedMax: -1,
-    changedAt: 0, find: () => null, observed: null,
-  });
+  const b6 = (window.__b6 = { longTasks: [], frames: [], arrivals: [], screens: [] });
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) b6.longTasks.push([e.startTime, e.duration]);
   }).observe({ type: "longtask", buffered: true });
   // Long animation frames say what a long task did: the scripts it ran (the widget's module is
   // a blob: URL) and where rendering (style, layout, paint) began.
-  b6.frames = [];
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       b6.frames.push({
         start: e.startTime,
         duration: e.duration,
         render: e.renderStart,
-        scripts: e.scripts.map((s) => [s.invoker, s.sourceURL, s.duration]),
+        scripts: e.scripts.map((s) => [
+          s.invoker, s.sourceURL, s.duration, s.sourceFunctionName, s.sourceCharPosition,
+        ]),
       });
     }
   }).observe({ type: "long-animation-frame", buffered: true });
+  b6.results = (since) => ({
+    longTasks: b6.longTasks.filter(([start, duration]) => start + duration > since),
+    frames: b6.frames.filter((f) => f.start + f.duration > since),
+    arrivals: b6.arrivals,
+    screens: b6.screens,
+  });
+})();
+"""
 
+PROBE = (
+    LONG_TASKS
+    + r"""
+(() => {
+  const b6 = Object.assign(window.__b6, {
+    shown: -1, arrivedMax: -1, changedAt: 0, find: () => null,
+  });
   const WORD = /w(\d+)\s*$/;
   const wordOf = (text) => {
     const m = WORD.exec(text.length > 64 ? text.slice(-64) : text);
@@ -110,14 +128,9 @@ PROBE = r"""
     observer.observe(root, { subtree: true, childList: true, characterData: true });
     return performance.now();
   };
-  b6.results = (since) => ({
-    longTasks: b6.longTasks.filter(([start, duration]) => start + duration > since),
-    frames: b6.frames.filter((f) => f.start + f.duration > since),
-    arrivals: b6.arrivals,
-    screens: b6.screens,
-  });
 })();
 """
+)
 
 # Runs in the page: (cell index, scripted model spec) -> the time it started.
 BARE = r"""
@@ -174,3 +187,22 @@ async ([index, model]) => {
   return started;
 }
 """
+
+
+def describe(start: float, duration: float, origin: float, frames: list[dict[str, Any]]) -> str:
+    """A long task in a few words, for the log: when (ms after ``origin``), how long, and from the
+    long animation frame it belongs to, the scripts that ran (``widget`` is the widget's module)
+    and how long rendering (style, layout, paint) took after them."""
+    words = [f"+{start - origin:.0f}: {duration:.0f} ms"]
+    for frame in frames:
+        if frame["start"] <= start + 1 and start < frame["start"] + frame["duration"]:
+            scripts: dict[str, float] = {}
+            for invoker, url, ms, function, position in frame["scripts"]:
+                where = "widget" if str(url).startswith("blob:") else Path(str(url)).name[:16]
+                key = f"{where or '?'} {str(invoker)[:40]} ({function or '?'}@{position})"
+                scripts[key] = scripts.get(key, 0.0) + ms
+            words += [f"{key} {ms:.0f}" for key, ms in scripts.items() if ms >= 5]
+            if frame["render"]:
+                words.append(f"render {frame['start'] + frame['duration'] - frame['render']:.0f}")
+            break
+    return "[" + ", ".join(words) + "]"

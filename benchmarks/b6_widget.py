@@ -24,11 +24,10 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .b6_lab import JupyterProcess, chromium, chromium_path, open_notebook, write_notebook
-from .b6_page import BARE, PROBE
+from .b6_page import BARE, PROBE, describe
 from .harness import Row, Settings, percentile
 
 RATES = (500, 1000, 2000, 4000, 8000, 16000)
@@ -272,25 +271,6 @@ def _finish(page: Any, side: str, rate: int, count: int, started: float, index: 
         flush=True,
     )
     return step
-
-
-def describe(start: float, duration: float, origin: float, frames: list[dict[str, Any]]) -> str:
-    """A long task in a few words, for the log: when (ms after ``origin``), how long, and from the
-    long animation frame it belongs to, the scripts that ran (``widget`` is the widget's module)
-    and how long rendering (style, layout, paint) took after them."""
-    words = [f"+{start - origin:.0f}: {duration:.0f} ms"]
-    for frame in frames:
-        if frame["start"] <= start + 1 and start < frame["start"] + frame["duration"]:
-            scripts: dict[str, float] = {}
-            for invoker, url, ms in frame["scripts"]:
-                where = "widget" if str(url).startswith("blob:") else Path(str(url)).name[:16]
-                key = f"{where or '?'} {str(invoker)[:40]}"
-                scripts[key] = scripts.get(key, 0.0) + ms
-            words += [f"{key} {ms:.0f}" for key, ms in scripts.items() if ms >= 5]
-            if frame["render"]:
-                words.append(f"render {frame['start'] + frame['duration'] - frame['render']:.0f}")
-            break
-    return "[" + ", ".join(words) + "]"
 
 
 def latencies(
