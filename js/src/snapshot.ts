@@ -42,12 +42,16 @@ export function stateFromSnapshot(value: unknown): RunState | null {
   };
 }
 
-/** Writes at most one snapshot per interval, and at once when the run reaches a resting status. */
+/**
+ * Writes at most one snapshot per interval, and as soon as the run reaches a resting status (in a
+ * task of its own: the snapshot holds the whole answer, and writing it sends it to the kernel).
+ */
 export class SnapshotWriter {
   private latest: RunState | null = null;
-  private written = "";
-  private writtenStatus: RunStatus | null = null;
+  /** What was written last: the same run, status and seq mean the same snapshot. */
+  private written: Pick<RunState, "requestId" | "status" | "lastSeq"> | null = null;
   private timer: unknown = null;
+  private scheduledMs = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly write: (snapshot: Snapshot) => void,
@@ -58,23 +62,31 @@ export class SnapshotWriter {
   push(state: RunState): void {
     this.latest = state;
     const resting = state.status === "completed" || state.status === "failed" || state.status === "suspended";
-    if (resting && state.status !== this.writtenStatus) {
-      this.flush();
-    } else if (this.timer === null) {
-      this.timer = this.timers.setTimeout(() => this.flush(), this.intervalMs);
-    }
+    this.schedule(resting && state.status !== this.written?.status ? 0 : this.intervalMs);
   }
 
   flush(): void {
+    this.cancel();
+    const state = this.latest;
+    if (!state) return;
+    const last = this.written;
+    if (last && last.requestId === state.requestId && last.status === state.status && last.lastSeq === state.lastSeq) return;
+    this.written = { requestId: state.requestId, status: state.status, lastSeq: state.lastSeq };
+    this.write(snapshotOf(state));
+  }
+
+  /** Write within `ms`, or sooner if a write is already due sooner. */
+  private schedule(ms: number): void {
+    if (this.timer !== null && this.scheduledMs <= ms) return;
+    this.cancel();
+    this.scheduledMs = ms;
+    this.timer = this.timers.setTimeout(() => this.flush(), ms);
+  }
+
+  private cancel(): void {
     if (this.timer !== null) this.timers.clearTimeout(this.timer);
     this.timer = null;
-    if (!this.latest) return;
-    const snapshot = snapshotOf(this.latest);
-    const key = JSON.stringify(snapshot);
-    if (key === this.written) return;
-    this.written = key;
-    this.writtenStatus = snapshot.status;
-    this.write(snapshot);
+    this.scheduledMs = Number.POSITIVE_INFINITY;
   }
 
   dispose(): void {

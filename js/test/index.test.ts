@@ -179,7 +179,7 @@ describe("snapshot", () => {
     expect(stateFromSnapshot(null)).toBeNull();
   });
 
-  it("is written at most once per interval while running, and at once at rest", () => {
+  it("is written at most once per interval while running, and in the next task at rest", () => {
     const writes: unknown[] = [];
     const writer = new SnapshotWriter((s) => writes.push(s), { setTimeout, clearTimeout }, 1000);
     const events = fixture("basic_run");
@@ -188,8 +188,13 @@ describe("snapshot", () => {
     vi.advanceTimersByTime(1000);
     expect(writes).toHaveLength(1);
     writer.push(reduceAll(events));
+    expect(writes).toHaveLength(1);
+    vi.advanceTimersByTime(0);
     expect(writes).toHaveLength(2);
     expect(writes[1]).toMatchObject({ status: "completed" });
+    // Nothing new: nothing written.
+    writer.push(reduceAll(events));
+    vi.advanceTimersByTime(5000);
     writer.dispose();
     expect(writes).toHaveLength(2);
   });
