@@ -2,8 +2,9 @@
  * The anywidget entry (`export default { render }`).
  *
  * The widget's code, and the libraries it renders markdown with, are evaluated on the first
- * render, in a task of their own: JupyterLab evaluates this module and renders the first view in
- * one task, and building marked's and DOMPurify's tables there too made it a long one.
+ * render, each in a task of its own: JupyterLab evaluates this module and renders the first view
+ * in one task, and the libraries build their tables (marked's rules, DOMPurify's allow-lists) as
+ * they are evaluated; all in that one task made it a long one.
  */
 import "./styles.css";
 import type { WidgetModel } from "./widget";
@@ -17,8 +18,21 @@ export interface RenderContext {
 
 let loading: Promise<typeof import("./widget")> | null = null;
 
+function nextTask(): Promise<void> {
+  return new Promise<void>((resolve) => setTimeout(resolve, 0));
+}
+
+async function loadInTasks(): Promise<typeof import("./widget")> {
+  for (const library of [() => import("marked"), () => import("dompurify"), () => import("highlight.js/lib/core")]) {
+    await nextTask();
+    await library();
+  }
+  await nextTask();
+  return import("./widget");
+}
+
 function load(): Promise<typeof import("./widget")> {
-  loading ??= new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() => import("./widget"));
+  loading ??= loadInTasks();
   return loading;
 }
 
