@@ -12,7 +12,10 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
+from neta_jupyter.events import EventType
 from neta_jupyter.events.redact import Redactor, StreamRedactor
+from neta_jupyter.runtime.emitter import RunEmitter
+from neta_jupyter.store import Store
 from tests.server_process import ServerProcess
 
 KEY = "sk-PLANTEDplantedPLANTED0123456789"
@@ -28,6 +31,36 @@ def test_stream_redactor_catches_secrets_split_across_fragments() -> None:
         out += stream.flush()
         assert out == redactor(text)
         assert KEY not in out and TOKEN not in out and f"{TOKEN[:6]} is not" in out
+
+
+def test_stream_redactor_holds_back_after_fragments_no_secret_starts_in() -> None:
+    # Fragments without a secret's first character pass straight through; the one that starts a
+    # secret must still be held back until the rest of it arrives.
+    redactor = Redactor([KEY])
+    text = "0123 " * 4 + KEY + " 9876 " + KEY[:5]
+    for size in (1, 3, 5, 7):
+        stream = StreamRedactor(redactor)
+        parts = [stream.feed(text[i : i + size]) for i in range(0, len(text), size)]
+        out = "".join(parts) + stream.flush()
+        assert out == redactor(text)
+        assert all(KEY not in part for part in parts)
+
+
+async def test_a_delta_whose_json_escapes_form_a_secret_is_redacted(tmp_path: Path) -> None:
+    # Escaping can make a secret appear in the envelope that the raw text never held ("\n" +
+    # "ABC…" is written as "\\nABC…"): such deltas are searched again as a whole.
+    secret = "nESCAPEDsecret0123"
+    store = Store(tmp_path / "log.sqlite3")
+    store.events.redactor = Redactor([secret])
+    emitter = RunEmitter(store.events, "r_escapes")
+    emitter.emit_text(EventType.TEXT_DELTA, "line\n" + secret[1:])
+    emitter.emit_text(EventType.TEXT_DELTA, "plain " + secret[1:])
+    await emitter.flush()
+    stored = [event.payload for event in store.events.read_after("r_escapes", -1)]
+    store.close()
+    assert len(stored) == 2
+    assert all(secret not in payload for payload in stored)
+    assert json.loads(stored[1])["data"]["text"] == "plain " + secret[1:]
 
 
 @pytest.fixture

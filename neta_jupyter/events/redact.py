@@ -93,6 +93,9 @@ class StreamRedactor:
 
     def feed(self, chunk: str) -> str:
         """The part of the text so far that can safely be released, redacted."""
+        if not self._held and self._redactor.first_chars.isdisjoint(chunk):
+            # No secret starts anywhere in it: nothing to cut and no tail to hold (most chunks).
+            return chunk
         if not self._redactor:
             return chunk
         text = self._held + chunk

@@ -118,10 +118,17 @@ class ScriptedModel:
     @staticmethod
     def _parts(turn: ScriptedTurn, index: int) -> Iterator[StreamPart]:
         """The turn's parts, made as they are streamed (a long script never exists twice)."""
+        # Parts are immutable: a run of the same chunk (a ``repeat`` script) shares one object.
+        reasoning: ReasoningPart | None = None
         for chunk in _chunks(turn.reasoning):
-            yield ReasoningPart(chunk)
+            if reasoning is None or chunk is not reasoning.text:
+                reasoning = ReasoningPart(chunk)
+            yield reasoning
+        text: TextPart | None = None
         for chunk in _chunks(turn.text):
-            yield TextPart(chunk)
+            if text is None or chunk is not text.text:
+                text = TextPart(chunk)
+            yield text
         for i, call in enumerate(turn.tool_calls):
             args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
             call_id = call.id or f"call_{index}_{i}"

@@ -11,26 +11,22 @@ from ..events.encoding import text_rest
 from ..events.redact import Redactor
 from ..store import EventLog
 
-
-class _Clock:
-    """Envelope timestamps (UTC, milliseconds), formatted once per millisecond, not per event."""
-
-    __slots__ = ("_ms", "_text")
-
-    def __init__(self) -> None:
-        self._ms = -1
-        self._text = ""
-
-    def __call__(self) -> str:
-        ms = time.time_ns() // 1_000_000
-        if ms != self._ms:
-            moment = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
-            self._ms = ms
-            self._text = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        return self._text
+# Timestamps are formatted once per millisecond, not per event.
+_formatted_ms = -1
+_formatted = ""
 
 
-_timestamp = _Clock()
+def _timestamp() -> str:
+    """An envelope timestamp: UTC, milliseconds."""
+    global _formatted_ms, _formatted
+    ms = time.time_ns() // 1_000_000
+    if ms != _formatted_ms:
+        moment = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
+        _formatted_ms = ms
+        _formatted = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return _formatted
+
+
 _DELTAS = {
     EventType.TEXT_DELTA: ("text", EventType.TEXT_DELTA.value),
     EventType.REASONING_DELTA: ("reasoning", EventType.REASONING_DELTA.value),
@@ -67,12 +63,17 @@ class RunEmitter:
         )
 
     def emit_text(self, event_type: EventType, text: str) -> int:
-        """:meth:`emit` of a TEXT_DELTA or REASONING_DELTA, the bulk of a run's events."""
+        """:meth:`emit` of a TEXT_DELTA or REASONING_DELTA, the bulk of a run's events.
+
+        ``text`` comes out of a :class:`StreamRedactor`. When its JSON has no escape, the
+        envelope holds it verbatim next to fields the server made, so the log need not search
+        the whole envelope for secrets again.
+        """
         kind, name = _DELTAS[event_type]
         rest = text_rest(
             self._request_id_json, kind, text, _timestamp(), self.step, self.total_tokens
         )
-        return self._log.append_encoded(self.request_id, name, rest)
+        return self._log.append_encoded(self.request_id, name, rest, redacted="\\" not in rest)
 
     async def emit_durable(self, event_type: EventType, data: EventData) -> int:
         """Append and wait until it (and everything before it) is durable."""

@@ -32,6 +32,8 @@ _MIN_SLICE = 0.00003
 _MAX_SLICE = 0.0002
 _streaming = 0
 """Streams being consumed in this process (one event loop)."""
+_TEXT_START = EventType.TEXT_START
+_TEXT_DELTA = EventType.TEXT_DELTA
 
 
 def _slice() -> float:
@@ -109,15 +111,16 @@ class ReplyStreamer:
         """Drain the provider stream; on an exception the open segment is still closed."""
         global _streaming
         _streaming += 1
+        on_part, clock = self._on_part, time.monotonic
         try:
-            deadline = time.monotonic() + _slice()
+            deadline = clock() + _slice()
             async for part in parts:
-                self._on_part(part)
-                if time.monotonic() >= deadline:
+                on_part(part)
+                if clock() >= deadline:
                     # A provider whose parts are already buffered never suspends: let the loop
                     # commit and send what was emitted, and serve other runs, between slices.
                     await asyncio.sleep(0)
-                    deadline = time.monotonic() + _slice()
+                    deadline = clock() + _slice()
         finally:
             _streaming -= 1
             self._close_segment()
@@ -153,11 +156,12 @@ class ReplyStreamer:
         if type(part) is TextPart:  # most parts: decided before the match's pattern tests
             if text := part.text:
                 self._text.append(text)
-                fresh = self._redact_text.feed(self._fresh_text(text))
+                unsent = self._fresh_text
+                fresh = self._redact_text.feed(text if unsent.past else unsent(text))
                 if fresh:
-                    if self._open is not EventType.TEXT_START:
-                        self._segment(EventType.TEXT_START)
-                    self._emitter.emit_text(EventType.TEXT_DELTA, fresh)
+                    if self._open is not _TEXT_START:
+                        self._segment(_TEXT_START)
+                    self._emitter.emit_text(_TEXT_DELTA, fresh)
             return
         match part:
             case ReasoningPart(text=text) if text:

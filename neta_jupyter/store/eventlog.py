@@ -43,10 +43,13 @@ class EventLog(Protocol):
         """Assign the next seq and queue the event for the next group commit."""
         ...
 
-    def append_encoded(self, request_id: str, event_type: str, rest: str) -> int:
+    def append_encoded(
+        self, request_id: str, event_type: str, rest: str, *, redacted: bool = False
+    ) -> int:
         """:meth:`append_nowait` of an envelope already encoded up to its seq.
 
-        ``rest`` is what :func:`~neta_jupyter.events.encoding.envelope_rest` gives.
+        ``rest`` is what :func:`~neta_jupyter.events.encoding.envelope_rest` gives. ``redacted``
+        says its only free text has already been through the redactor.
         """
         ...
 
@@ -132,14 +135,16 @@ class SqliteEventLog:
             event = event.model_copy(update={"seq": None})
         return self.append_encoded(event.request_id, event.event_type.value, envelope_rest(event))
 
-    def append_encoded(self, request_id: str, event_type: str, rest: str) -> int:
+    def append_encoded(
+        self, request_id: str, event_type: str, rest: str, *, redacted: bool = False
+    ) -> int:
         """:meth:`append_nowait` of an envelope already encoded up to its seq."""
         seq = self._next.get(request_id)
         if seq is None:
             seq = self._stored_last(request_id) + 1
         self._next[request_id] = seq + 1
         payload = numbered(event_type, seq, rest)
-        if self.redactor:
+        if self.redactor and not redacted:
             payload = self.redactor(payload)
         if event_type in TERMINAL_EVENT_TYPES:
             self._terminal[request_id] = seq
