@@ -55,15 +55,26 @@ def text_rest(
     Deltas are most of a run's events; this is the same text pydantic writes for them (a test
     compares the two over awkward strings) at a fraction of the cost.
     """
+    return text_rests(request_id_json, kind, [text], timestamp, step, total_tokens)[0]
+
+
+def text_rests(
+    request_id_json: str,
+    kind: str,
+    texts: Iterable[str],
+    timestamp: str,
+    step: int | None,
+    total_tokens: int | None,
+) -> list[str]:
+    """:func:`text_rest` of consecutive deltas that share their timestamp, step and total."""
     tail = "}"
     if total_tokens is not None:
         tail = f',"totalTokens":{total_tokens}}}'
     if step is not None:
         tail = f',"step":{step}{tail}'
-    return (
-        f'"requestId":{request_id_json},"data":{{"type":"{kind}","text":{_json_string(text)}}},'
-        f'"timestamp":"{timestamp}"{tail}'
-    )
+    head = f'"requestId":{request_id_json},"data":{{"type":"{kind}","text":'
+    tail = f'}},"timestamp":"{timestamp}"{tail}'
+    return [f"{head}{_json_string(text)}{tail}" for text in texts]
 
 
 def sse_frame(event_type: str, payload: str, seq: int | None) -> str:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from datetime import UTC, datetime
 
 from ..events import AgentEvent, EventData, EventType
-from ..events.encoding import text_rest
+from ..events.encoding import text_rests
 from ..events.redact import Redactor
 from ..store import EventLog
 
@@ -34,8 +35,18 @@ _DELTAS = {
 """Data type and plain-str name of each delta (an enum's ``.value`` is a slow descriptor)."""
 
 
+_MAX_DELTAS = 512
+"""Deltas held before they are appended even though the current callback has not returned."""
+
+
 class RunEmitter:
-    """The only way the runtime publishes: every event goes to the log first."""
+    """The only way the runtime publishes: every event goes to the log first.
+
+    Text and reasoning deltas are appended in batches: those emitted during one callback of the
+    event loop go to the log together when it returns (or before any other event, or a wait for
+    durability), which is before anything else could read the log, so batching changes neither
+    the order of events nor when a client can see them, and costs each delta far less.
+    """
 
     def __init__(self, log: EventLog, request_id: str) -> None:
         self._log = log
@@ -43,6 +54,9 @@ class RunEmitter:
         self._request_id_json = json.dumps(request_id)
         self.step: int | None = None
         self.total_tokens: int | None = None
+        self._deltas: list[str] = []
+        self._deltas_of: tuple[EventType, int | None, int | None] | None = None
+        self._flush_scheduled = False
 
     @property
     def redactor(self) -> Redactor:
@@ -51,6 +65,8 @@ class RunEmitter:
 
     def emit(self, event_type: EventType, data: EventData) -> int:
         """Append without waiting for durability (streaming deltas); returns the seq."""
+        if self._deltas:
+            self.append_deltas()
         return self._log.append_nowait(
             AgentEvent(
                 event_type=event_type,
@@ -62,18 +78,49 @@ class RunEmitter:
             )
         )
 
-    def emit_text(self, event_type: EventType, text: str) -> int:
+    def emit_text(self, event_type: EventType, text: str) -> None:
         """:meth:`emit` of a TEXT_DELTA or REASONING_DELTA, the bulk of a run's events.
 
-        ``text`` comes out of a :class:`StreamRedactor`. When its JSON has no escape, the
-        envelope holds it verbatim next to fields the server made, so the log need not search
-        the whole envelope for secrets again.
+        ``text`` comes out of a :class:`StreamRedactor`.
         """
+        deltas = self._deltas
+        of = (event_type, self.step, self.total_tokens)
+        if of != self._deltas_of:
+            if deltas:
+                self.append_deltas()
+            self._deltas_of = of
+        if not self._flush_scheduled:
+            self._schedule_append()
+        deltas.append(text)
+        if len(deltas) >= _MAX_DELTAS:
+            self.append_deltas()
+
+    def append_deltas(self) -> None:
+        """Append the deltas emitted so far."""
+        if not self._deltas or self._deltas_of is None:
+            return
+        event_type, step, total_tokens = self._deltas_of
         kind, name = _DELTAS[event_type]
-        rest = text_rest(
-            self._request_id_json, kind, text, _timestamp(), self.step, self.total_tokens
+        rests = text_rests(
+            self._request_id_json, kind, self._deltas, _timestamp(), step, total_tokens
         )
-        return self._log.append_encoded(self.request_id, name, rest, redacted="\\" not in rest)
+        self._deltas.clear()
+        # Delta texts are already redacted. When their JSON has no escape, each envelope holds
+        # one verbatim next to fields the server made, so the log need not search them again.
+        redacted = not any("\\" in rest for rest in rests)
+        self._log.append_encoded_many(self.request_id, name, rests, redacted=redacted)
+
+    def _schedule_append(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop: _MAX_DELTAS, the next event or a flush appends them
+        self._flush_scheduled = True
+        loop.call_soon(self._scheduled_append)
+
+    def _scheduled_append(self) -> None:
+        self._flush_scheduled = False
+        self.append_deltas()
 
     async def emit_durable(self, event_type: EventType, data: EventData) -> int:
         """Append and wait until it (and everything before it) is durable."""
@@ -83,4 +130,5 @@ class RunEmitter:
 
     async def flush(self) -> None:
         """Wait until everything emitted is durable."""
+        self.append_deltas()
         await self._log.flush()

@@ -235,15 +235,16 @@ class Database:
         """Call ``listener`` with the event rows each commit made durable."""
         self._listeners.append(listener)
 
-    def queue_event(self, base: int, event: EventRow) -> None:
-        """Hold an event of the stream whose seq 0 has key ``base`` for the next group commit."""
+    def queue_events(self, base: int, events: list[EventRow]) -> None:
+        """Hold events of the stream whose seq 0 has key ``base`` for the next group commit."""
         if self._closed:
             raise RuntimeError("the store is closed")
         rows = self._pending.get(base)
         if rows is None:
-            rows = self._pending[base] = []
-        rows.append(event)
-        self._pending_count += 1
+            self._pending[base] = events
+        else:
+            rows += events
+        self._pending_count += len(events)
         if self._pending_count >= self.max_batch:
             self.commit()
         elif self._timer is None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from itertools import repeat
 from typing import NamedTuple, Protocol
 
 from ..events import TERMINAL_EVENT_TYPES, AgentEvent
-from ..events.encoding import envelope_rest, numbered
+from ..events.encoding import envelope_rest
 from ..events.redact import Redactor
 from .db import SEQ_BITS, Database, EventRow
 
@@ -51,6 +52,12 @@ class EventLog(Protocol):
         ``rest`` is what :func:`~neta_jupyter.events.encoding.envelope_rest` gives. ``redacted``
         says its only free text has already been through the redactor.
         """
+        ...
+
+    def append_encoded_many(
+        self, request_id: str, event_type: str, rests: list[str], *, redacted: bool = False
+    ) -> int:
+        """:meth:`append_encoded` of consecutive events of one type; returns the first seq."""
         ...
 
     async def append(self, event: AgentEvent) -> int:
@@ -139,19 +146,27 @@ class SqliteEventLog:
         self, request_id: str, event_type: str, rest: str, *, redacted: bool = False
     ) -> int:
         """:meth:`append_nowait` of an envelope already encoded up to its seq."""
-        seq = self._next.get(request_id)
-        if seq is None:
-            seq = self._stored_last(request_id) + 1
-        self._next[request_id] = seq + 1
-        payload = numbered(event_type, seq, rest)
-        if self.redactor and not redacted:
-            payload = self.redactor(payload)
+        return self.append_encoded_many(request_id, event_type, [rest], redacted=redacted)
+
+    def append_encoded_many(
+        self, request_id: str, event_type: str, rests: list[str], *, redacted: bool = False
+    ) -> int:
+        """:meth:`append_encoded` of consecutive events of one type; returns the first seq."""
+        first = self._next.get(request_id)
+        if first is None:
+            first = self._stored_last(request_id) + 1
+        end = first + len(rests)
+        self._next[request_id] = end
+        head = f'{{"eventType":"{event_type}","seq":'
+        payloads = [f"{head}{seq},{rest}" for seq, rest in enumerate(rests, first)]
+        if not redacted and self.redactor:
+            payloads = list(map(self.redactor, payloads))
         if event_type in TERMINAL_EVENT_TYPES:
-            self._terminal[request_id] = seq
+            self._terminal[request_id] = end - 1
         stream = self._streams.get(request_id)
         base = self._base(request_id, create=True) if stream is None else stream << SEQ_BITS
-        self._db.queue_event(base, (seq, event_type, payload))
-        return seq
+        self._db.queue_events(base, list(zip(range(first, end), repeat(event_type), payloads)))
+        return first
 
     async def append(self, event: AgentEvent) -> int:
         """Append and return once the event is durable."""

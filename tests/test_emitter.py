@@ -1,0 +1,104 @@
+"""The run emitter: deltas are appended in batches without changing order, content or timing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from neta_jupyter.events import AgentEvent, EventType, ReasoningData, TextData
+from neta_jupyter.events.encoding import decode_event, encode_json
+from neta_jupyter.providers.base import StreamPart, TextPart
+from neta_jupyter.runtime.emitter import RunEmitter
+from neta_jupyter.runtime.streaming import ReplyStreamer
+from neta_jupyter.store import Store
+
+AWKWARD = ["plain", 'quo"te\\back', "new\nline\t", "\x00\x1f\x7f", "é 中 😀", "\u2028", "</script>"]
+
+
+async def test_batched_deltas_are_stored_as_the_models_encode_them(tmp_path: Path) -> None:
+    store = Store(tmp_path / "log.sqlite3")
+    emitter = RunEmitter(store.events, "r_batch")
+    expected: list[AgentEvent] = []
+    for step, total in ((None, None), (1, None), (1, 40), (2, 90)):
+        emitter.step, emitter.total_tokens = step, total
+        for text in AWKWARD:
+            for event_type, data in (
+                (EventType.REASONING_DELTA, ReasoningData(text=text)),
+                (EventType.TEXT_DELTA, TextData(text=text)),
+            ):
+                emitter.emit_text(event_type, text)
+                expected.append(
+                    AgentEvent(
+                        event_type=event_type,
+                        request_id="r_batch",
+                        data=data,
+                        step=step,
+                        total_tokens=total,
+                    )
+                )
+    await emitter.flush()
+    stored = store.events.read_after("r_batch", -1)
+    store.close()
+    assert [event.seq for event in stored] == list(range(len(expected)))
+    for event, want in zip(stored, expected, strict=True):
+        got = decode_event(event.payload)
+        assert got is not None and got.timestamp
+        want = want.model_copy(update={"timestamp": got.timestamp})
+        assert event.payload == encode_json(want, event.seq)
+        assert event.event_type == want.event_type.value
+
+
+async def test_deltas_keep_their_place_among_other_events(tmp_path: Path) -> None:
+    store = Store(tmp_path / "log.sqlite3")
+    emitter = RunEmitter(store.events, "r_order")
+    emitter.emit(EventType.TEXT_START, TextData())
+    emitter.emit_text(EventType.TEXT_DELTA, "a")
+    emitter.emit_text(EventType.TEXT_DELTA, "b")
+    emitter.emit(EventType.TEXT_END, TextData())
+    emitter.emit_text(EventType.TEXT_DELTA, "c")
+    emitter.step = 4
+    emitter.emit_text(EventType.TEXT_DELTA, "d")
+    await emitter.flush()
+    stored = [json.loads(e.payload) for e in store.events.read_after("r_order", -1)]
+    store.close()
+    assert [(e["eventType"], e["data"].get("text"), e.get("step")) for e in stored] == [
+        ("TEXT_START", "", None),
+        ("TEXT_DELTA", "a", None),
+        ("TEXT_DELTA", "b", None),
+        ("TEXT_END", "", None),
+        ("TEXT_DELTA", "c", None),
+        ("TEXT_DELTA", "d", 4),
+    ]
+
+
+async def test_a_delta_reaches_a_follower_while_the_provider_waits(tmp_path: Path) -> None:
+    # The provider sends its next part only once the follower has received the previous one:
+    # a delta held back until the stream moves on would never arrive.
+    store = Store(tmp_path / "log.sqlite3")
+    seen = asyncio.Event()
+
+    async def provider() -> AsyncIterator[StreamPart]:
+        for word in ("one ", "two ", "three"):
+            seen.clear()
+            yield TextPart(word)
+            await seen.wait()
+
+    async def follow() -> list[str]:
+        texts: list[str] = []
+        async for rows in store.events.follow("r_wait", -1):
+            for _, event_type, payload in rows:
+                if event_type == "TEXT_DELTA":
+                    texts.append(json.loads(payload)["data"]["text"])
+                    seen.set()
+            if len(texts) == 3:
+                return texts
+        return texts
+
+    follower = asyncio.create_task(follow())
+    streamer = ReplyStreamer(RunEmitter(store.events, "r_wait"), "c")
+    reply = await asyncio.wait_for(streamer.consume(provider()), timeout=10)
+    assert await asyncio.wait_for(follower, timeout=10) == ["one ", "two ", "three"]
+    assert reply.text == "one two three"
+    store.close()
