@@ -31,7 +31,7 @@ EXPERIMENTS = {
     "seconds) to the server log, with wall and CPU time (diagnostic)",
 }
 """Changes outside the streaming path that ``--experiment`` applies to the server under test."""
-BATCH = 512
+BATCH = 2048
 """Events per flush in the bare baselines: the group commit's largest batch, which the real
 handlers write and flush as one piece."""
 

@@ -24,11 +24,11 @@ from ..providers.base import (
 )
 from .emitter import RunEmitter
 
-_TURN = 0.002
+_TURN = 0.0005
 """Seconds of handling parts that all streams together take per turn of the event loop before
 they let it run other callbacks (timers, sockets, commits): with many runs streaming at once,
 each run's slice is this shared out, so the loop's turn stays short however many stream."""
-_MIN_SLICE = 0.00003
+_MIN_SLICE = 0.00001
 _MAX_SLICE = 0.0002
 _streaming = 0
 """Streams being consumed in this process (one event loop)."""

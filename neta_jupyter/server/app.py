@@ -63,9 +63,12 @@ class NetaApp(ExtensionApp):
         config=True
     )
     demo_pace = Float(0.015, help="Seconds between the demo model's tokens.").tag(config=True)
-    commit_interval = Float(0.002, help="Group-commit window of the event log, in seconds.").tag(
-        config=True
-    )
+    commit_interval = Float(
+        0.008,
+        help="Longest wait of an event for its group commit under load, in seconds (while "
+        "commits are cheap, each is made at once). Longer windows make bigger commits, which cost "
+        "less per event when many runs write at once.",
+    ).tag(config=True)
     max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
     endpoints = Dict(
         help="Named model endpoints: {name: {kind: openai|anthropic, base_url, api_key_env, "

@@ -10,7 +10,9 @@ only after the commit, so no transport can send an event the store could lose.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import os
 import sqlite3
 import threading
 import time
@@ -100,6 +102,7 @@ SEQ_BITS = 32
 into the table's integer primary key. Appends then extend one B-tree at its end and a replay is
 a range of it, about half the cost of a (request_id, seq) key."""
 
+_CHECKPOINT_NICENESS = 10
 _CHECKPOINT_EVERY = 4096
 """Events (a commit counts as 8) after which the WAL is copied into the database file."""
 
@@ -144,6 +147,9 @@ class _Checkpointer(threading.Thread):
         self._stopping = False
 
     def run(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # not on every platform
+            # Background work: when cores are scarce, the event loop's thread goes first.
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _CHECKPOINT_NICENESS)
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=5000")
         try:
@@ -174,7 +180,7 @@ class Database:
         path: str | Path,
         *,
         commit_interval: float = 0.002,
-        max_batch: int = 512,
+        max_batch: int = 2048,
     ) -> None:
         self.path = str(path)
         if self.path != ":memory:":
