@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from neta_jupyter.events import AgentEvent, EventType, MessageData, TextData
+from neta_jupyter.runtime.admission import StartGate
 from neta_jupyter.store import Store
 
 
@@ -118,3 +119,46 @@ def test_a_database_of_the_earlier_layout_is_migrated(tmp_path: Path) -> None:
     reopened = Store(path)
     assert [e.seq for e in reopened.events.read_after("a", 1)] == [2, 3]
     reopened.close()
+
+
+async def test_followers_behind_at_the_end_read_everything_then_the_tail_is_freed(
+    tmp_path: Path,
+) -> None:
+    # A run ends while its followers are far behind: they still get every event once, in order,
+    # and when the last of them is done the run's events are no longer held in memory.
+    store = Store(tmp_path / "log.sqlite3")
+    log = store.events
+    await log.append(delta("r_behind", "first"))
+    readers = [log.follow("r_behind", -1) for _ in range(3)]
+    firsts = [await anext(r) for r in readers]  # each is now a reader of the run's tail
+    assert [[row[0] for row in batch] for batch in firsts] == [[0]] * 3
+    for i in range(1, 3000):
+        log.append_nowait(delta("r_behind", str(i)))
+    await log.append(done("r_behind"))
+    for reader, first in zip(readers, firsts, strict=True):
+        seqs = [row[0] for row in first]
+        async for batch in reader:
+            seqs += [row[0] for row in batch]
+            if batch[-1][1] == "MESSAGE_COMPLETED":
+                break
+        await reader.aclose()
+        assert seqs == list(range(3001))  # 3,000 deltas and the terminal event
+    assert "r_behind" not in log._tails
+    store.close()
+
+
+async def test_a_burst_of_starts_is_spread_over_windows() -> None:
+    gate = StartGate(per_window=4, window=0.05)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    admitted: list[float] = []
+
+    async def start() -> None:
+        await gate()
+        admitted.append(loop.time() - began)
+
+    await asyncio.gather(*(start() for _ in range(10)))
+    admitted.sort()
+    assert all(t < 0.04 for t in admitted[:4])
+    assert all(t >= 0.045 for t in admitted[4:])
+    assert all(t >= 0.095 for t in admitted[8:])

@@ -28,6 +28,7 @@ from ..providers.base import THINKING_LEVELS, ProviderInvalidRequest
 from ..store import RunRecord, Store, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
+from .admission import StartGate
 from .compaction import compact
 from .config import RuntimeConfig
 from .emitter import RunEmitter
@@ -60,6 +61,7 @@ class Runtime:
         self.tools = tools or ToolRegistry(builtin_tools())
         self.kernels = kernels
         self.log = logger or logging.getLogger("neta_jupyter")
+        self._admit_start = StartGate()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_reason: dict[str, str] = {}
 
@@ -101,6 +103,7 @@ class Runtime:
         thinking_level: str | None = None,
     ) -> RunRecord:
         """Create a run, persist the user message and start the loop."""
+        await self._admit_start()
         if not content.strip():
             raise BadRunRequest("content must not be empty", code="EMPTY_CONTENT")
         model_name = model or self.config.default_model

@@ -90,22 +90,38 @@ class EventLog(Protocol):
         ...
 
 
+_STEP_EVENTS = 8192
+"""Events that followers who are behind send per turn of the event loop, together."""
+_MIN_STEP = 64
+
+
 class _Tail:
     """Recent committed events of one run (contiguous seqs) and a signal for waiters."""
 
-    __slots__ = ("events", "last", "signal")
+    __slots__ = ("ended", "events", "last", "readers", "signal")
 
     def __init__(self, last: int) -> None:
         self.events: list[EventRow] = []
         self.last = last
         self.signal = asyncio.Event()
+        self.readers = 0
+        self.ended = -1
+        """Seq of a terminal event whose segment is dropped once no follower reads it."""
 
-    def after(self, seq: int) -> list[EventRow] | None:
-        """Events after ``seq`` if the tail still holds them all, else None."""
+    def after(self, seq: int, limit: int) -> list[EventRow] | None:
+        """Up to ``limit`` events after ``seq`` if the tail still holds them, else None."""
         events = self.events
         if not events or seq + 1 < events[0][0]:
             return None
-        return events[seq + 1 - events[0][0] :]
+        start = seq + 1 - events[0][0]
+        return events[start : start + limit]
+
+    def drop_ended(self) -> None:
+        """Forget the events up to the last terminal one (they are in the store)."""
+        events = self.events
+        if events and events[0][0] <= self.ended:
+            del events[: self.ended + 1 - events[0][0]]
+        self.ended = -1
 
 
 class SqliteEventLog:
@@ -127,6 +143,7 @@ class SqliteEventLog:
         self._last_stream: int | None = None
         self._terminal: dict[str, int] = {}  # seq of each run's latest terminal event
         self._tails: dict[str, _Tail] = {}
+        self._followers = 0
         self._tail_size = tail_size
         # Followers behind the tail read this many rows at a time: few enough that little of a
         # replay is alive whenever the garbage collector runs (survivors make it scan the whole
@@ -195,8 +212,11 @@ class SqliteEventLog:
         tail.last = rows[-1][0]
         ended = self._terminal.get(rid, -1)
         if events and events[0][0] <= ended <= tail.last:
-            # A finished segment's events live in the store only; followers read them there.
-            del events[: ended + 1 - events[0][0]]
+            # A finished segment's events live in the store only, once its followers (who may
+            # be behind) have read them from here.
+            tail.ended = ended
+            if not tail.readers:
+                tail.drop_ended()
         if len(events) > 2 * self._tail_size:
             del events[: len(events) - self._tail_size]
         tail.signal.set()
@@ -275,9 +295,13 @@ class SqliteEventLog:
 
         Stored ones first, then live ones as they commit.
         """
-        async for batch in self.follow_or_idle(request_id, after_seq, None):
-            if batch is not None:
-                yield batch
+        ticks = self.follow_or_idle(request_id, after_seq, None)
+        try:
+            async for batch in ticks:
+                if batch is not None:
+                    yield batch
+        finally:
+            await ticks.aclose()  # type: ignore[attr-defined]  # stop reading now, not at GC
 
     async def follow_or_idle(
         self, request_id: str, after_seq: int, idle: float | None
@@ -288,22 +312,50 @@ class SqliteEventLog:
         beyond the idle deadline, since a busy server wakes hundreds of them per commit.
         """
         pos = after_seq
-        while True:
-            tail = self._tails.get(request_id)
-            if tail is None:
-                self._base(request_id, create=True)
-                tail = self._tails[request_id] = _Tail(self._stored_last(request_id))
-            if tail.last > pos:
-                batch = tail.after(pos) or self._read_rows(request_id, pos, self._read_batch)
-                if batch:
-                    pos = batch[-1][0]
-                    yield batch
-                    continue
-            if idle is None:
-                await tail.signal.wait()
-                continue
-            try:
-                async with asyncio.timeout(idle):
+        tail: _Tail | None = None
+        self._followers += 1
+        try:
+            while True:
+                current = self._tails.get(request_id)
+                if current is None:
+                    self._base(request_id, create=True)
+                    current = self._tails[request_id] = _Tail(self._stored_last(request_id))
+                if current is not tail:
+                    if tail is not None:
+                        self._leave(request_id, tail)
+                    tail = current
+                    tail.readers += 1
+                if tail.last > pos:
+                    # Followers that are behind share each turn of the loop: together they
+                    # send about _STEP_EVENTS events per turn, then let others run.
+                    limit = max(_MIN_STEP, _STEP_EVENTS // self._followers)
+                    batch = tail.after(pos, limit)
+                    behind = batch is None or len(batch) == limit
+                    if batch is None:
+                        batch = self._read_rows(request_id, pos, min(limit, self._read_batch))
+                    if batch:
+                        pos = batch[-1][0]
+                        yield batch
+                        if behind:
+                            await asyncio.sleep(0)
+                        continue
+                if idle is None:
                     await tail.signal.wait()
-            except TimeoutError:
-                yield None
+                    continue
+                try:
+                    async with asyncio.timeout(idle):
+                        await tail.signal.wait()
+                except TimeoutError:
+                    yield None
+        finally:
+            self._followers -= 1
+            if tail is not None:
+                self._leave(request_id, tail)
+
+    def _leave(self, request_id: str, tail: _Tail) -> None:
+        tail.readers -= 1
+        if tail.readers or tail.ended < 0:
+            return
+        tail.drop_ended()
+        if not tail.events and self._tails.get(request_id) is tail:
+            del self._tails[request_id]  # made again from the store if anyone asks
