@@ -104,7 +104,7 @@ async def _slow_subscriber(settings: Settings, deltas: int) -> dict[str, tuple[f
 
 async def run(settings: Settings) -> list[Row]:
     runs, deltas = settings.size(100, 5), settings.size(10_000, 500)
-    slow_deltas = settings.size(100_000, 2_000)
+    slow_deltas = settings.size(300_000, 2_000)
     firsts: list[float] = []
     lasts: list[float] = []
     alone: list[tuple[float, ...]] = []
