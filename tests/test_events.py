@@ -19,7 +19,7 @@ from neta_jupyter.events import (
     sse_frame,
     ws_batch,
 )
-from neta_jupyter.events.encoding import numbered, text_rest
+from neta_jupyter.events.encoding import numbered, text_rests
 from neta_jupyter.events.models import DATA_TYPES
 
 
@@ -146,7 +146,9 @@ def test_deltas_built_without_a_model_match_the_model_encoding() -> None:
                     total_tokens=total,
                 )
                 fast = numbered(
-                    event_type.value, 9, text_rest(json.dumps('r_"x'), kind, text, "T", step, total)
+                    event_type.value,
+                    9,
+                    text_rests(json.dumps('r_"x'), kind, [text], "T", step, total)[0],
                 )
                 assert fast == encode_json(event, 9)
                 assert decode_event(fast) == event.model_copy(update={"seq": 9})

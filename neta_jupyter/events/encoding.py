@@ -42,22 +42,6 @@ def numbered(event_type: str, seq: int, rest: str) -> str:
     return f'{{"eventType":"{event_type}","seq":{seq},{rest}'
 
 
-def text_rest(
-    request_id_json: str,
-    kind: str,
-    text: str,
-    timestamp: str,
-    step: int | None,
-    total_tokens: int | None,
-) -> str:
-    """:func:`envelope_rest` of a text or reasoning delta, built without a model.
-
-    Deltas are most of a run's events; this is the same text pydantic writes for them (a test
-    compares the two over awkward strings) at a fraction of the cost.
-    """
-    return text_rests(request_id_json, kind, [text], timestamp, step, total_tokens)[0]
-
-
 def text_rests(
     request_id_json: str,
     kind: str,
@@ -66,7 +50,12 @@ def text_rests(
     step: int | None,
     total_tokens: int | None,
 ) -> list[str]:
-    """:func:`text_rest` of consecutive deltas that share their timestamp, step and total."""
+    """:func:`envelope_rest` of text or reasoning deltas, built without a model.
+
+    The deltas share their timestamp, step and total. Deltas are most of a run's events; this
+    is the same text pydantic writes for them (a test compares the two over awkward strings) at
+    a fraction of the cost.
+    """
     tail = "}"
     if total_tokens is not None:
         tail = f',"totalTokens":{total_tokens}}}'

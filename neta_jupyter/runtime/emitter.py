@@ -66,7 +66,7 @@ class RunEmitter:
     def emit(self, event_type: EventType, data: EventData) -> int:
         """Append without waiting for durability (streaming deltas); returns the seq."""
         if self._deltas:
-            self.append_deltas()
+            self._append_deltas()
         return self._log.append_nowait(
             AgentEvent(
                 event_type=event_type,
@@ -87,15 +87,15 @@ class RunEmitter:
         of = (event_type, self.step, self.total_tokens)
         if of != self._deltas_of:
             if deltas:
-                self.append_deltas()
+                self._append_deltas()
             self._deltas_of = of
         if not self._flush_scheduled:
             self._schedule_append()
         deltas.append(text)
         if len(deltas) >= _MAX_DELTAS:
-            self.append_deltas()
+            self._append_deltas()
 
-    def append_deltas(self) -> None:
+    def _append_deltas(self) -> None:
         """Append the deltas emitted so far."""
         if not self._deltas or self._deltas_of is None:
             return
@@ -120,7 +120,7 @@ class RunEmitter:
 
     def _scheduled_append(self) -> None:
         self._flush_scheduled = False
-        self.append_deltas()
+        self._append_deltas()
 
     async def emit_durable(self, event_type: EventType, data: EventData) -> int:
         """Append and wait until it (and everything before it) is durable."""
@@ -130,5 +130,5 @@ class RunEmitter:
 
     async def flush(self) -> None:
         """Wait until everything emitted is durable."""
-        self.append_deltas()
+        self._append_deltas()
         await self._log.flush()

@@ -44,20 +44,14 @@ class EventLog(Protocol):
         """Assign the next seq and queue the event for the next group commit."""
         ...
 
-    def append_encoded(
-        self, request_id: str, event_type: str, rest: str, *, redacted: bool = False
-    ) -> int:
-        """:meth:`append_nowait` of an envelope already encoded up to its seq.
-
-        ``rest`` is what :func:`~neta_jupyter.events.encoding.envelope_rest` gives. ``redacted``
-        says its only free text has already been through the redactor.
-        """
-        ...
-
     def append_encoded_many(
         self, request_id: str, event_type: str, rests: list[str], *, redacted: bool = False
     ) -> int:
-        """:meth:`append_encoded` of consecutive events of one type; returns the first seq."""
+        """Append consecutive events of one type, encoded up to their seqs; the first seq.
+
+        Each of ``rests`` is what :func:`~neta_jupyter.events.encoding.envelope_rest` gives.
+        ``redacted`` says their only free text has already been through the redactor.
+        """
         ...
 
     async def append(self, event: AgentEvent) -> int:
@@ -157,24 +151,19 @@ class SqliteEventLog:
         """Assign the next seq and queue the event for the next group commit."""
         if event.seq is not None:
             event = event.model_copy(update={"seq": None})
-        return self.append_encoded(event.request_id, event.event_type.value, envelope_rest(event))
-
-    def append_encoded(
-        self, request_id: str, event_type: str, rest: str, *, redacted: bool = False
-    ) -> int:
-        """:meth:`append_nowait` of an envelope already encoded up to its seq."""
-        return self.append_encoded_many(request_id, event_type, [rest], redacted=redacted)
+        rest = envelope_rest(event)
+        return self.append_encoded_many(event.request_id, event.event_type.value, [rest])
 
     def append_encoded_many(
         self, request_id: str, event_type: str, rests: list[str], *, redacted: bool = False
     ) -> int:
-        """:meth:`append_encoded` of consecutive events of one type; returns the first seq."""
+        """Append consecutive events of one type, encoded up to their seqs; the first seq."""
         first = self._next.get(request_id)
         if first is None:
             first = self._stored_last(request_id) + 1
         end = first + len(rests)
         self._next[request_id] = end
-        head = f'{{"eventType":"{event_type}","seq":'
+        head = f'{{"eventType":"{event_type}","seq":'  # encoding.numbered, once per batch
         payloads = [f"{head}{seq},{rest}" for seq, rest in enumerate(rests, first)]
         if not redacted and self.redactor:
             payloads = list(map(self.redactor, payloads))
