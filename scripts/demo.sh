@@ -7,4 +7,4 @@ echo "==> starting JupyterLab (offline demo model; no API key needed)"
 extra=()
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 if [[ "$(id -u)" == "0" ]]; then extra+=(--allow-root); fi
-exec jupyter lab --notebook-dir=notebooks "${extra[@]}" "$@"
+exec .venv/bin/jupyter lab --notebook-dir=notebooks "${extra[@]}" "$@"

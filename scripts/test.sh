@@ -4,14 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
+# The tools the tests start (jupyter, neta-jupyter) come from the project virtualenv too.
+export PATH="$PWD/.venv/bin:$PATH"
 
 echo "==> ruff and mypy"
-ruff check .
-ruff format --check .
-mypy
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
 
 echo "==> JS: typecheck and unit tests"
 (cd js && npm run typecheck --silent && npm test --silent)
 
 echo "==> Python tests"
-python -m pytest -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -p no:cacheprovider "$@"
