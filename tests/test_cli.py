@@ -75,14 +75,14 @@ class LiveCli:
     def output(self) -> str:
         return b"".join(self.chunks).decode(errors="replace")
 
-    def wait_for(self, text: str, timeout: float = 15) -> None:
+    def wait_for(self, text: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while text not in self.output:
             assert time.monotonic() < deadline, f"{text!r} never appeared in:\n{self.output}"
             assert self.proc.poll() is None, f"exited {self.proc.returncode}:\n{self.output}"
             time.sleep(0.02)
 
-    def finish(self, timeout: float = 20) -> int:
+    def finish(self, timeout: float = 60) -> int:
         code = self.proc.wait(timeout)
         self.reader.join(5)
         return code
@@ -240,7 +240,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(workdir: Path) -> Non
             while chunk := os.read(master, 65536):
                 chunks.append(chunk)
         os.close(master)
-        assert proc.wait(20) == 0
+        assert proc.wait(60) == 0
         return b"".join(chunks).decode()
 
     coloured = on_tty(cli_env())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 
@@ -309,9 +308,7 @@ async def test_pace_zero_does_not_sleep_and_pace_sleeps_between_tokens() -> None
 async def test_pace_really_waits() -> None:
     request = Conversation("what is 17*23?").request()
     loop = asyncio.get_running_loop()
-    started = time.perf_counter()
     count = len([p async for p in DemoModel().stream(request)])
-    assert time.perf_counter() - started < 0.5
     started = loop.time()
     assert len([p async for p in DemoModel(pace=0.001).stream(request)]) == count
     assert loop.time() - started >= 0.001 * (count - 1) * 0.9

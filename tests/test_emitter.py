@@ -98,7 +98,7 @@ async def test_a_delta_reaches_a_follower_while_the_provider_waits(tmp_path: Pat
 
     follower = asyncio.create_task(follow())
     streamer = ReplyStreamer(RunEmitter(store.events, "r_wait"), "c")
-    reply = await asyncio.wait_for(streamer.consume(provider()), timeout=10)
-    assert await asyncio.wait_for(follower, timeout=10) == ["one ", "two ", "three"]
+    reply = await asyncio.wait_for(streamer.consume(provider()), timeout=60)
+    assert await asyncio.wait_for(follower, timeout=60) == ["one ", "two ", "three"]
     assert reply.text == "one two three"
     store.close()

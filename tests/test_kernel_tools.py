@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,6 +52,15 @@ async def kernel_of(jp_serverapp: Any) -> AsyncIterator[tuple[str, ServerKernelB
     finally:
         await bridge.close()
         await km.shutdown_kernel(kernel_id, now=True)
+
+
+async def until_busy(kernel: Any) -> None:
+    """Wait until the kernel reports a running cell (a hang fails the test by its timeout)."""
+    for _ in range(1200):  # a minute at most
+        if kernel.execution_state == "busy":
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the cell never started")
 
 
 def script(runtime: Runtime, *turns: ScriptedTurn) -> ScriptedModel:
@@ -178,16 +188,18 @@ async def test_without_a_kernel_the_kernel_tools_are_not_offered(
 
 
 async def test_code_waiting_behind_a_busy_cell_never_runs_once_the_run_is_stopped(
-    api: ApiClient, runtime: Runtime, jp_serverapp: Any
+    api: ApiClient, runtime: Runtime, jp_serverapp: Any, tmp_path: Path
 ) -> None:
     script(runtime, call("python", code="late_marker = 1"), ScriptedTurn(text="unreachable"))
+    release = tmp_path / "release"
     async with kernel_of(jp_serverapp) as (kernel_id, bridge):
-        busy = asyncio.ensure_future(bridge.execute("import time\ntime.sleep(6)"))
-        kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id)
-        for _ in range(100):
-            if kernel.execution_state == "busy":
-                break
-            await asyncio.sleep(0.05)
+        # The cell stays busy until the test releases it, however slow the machine is.
+        busy = asyncio.ensure_future(
+            bridge.execute(
+                f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
+            )
+        )
+        await until_busy(jp_serverapp.kernel_manager.get_kernel(kernel_id))
         rid = (await api.start("go", model="scripted", kernelId=kernel_id, approve="auto"))[
             "requestId"
         ]
@@ -199,6 +211,7 @@ async def test_code_waiting_behind_a_busy_cell_never_runs_once_the_run_is_stoppe
                     break  # the python call now waits for the kernel
         stopped = await api.post("terminateTask", {"requestId": rid})
         assert stopped.status_code == 200, stopped.text
+        release.touch()
         await busy
         await asyncio.sleep(0.5)
         probe = await bridge.execute_quietly("print('late_marker' in globals())")

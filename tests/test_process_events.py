@@ -12,7 +12,7 @@ import pytest
 
 from neta_jupyter.events import EventData, EventType, ProcessData
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
-from neta_jupyter.runtime import Runtime
+from neta_jupyter.runtime import Runtime, process
 from neta_jupyter.runtime.process import (
     REDACTED,
     ProcessEventBuffer,
@@ -140,12 +140,38 @@ async def test_pending_update_goes_out_when_the_interval_elapses() -> None:
     assert len(emitted) == 3  # nothing left behind after the terminal
 
 
-async def test_updates_spread_over_time_are_throttled_not_dropped() -> None:
+class FakeTime:
+    """The buffer's clock and timers, advanced by the test (so a loaded machine changes nothing)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.timers: list[tuple[float, Any]] = []
+
+    def schedule(self, delay: float, callback: Any) -> Any:
+        entry = (self.now + delay, callback)
+        self.timers.append(entry)
+        handle = type("Handle", (), {"cancel": lambda _self: self.timers.remove(entry)})
+        return handle()
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        for entry in sorted(self.timers, key=lambda t: t[0]):
+            if entry[0] <= self.now and entry in self.timers:
+                self.timers.remove(entry)
+                entry[1]()
+
+
+def test_updates_spread_over_time_are_throttled_not_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = FakeTime()
+    monkeypatch.setattr(process, "_clock", lambda: fake.now)
+    monkeypatch.setattr(process, "_schedule", fake.schedule)
     emitted: list[ProcessData] = []
     buffer = ProcessEventBuffer(emitted.append, interval=0.05)
     for i in range(1, 21):
         buffer.push(update(i))
-        await asyncio.sleep(0.01)
+        fake.advance(0.01)
     buffer.push(update(21, status="completed"))
     currents = [e.current for e in emitted]
     assert currents == sorted(currents), "order preserved"

@@ -109,7 +109,7 @@ async def test_supplementary_input_is_injected_at_the_next_step(
         runtime,
         ScriptedTurn(
             reasoning=["thinking "] * 60,
-            delay=0.01,
+            delay=0.05,  # three seconds to add the input while the first step streams
             tool_calls=[ScriptedToolCall("list_files", {})],
         ),
         ScriptedTurn(text="Noted: use the median."),

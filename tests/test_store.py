@@ -70,7 +70,7 @@ async def test_followers_get_only_durable_events_in_order(tmp_path: Path) -> Non
         if i % 50 == 0:
             await asyncio.sleep(0.005)
     await log.append(done("r"))
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 60)
     assert got == list(range(501))
     store.close()
 
@@ -147,6 +147,23 @@ async def test_followers_behind_at_the_end_read_everything_then_the_tail_is_free
     store.close()
 
 
+async def test_the_first_starts_of_a_window_go_ahead_at_once() -> None:
+    gate = StartGate(per_window=4, window=60)  # the rest would wait a minute
+    admitted: list[int] = []
+
+    async def start(i: int) -> None:
+        await gate()
+        admitted.append(i)
+
+    tasks = [asyncio.create_task(start(i)) for i in range(10)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert admitted == [0, 1, 2, 3]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def test_a_burst_of_starts_is_spread_over_windows() -> None:
     gate = StartGate(per_window=4, window=0.05)
     loop = asyncio.get_running_loop()
@@ -159,6 +176,5 @@ async def test_a_burst_of_starts_is_spread_over_windows() -> None:
 
     await asyncio.gather(*(start() for _ in range(10)))
     admitted.sort()
-    assert all(t < 0.04 for t in admitted[:4])
     assert all(t >= 0.045 for t in admitted[4:])
     assert all(t >= 0.095 for t in admitted[8:])

@@ -121,7 +121,9 @@ def neta_config() -> dict[str, Any]:
 
 async def test_idle_stream_gets_heartbeats_without_ids(api: ApiClient, runtime: Runtime) -> None:
     runtime.models.register(
-        "slow", ScriptedModel([ScriptedTurn(text=["a ", "b ", "c"], delay=0.35)])
+        # About two seconds of silence at 0.1 s heartbeats: three beats even on a loaded machine.
+        "slow",
+        ScriptedModel([ScriptedTurn(text=["a ", "b ", "c"], delay=1.0)]),
     )
     frames = await api.frames((await api.start("slow", model="slow"))["requestId"])
     beats = [f for f in frames if f.event == "HEARTBEAT"]
