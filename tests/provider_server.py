@@ -4,7 +4,10 @@
 ``http.server``, so it needs no event loop and works from pytest-jupyter's sync fixtures). Each
 request is recorded and answered with the next scripted :class:`Reply`: a fixture stream from
 ``tests/fixtures/providers`` replayed byte for byte (event by event, or in tiny chunks that split
-lines and UTF-8 characters), optionally cut off mid-stream, or an HTTP error with headers.
+lines and UTF-8 characters), a stream built with :func:`openai_stream`, optionally cut off
+mid-stream, or an HTTP error with headers. Rules (``server.rules``) look at each request first
+and may answer it instead, the way a real server's checks do: :func:`like_llama_cpp` refuses a
+history with broken tool-call arguments exactly as llama.cpp's server does.
 
 :func:`loopback_client` is the only client the provider tests hand to a model: its transport
 refuses any host but 127.0.0.1, so a test cannot reach the internet even by mistake.
@@ -20,7 +23,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -101,11 +104,17 @@ class Received:
         return f"{self.method} {self.path}\n{head}\n\n{self.body.decode()}"
 
 
+Rule = Callable[[Received], "Reply | None"]
+"""Looks at a request and answers it (a Reply), or lets the scripted replies do (None)."""
+
+
 class ProviderServer:
     """Scripted replies on ``http://127.0.0.1:<port>``; every request is kept in ``requests``."""
 
     def __init__(self) -> None:
         self.requests: list[Received] = []
+        self.rules: list[Rule] = []
+        """Consulted in order before the scripted replies."""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         server = self
@@ -151,9 +160,12 @@ class ProviderServer:
         length = int(handler.headers.get("content-length") or 0)
         body = handler.rfile.read(length)
         headers = {k.lower(): v for k, v in handler.headers.items()}
+        received = Received(handler.command, handler.path, headers, body)
         with self._lock:
-            self.requests.append(Received(handler.command, handler.path, headers, body))
-            reply = self._replies.popleft() if self._replies else None
+            self.requests.append(received)
+            reply = next((r for rule in self.rules if (r := rule(received)) is not None), None)
+            if reply is None and self._replies:
+                reply = self._replies.popleft()
         if reply is None:
             reply = Reply.error(599, {"error": {"message": "no reply was scripted"}})
         # The client may give up first (a timeout test), which is its right.
@@ -204,6 +216,89 @@ def _write(handler: BaseHTTPRequestHandler, piece: bytes, chunked: bool) -> None
 def _drop(handler: BaseHTTPRequestHandler) -> None:
     handler.wfile.flush()
     handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+# --- misbehaving like real servers ----------------------------------------------------------
+
+LLAMA_CPP_JSON_ERROR = (
+    "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at "
+    "line 1, column {column}: syntax error while parsing value - invalid string: missing closing "
+    "quote; last read: '{last}'"
+)
+
+
+def like_llama_cpp(received: Received) -> Reply | None:
+    """llama.cpp's server parses the tool-call arguments of the history it is sent; one that is
+    not JSON fails the whole request with HTTP 500, every time it is sent."""
+    for message in received.json.get("messages", []):
+        for call in message.get("tool_calls") or []:
+            arguments = call["function"]["arguments"]
+            try:
+                json.loads(arguments)
+            except ValueError:
+                text = LLAMA_CPP_JSON_ERROR.format(column=len(arguments) + 1, last=arguments)
+                body = {"error": {"code": 500, "message": text, "type": "server_error"}}
+                return Reply.error(500, body)
+    return None
+
+
+CONTEXT_TOKENS = 6_000
+"""What a looping model generates when nothing caps its reply: until its context is full."""
+
+
+def like_a_looping_model(received: Received) -> Reply:
+    """A small model stuck in a loop: it writes the same token until the request's output cap
+    (``max_tokens`` / ``max_completion_tokens``) stops it, or its context is full."""
+    body = received.json
+    cap = body.get("max_tokens") or body.get("max_completion_tokens") or CONTEXT_TOKENS
+    tokens = min(int(cap), CONTEXT_TOKENS)
+    stream = openai_stream(
+        text=["again "] * tokens, finish_reason="length", completion_tokens=tokens
+    )
+    return Reply(body=stream)
+
+
+def openai_stream(
+    *,
+    text: list[str] | None = None,
+    calls: list[tuple[str, str, list[str]]] | None = None,
+    finish_reason: str | None = None,
+    completion_tokens: int | None = None,
+) -> bytes:
+    """A chat-completion stream as llama.cpp's server writes it: ``text`` deltas, then each call
+    ``(id, name, argument fragments)``, the finish reason, usage and ``[DONE]``."""
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": None}]
+    deltas += [{"content": piece} for piece in text or []]
+    for index, (call_id, name, fragments) in enumerate(calls or []):
+        first = {"name": name, "arguments": fragments[0] if fragments else ""}
+        deltas.append(
+            {"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": first}]}
+        )
+        deltas += [
+            {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+            for piece in fragments[1:]
+        ]
+    finish = finish_reason or ("tool_calls" if calls else "stop")
+    produced = completion_tokens if completion_tokens is not None else len(deltas)
+    chunks = [_chunk([{"index": 0, "delta": d, "finish_reason": None}]) for d in deltas]
+    chunks.append(_chunk([{"index": 0, "delta": {}, "finish_reason": finish}]))
+    usage = {"prompt_tokens": 100, "completion_tokens": produced, "total_tokens": 100 + produced}
+    chunks.append(_chunk([], usage=usage))
+    return b"".join(f"data: {c}\n\n".encode() for c in [*chunks, "[DONE]"])
+
+
+def _chunk(choices: list[dict[str, Any]], **extra: Any) -> str:
+    return json.dumps(
+        {
+            "choices": choices,
+            "created": 1753350000,
+            "id": "chatcmpl-llama",
+            "model": "qwen2.5-coder-1.5b",
+            "system_fingerprint": "b6000-llama",
+            "object": "chat.completion.chunk",
+            **extra,
+        }
+    )
 
 
 # --- the client side --------------------------------------------------------------------------

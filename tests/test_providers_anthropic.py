@@ -267,6 +267,9 @@ async def test_overloaded_and_api_errors_are_unavailable(
     server.reply(Reply.error(status, {"type": "error", "error": {"type": kind, "message": "x"}}))
     _, error = await collect(model(server, client))
     assert type(error) is ProviderUnavailable and not error.network_error
+    # Overload passes; an internal error may hit the same request every time, so an identical
+    # repeat of it is not retried.
+    assert error.transient is (status == 529)
 
 
 async def test_prompt_too_long_is_context_too_long(

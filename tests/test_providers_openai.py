@@ -8,6 +8,7 @@ import socket
 import httpx
 import pytest
 
+from neta_jupyter.providers import ModelRegistry
 from neta_jupyter.providers.base import (
     ContextTooLong,
     Message,
@@ -32,6 +33,8 @@ from tests.provider_server import (
     Reply,
     fixture_bytes,
     guarded_client,
+    like_a_looping_model,
+    like_llama_cpp,
     serve,
 )
 
@@ -116,6 +119,7 @@ async def test_text_stream_and_the_request_it_sent(
         "model": "gpt-4.1-mini",
         "stream": True,
         "stream_options": {"include_usage": True},
+        "max_tokens": 4096,
         "messages": [
             {"role": "system", "content": "You are neta."},
             {"role": "user", "content": "What is in notes?"},
@@ -464,3 +468,57 @@ async def test_thinking_level_is_sent_as_reasoning_effort(
     request = ModelRequest("", [Message("user", "hi")], [], thinking=level)  # type: ignore[arg-type]
     await collect(model(server, client), request)
     assert server.requests[0].json.get("reasoning_effort") == effort
+
+
+# --- as llama.cpp's server behaves --------------------------------------------------------------
+
+
+async def test_a_server_error_that_blames_the_request_is_not_retryable(
+    server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    """llama.cpp answers HTTP 500 for a request it cannot parse; sending it again cannot help."""
+    server.rules.append(like_llama_cpp)
+    broken = ModelRequest(
+        "",
+        [
+            Message("user", "What does notes.txt say?"),
+            Message("assistant", "", tool_calls=[ToolCall("c1", "read_file", '{"path": "no')]),
+            Message("tool", "Error: …", tool_call_id="c1", name="read_file"),
+        ],
+        [READ_FILE],
+    )
+    parts, error = await collect(model(server, client), broken)
+    assert parts == []
+    assert type(error) is ProviderInvalidRequest and not error.recoverable
+    assert "HTTP 500" in str(error)
+    assert "Failed to parse tool call arguments as JSON" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("status", "transient"), [(500, False), (502, True), (503, True), (504, True), (529, True)]
+)
+async def test_only_server_errors_known_to_pass_count_as_transient(
+    server: ProviderServer, client: httpx.AsyncClient, status: int, transient: bool
+) -> None:
+    body = {"error": {"code": status, "message": "got exception: vector", "type": "server_error"}}
+    server.reply(Reply.error(status, body))
+    _, error = await collect(model(server, client))
+    assert type(error) is ProviderUnavailable and error.recoverable
+    assert error.transient is transient
+
+
+@pytest.mark.parametrize(
+    ("settings", "cap"), [({}, 4096), ({"max_tokens": 64}, 64)], ids=["default", "configured"]
+)
+async def test_every_request_carries_an_output_cap(
+    server: ProviderServer, client: httpx.AsyncClient, settings: dict[str, int], cap: int
+) -> None:
+    """A looping small model writes until something stops it: the request's cap, not its context."""
+    server.rules.append(like_a_looping_model)
+    endpoints = {"local": {"base_url": f"{server.url}/v1", **settings}}
+    chat = ModelRegistry(endpoints=endpoints, http_client=client, environ={}).resolve("local:qwen")
+    request = ModelRequest("", [Message("user", "Count the rows of data.csv")], [READ_FILE])
+    parts = [part async for part in chat.stream(request)]
+    assert server.requests[0].json["max_tokens"] == cap
+    assert sum(isinstance(p, TextPart) for p in parts) == cap
+    assert parts[-1] == UsagePart(input_tokens=100, output_tokens=cap)

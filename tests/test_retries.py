@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import httpx
+import pytest
 
 from neta_jupyter.providers import (
     ProviderUnavailable,
@@ -11,8 +15,18 @@ from neta_jupyter.providers import (
     ScriptedToolCall,
     ScriptedTurn,
 )
+from neta_jupyter.providers.openai_compat import OpenAIChatModel
 from neta_jupyter.runtime import Runtime
 from tests.helpers import ApiClient, types
+from tests.provider_server import (
+    ProviderServer,
+    Received,
+    Reply,
+    guarded_client,
+    like_llama_cpp,
+    openai_stream,
+    serve,
+)
 
 
 def script(runtime: Runtime, *turns: ScriptedTurn) -> ScriptedModel:
@@ -137,3 +151,131 @@ async def test_consecutive_failing_tool_steps_inject_a_reminder(
     assert types(events).count("TOOL_FAILED") == 3
     tree_user_messages = [m.content for m in model.requests[3].messages if m.role == "user"]
     assert tree_user_messages[0] == "read missing.txt"
+
+
+# --- against a stand-in server that misbehaves like llama.cpp's ------------------------------
+
+server = pytest.fixture(serve)
+client = pytest.fixture(guarded_client)
+
+
+def llama(runtime: Runtime, server: ProviderServer, client: httpx.AsyncClient) -> None:
+    """``llama`` is an OpenAI-compatible model on the stand-in server."""
+    runtime.config.retry_base_delay = 0.01
+    model = OpenAIChatModel("qwen", base_url=f"{server.url}/v1", api_key="", client=client)
+    runtime.models.register("llama", model)
+
+
+def failures(events: list[dict[str, Any]]) -> list[str]:
+    return [e["data"]["errorMessage"] for e in events if e["eventType"] == "TOOL_FAILED"]
+
+
+async def test_a_call_cut_off_mid_arguments_fails_and_is_never_sent_back(
+    api: ApiClient, runtime: Runtime, server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    llama(runtime, server, client)
+    server.rules.append(like_llama_cpp)
+    cut = [("call_a", "read_file", ['{"path": ', '"notes.tx'])]
+    server.reply(
+        Reply(body=openai_stream(calls=cut, finish_reason="length")),
+        Reply(body=openai_stream(text=["The call was cut off; let me try again later."])),
+    )
+    events = await api.segment(
+        (await api.start("What does notes.txt say?", model="llama"))["requestId"]
+    )
+    assert events[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert statuses(events) == []
+    assert len(server.requests) == 2
+    [message] = failures(events)
+    assert "not valid JSON" in message and "cut off" in message
+    assistant, result = server.requests[1].json["messages"][-2:]
+    assert assistant["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert result["tool_call_id"] == "call_a" and "not valid JSON" in result["content"]
+
+
+async def test_a_server_error_that_blames_the_request_is_not_retried(
+    api: ApiClient, runtime: Runtime, server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    llama(runtime, server, client)
+    message = "Failed to parse tool call arguments as JSON: parse error at line 1, column 9"
+    server.rules.append(lambda _: Reply.error(500, {"error": {"code": 500, "message": message}}))
+    events = await api.segment((await api.start("hi", model="llama"))["requestId"])
+    assert statuses(events) == []
+    assert len(server.requests) == 1
+    failed = events[-1]["data"]
+    assert failed["errorCode"] == "LLM_INVALID_REQUEST" and failed["recoverable"] is False
+    assert message in failed["errorMessage"]
+
+
+async def test_a_request_that_failed_the_same_way_twice_is_not_sent_a_third_time(
+    api: ApiClient, runtime: Runtime, server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    llama(runtime, server, client)
+    body = {"error": {"code": 500, "message": "got exception: vector::_M_range_check"}}
+    server.rules.append(lambda _: Reply.error(500, body))
+    events = await api.segment((await api.start("hi", model="llama"))["requestId"])
+    assert len(server.requests) == 2
+    [status] = statuses(events)
+    assert status["code"] == "LLM_NETWORK_RETRYING"
+    assert "Could not reach" not in status["message"] and "HTTP 500" in status["message"]
+    failed = events[-1]["data"]
+    assert failed["errorCode"] == "LLM_ERROR" and failed["recoverable"] is True
+    assert "failed the same way twice" in failed["errorMessage"]
+
+
+async def test_one_reply_runs_at_most_sixteen_tool_calls(
+    api: ApiClient, runtime: Runtime, server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    llama(runtime, server, client)
+    calls = [(f"call_{i}", "run_skill", [json.dumps({"name": f"step_{i}"})]) for i in range(120)]
+    server.reply(Reply(body=openai_stream(calls=calls)), Reply(body=openai_stream(text=["Done."])))
+    events = await api.segment(
+        (await api.start("profile it", model="llama", approve="auto"))["requestId"]
+    )
+    started = [e["data"]["toolCallId"] for e in events if e["eventType"] == "TOOL_START"]
+    assert started == [f"call_{i}" for i in range(16)]
+    refused = [m for m in failures(events) if m.startswith("not run")]
+    assert len(refused) == 104
+    assert "made 120 tool calls, and at most 16 run in one step" in refused[0]
+    results = [m for m in server.requests[1].json["messages"] if m["role"] == "tool"]
+    assert len(results) == 120 and "at most 16 run" in results[-1]["content"]
+    assert events[-1]["eventType"] == "MESSAGE_COMPLETED"
+
+
+async def test_the_same_call_twice_in_one_reply_runs_once(
+    api: ApiClient, runtime: Runtime, server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    llama(runtime, server, client)
+    calls = [(f"call_{i}", "list_files", ['{"path": "."}']) for i in range(5)]
+    server.reply(Reply(body=openai_stream(calls=calls)), Reply(body=openai_stream(text=["Ok."])))
+    events = await api.segment((await api.start("ls", model="llama"))["requestId"])
+    assert [e["data"]["toolCallId"] for e in events if e["eventType"] == "TOOL_START"] == ["call_0"]
+    assert len(failures(events)) == 4
+    assert all("the same call (same tool, same arguments) as call_0" in m for m in failures(events))
+
+
+async def test_a_model_repeating_one_call_is_told_and_the_run_ends(
+    api: ApiClient, runtime: Runtime, server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    llama(runtime, server, client)
+
+    def same_call_again(received: Received) -> Reply:
+        number = sum(m["role"] == "assistant" for m in received.json["messages"])
+        calls = [(f"call_{number}", "list_files", ['{"path": "."}'])]
+        return Reply(body=openai_stream(calls=calls))
+
+    server.rules.append(same_call_again)
+    events = await api.segment((await api.start("what files?", model="llama"))["requestId"])
+    assert len(server.requests) == 4, "not the run's 20 steps"
+    assert types(events).count("TOOL_START") == 3
+    [status] = statuses(events)
+    assert status["code"] == "TOOL_REPEATED_CALLS"
+    assert status["attributes"] == {"repeats": 3, "maxRepeats": 3}
+    reminder = server.requests[3].json["messages"][-1]
+    assert reminder["role"] == "user" and "exactly the same tool call" in reminder["content"]
+    done = events[-1]
+    assert done["eventType"] == "MESSAGE_COMPLETED"
+    assert done["data"]["finishReason"] == "REPEATED_TOOL_CALLS"
+    [notice] = [e["data"] for e in events if e["eventType"] == "TEXT_START"]
+    assert notice["synthetic"] is True
+    assert "kept making the same tool call (list_files)" in notice["text"]

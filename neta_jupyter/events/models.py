@@ -102,6 +102,8 @@ class FinishReason(StrEnum):
 
     STOP = "STOP"
     MAX_STEPS = "MAX_STEPS"
+    REPEATED_TOOL_CALLS = "REPEATED_TOOL_CALLS"
+    """The model kept making the same tool calls after it was told they would not change."""
 
 
 class StatusCode(StrEnum):
@@ -114,6 +116,7 @@ class StatusCode(StrEnum):
     LLM_EMPTY_RESPONSE_RETRYING = "LLM_EMPTY_RESPONSE_RETRYING"
     CONTEXT_COMPACTING = "CONTEXT_COMPACTING"
     TOOL_CONSECUTIVE_FAILURES = "TOOL_CONSECUTIVE_FAILURES"
+    TOOL_REPEATED_CALLS = "TOOL_REPEATED_CALLS"
 
 
 # --- data bodies, one per data.type -------------------------------------------------------

@@ -46,6 +46,17 @@ _CONTEXT_OVERFLOW = re.compile(
     r"|maximum context|exceeds? the (?:model'?s? )?(?:maximum )?(?:context|token limit)",
     re.IGNORECASE,
 )
+# What servers answer with HTTP 500 when the request itself is at fault (llama.cpp reports every
+# exception of its request parsing so: "Failed to parse tool call arguments as JSON: …",
+# "Unsupported param: …", "tools param requires --jinja flag"; Ollama: "json: cannot unmarshal").
+_BAD_REQUEST = re.compile(
+    r"failed to parse|unsupported param|requires? (?:the )?--\w|cannot unmarshal|is required\b"
+    r"|must not be empty|must be (?:a|an|one of)\b|cannot (?:specify|use) both|not supported"
+    r"|invalid (?:json|argument|param|request|value|base64|tool)",
+    re.IGNORECASE,
+)
+_TRANSIENT_STATUSES = frozenset({408, 409, 502, 503, 504, 529})
+"""Statuses that say "later": overload, gateways, timeouts. Other 5xx may repeat every time."""
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
 # The status each vendor error ``type`` stands for when it arrives inside a stream.
 _STATUS_OF_TYPE = {
@@ -180,8 +191,13 @@ def error_for_status(
         )
     if status == 413 or is_context_overflow(error):
         return ContextTooLong(f"{where}: the request does not fit the context window: {detail}")
-    if status in (408, 409) or status >= 500:
+    if status >= 500 and _BAD_REQUEST.search(error.message):
+        # Retrying the same request cannot help, whatever the status says.
+        return ProviderInvalidRequest(f"{where}: request rejected: {detail}")
+    if status in _TRANSIENT_STATUSES:
         return ProviderUnavailable(f"{where}: unavailable: {detail}")
+    if status >= 500:
+        return ProviderUnavailable(f"{where}: server error: {detail}", transient=False)
     return ProviderInvalidRequest(f"{where}: request rejected: {detail}")
 
 
@@ -195,7 +211,9 @@ def error_for_payload(error: VendorError, vendor: Vendor, *, secret: str | None)
     if status is None:
         # An unknown failure mid-stream: most likely the server's own trouble, worth a retry.
         detail = scrub(error.message, secret) or "unknown error"
-        return ProviderUnavailable(f"{vendor.label}: the stream reported an error: {detail}")
+        return ProviderUnavailable(
+            f"{vendor.label}: the stream reported an error: {detail}", transient=False
+        )
     return error_for_status(status, error, vendor, secret=secret)
 
 
@@ -208,7 +226,7 @@ def stream_cut_short(vendor: Vendor) -> ProviderUnavailable:
 
 def malformed(vendor: Vendor, what: str) -> ProviderUnavailable:
     """The stream carried something that is not the vendor's format."""
-    return ProviderUnavailable(f"{vendor.label}: malformed stream: {what}")
+    return ProviderUnavailable(f"{vendor.label}: malformed stream: {what}", transient=False)
 
 
 def decode_json(data: str, vendor: Vendor) -> dict[str, Any]:

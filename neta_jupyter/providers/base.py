@@ -5,7 +5,7 @@ Exceptions (who raises → who catches)::
     ProviderError                 raised by providers, caught by the runtime loop
     ├── ProviderInvalidRequest    the provider rejected the request; retrying cannot help
     ├── ContextTooLong            the request exceeds the model's context window
-    └── ProviderUnavailable       transient: network, overload, a stream cut short (recoverable)
+    └── ProviderUnavailable       network, overload, a cut stream, a server error (recoverable)
         └── RateLimited           HTTP 429; ``retry_after`` seconds when the provider said
     ScriptExhausted               a scripted model called more often than scripted (tests)
 """
@@ -176,13 +176,18 @@ class ContextTooLong(ProviderInvalidRequest):
 
 
 class ProviderUnavailable(ProviderError):
-    """A transient failure: retrying later may succeed."""
+    """A failure that retrying later may get past."""
 
     recoverable = True
 
-    def __init__(self, message: str, *, network_error: bool = False) -> None:
+    def __init__(
+        self, message: str, *, network_error: bool = False, transient: bool = True
+    ) -> None:
         super().__init__(message)
         self.network_error = network_error
+        self.transient = transient
+        """False when the server failed on this request without saying why (HTTP 500): the
+        same request may fail the same way every time, so an identical repeat is not retried."""
 
 
 class RateLimited(ProviderUnavailable):

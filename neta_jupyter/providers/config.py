@@ -18,7 +18,7 @@ More come from configuration, ``c.NetaApp.endpoints``, passed to
             "base_url": "http://127.0.0.1:8000/v1",  # required for a new endpoint
             "api_key_env": "LOCAL_KEY",            # optional: the variable holding the key
             "models": ["qwen2.5"],                 # optional: offered models; others are refused
-            "max_tokens": 4096,                    # optional, anthropic kind
+            "max_tokens": 4096,                    # optional: output cap of one reply (4096)
             "thinking_budget": 2048,               # optional, anthropic kind
         },
     }
@@ -46,6 +46,9 @@ __all__ = ["Endpoint", "ModelSelector", "UnknownModel", "builtin_endpoints", "pa
 
 Kind = Literal["openai", "anthropic"]
 
+DEFAULT_MAX_TOKENS = 4096
+"""Output cap of one reply unless the endpoint says otherwise: a looping model stops here."""
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _RESERVED = frozenset({"demo", "scripted"})
 _SETTINGS = frozenset(
@@ -70,6 +73,7 @@ class Endpoint:
     models: tuple[str, ...] = ()
     """The models offered; empty means any name is passed through."""
     max_tokens: int | None = None
+    """Output cap of one reply; None: :data:`DEFAULT_MAX_TOKENS`."""
     thinking_budget: int | None = None
 
 
@@ -123,7 +127,7 @@ def _endpoint(name: str, settings: Mapping[str, Any], where: str) -> Endpoint:
     for key, value in numbers.items():
         if value is None:
             continue
-        if kind != "anthropic":
+        if kind != "anthropic" and key == "thinking_budget":
             raise ValueError(f"{where}: {key} applies to the anthropic kind only")
         if not isinstance(value, int) or value < (1024 if key == "thinking_budget" else 1):
             raise ValueError(
@@ -203,7 +207,7 @@ class ModelSelector:
                 or ANTHROPIC_BASE_URL,
                 api_key=self._key(endpoint),
                 client=self._client,
-                max_tokens=endpoint.max_tokens or 4096,
+                max_tokens=endpoint.max_tokens or DEFAULT_MAX_TOKENS,
                 thinking_budget=endpoint.thinking_budget,
                 name=spec,
                 api_key_env=key_env,
@@ -215,6 +219,7 @@ class ModelSelector:
             base_url=endpoint.base_url or self._environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL,
             api_key=self._key(endpoint),
             client=self._client,
+            max_tokens=endpoint.max_tokens or DEFAULT_MAX_TOKENS,
             name=spec,
             api_key_env=key_env,
         )

@@ -68,6 +68,7 @@ class OpenAIChatModel(HttpModel):
         base_url: str | None = None,
         api_key: str | None = None,
         client: httpx.AsyncClient | None = None,
+        max_tokens: int = 4096,
         name: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
     ) -> None:
@@ -79,6 +80,9 @@ class OpenAIChatModel(HttpModel):
             name=name or f"openai:{model_name}",
             vendor=Vendor(name or f"openai:{model_name}", api_key_env),
         )
+        self.max_tokens = max_tokens
+        """Output cap of a reply when the request sets none: every request carries one, or a
+        looping local model generates until its context is full."""
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for ``request``."""
@@ -90,10 +94,9 @@ class OpenAIChatModel(HttpModel):
         }
         if request.tools:
             body["tools"] = [_tool(t) for t in request.tools]
-        if request.max_output_tokens is not None:
-            # OpenAI's reasoning models refuse the older field; most other servers only know it.
-            field = "max_completion_tokens" if self._is_openai() else "max_tokens"
-            body[field] = request.max_output_tokens
+        # OpenAI's reasoning models refuse the older field; most other servers only know it.
+        field = "max_completion_tokens" if self._is_openai() else "max_tokens"
+        body[field] = request.max_output_tokens or self.max_tokens
         if request.thinking in ("low", "medium", "high"):
             # "off" sends nothing: servers disagree on how (or whether) to turn reasoning off.
             body["reasoning_effort"] = request.thinking

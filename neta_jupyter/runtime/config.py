@@ -53,6 +53,11 @@ class RuntimeConfig:
     """Input tokens one request may use; over it the conversation is compacted first."""
     max_failed_tool_steps: int = 3
     """Consecutive steps whose tool calls all failed before the model gets a reminder."""
+    max_tool_calls_per_step: int = 16
+    """Distinct tool calls one reply may run; the rest are answered as refused."""
+    max_repeated_calls: int = 3
+    """Steps in a row with exactly the same calls before the model is reminded; one more ends
+    the run."""
 
     skill_catalogue: Callable[[Path], list[tuple[str, str]]] | None = None
     """(name, description) of the skills available under a root, for the system prompt."""

@@ -7,6 +7,8 @@ tool outputs (the stored transcript keeps them whole).
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,11 +83,29 @@ def trimmed(text: str, limit: int = MAX_TOOL_OUTPUT_CHARS) -> str:
 
 
 def messages(path: list[Entry]) -> list[Message]:
-    """The conversation for the model, tool outputs trimmed at read time."""
+    """The conversation for the model, tool outputs trimmed at read time.
+
+    Tool-call arguments that are not a JSON object (a reply cut off mid-call) go out as ``{}``:
+    servers parse the history they are sent and refuse the whole request otherwise (llama.cpp
+    answers HTTP 500), and the call's result already tells the model what was wrong.
+    """
     out = []
     for entry in path:
         message = Message.from_json(entry.message)
         if message.role == "tool":
             message.content = trimmed(message.content)
+        elif message.tool_calls:
+            message.tool_calls = [
+                replace(call, arguments=_json_object(call.arguments)) for call in message.tool_calls
+            ]
         out.append(message)
     return out
+
+
+def _json_object(arguments: str) -> str:
+    """``arguments`` if it is a JSON object, else an empty one."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return "{}"
+    return arguments if isinstance(value, dict) else "{}"

@@ -44,6 +44,7 @@ from .budget import BudgetExceeded, Estimate, estimate, publish_decision, reconc
 from .compaction import compact
 from .config import MAX_STEPS_TEXT, TOOL_FAILURE_REMINDER, RuntimeConfig
 from .emitter import RunEmitter
+from .guards import announce_repeats, screen_step
 from .retries import status, stream_with_retries
 from .streaming import Reply
 from .tooling import ToolRunner, VirtualTool
@@ -136,7 +137,8 @@ class RunLoop:
     async def _call_model(self) -> Step:
         max_steps = int(self.run.options.get("maxSteps") or self._config.max_steps)
         if self.state["step"] >= max_steps:
-            return self._max_steps_reached(max_steps)
+            text = MAX_STEPS_TEXT.format(max_steps=max_steps)
+            return self._finish_with_notice(FinishReason.MAX_STEPS, text)
         self._consume_inputs()
         await self._summarise_kernel()
         step = self.state["step"] + 1
@@ -148,13 +150,13 @@ class RunLoop:
         self._records.save_run(self.run)
         return RunTools() if reply.tool_calls else Finish(FinishReason.STOP)
 
-    def _max_steps_reached(self, max_steps: int) -> Finish:
-        text = MAX_STEPS_TEXT.format(max_steps=max_steps)
+    def _finish_with_notice(self, reason: FinishReason, text: str) -> Finish:
+        """End the run with a text the system wrote, saved like an answer."""
         self._emitter.emit(EventType.TEXT_START, TextData(text=text, synthetic=True))
         self._emitter.emit(EventType.TEXT_END, TextData())
         entry = self._add_entry("assistant", {"role": "assistant", "content": text})
         self.state["last_assistant"] = entry.entry_id
-        return Finish(FinishReason.MAX_STEPS, text)
+        return Finish(reason, text)
 
     def _consume_inputs(self) -> None:
         for input_id, content in self._records.pending_inputs(self.run.request_id):
@@ -175,9 +177,10 @@ class RunLoop:
         definitions = [t.definition for t in self._tools.values()]
         definitions += [v.definition for v in self._virtual.values()]
         conversation = context.messages(path)
-        if self.state.pop("remind", False):
+        if reminder := self.state.pop("remind", None):
             # Injected for this request only: a nudge, not part of the conversation.
-            conversation.append(Message(role="user", content=TOOL_FAILURE_REMINDER))
+            text = reminder if isinstance(reminder, str) else TOOL_FAILURE_REMINDER
+            conversation.append(Message(role="user", content=text))
         session = self._records.get_session(self.run.session_id)
         system = context.system_prompt(
             self._config.system_prompt,
@@ -272,41 +275,53 @@ class RunLoop:
         assistant = self._records.get_entry(self.state["last_assistant"])
         assert assistant is not None, "a tools phase always follows a persisted reply"
         answered = self._answered_calls(assistant)
+        calls = [ToolCall(**raw) for raw in assistant.message.get("tool_calls", [])]
+        verdict = screen_step(self.state, self._config, calls)
         outcomes: list[bool] = []
-        for raw in assistant.message.get("tool_calls", []):
-            call = ToolCall(**raw)
+        for call in calls:
             if call.id in answered:
                 continue
-            outcome = await self._one_call(call)
-            if isinstance(outcome, Suspend):
-                return outcome
-            output, ok = outcome
-            outcomes.append(ok)
+            if (refusal := verdict.refused.get(call.id)) is not None:
+                output, _ = self._runner.fail_without_running(call, refusal)
+            else:
+                outcome = await self._one_call(call)
+                if isinstance(outcome, Suspend):
+                    return outcome
+                output, ok = outcome
+                outcomes.append(ok)
             self._add_entry(
                 "tool",
                 {"role": "tool", "content": output, "tool_call_id": call.id, "name": call.name},
             )
             await self._emitter.flush()
-        await self._track_failures(outcomes)
+        reminded = await self._track_failures(outcomes)
         self.state["phase"] = "model"
+        if verdict.stop:
+            return self._finish_with_notice(FinishReason.REPEATED_TOOL_CALLS, verdict.stop_text())
+        if verdict.remind and not reminded:
+            # The failure reminder, when due, already says not to repeat the call.
+            self.state["remind"] = verdict.reminder()
+            await announce_repeats(self._emitter, verdict, self._config.max_repeated_calls)
         self._records.save_run(self.run)
         return CallModel()
 
-    async def _track_failures(self, outcomes: list[bool]) -> None:
+    async def _track_failures(self, outcomes: list[bool]) -> bool:
         """Count steps whose calls all failed; past the threshold, remind the model (once)."""
         failed = self.state.get("failed_tool_steps", 0) + 1 if outcomes and not any(outcomes) else 0
         self.state["failed_tool_steps"] = failed
         limit = self._config.max_failed_tool_steps
-        if failed >= limit:
-            self.state["failed_tool_steps"] = 0
-            self.state["remind"] = True
-            await status(
-                self._emitter,
-                StatusCode.TOOL_CONSECUTIVE_FAILURES,
-                f"Tool calls failed in {failed} steps in a row; reminding the model to change tack",
-                failedSteps=failed,
-                maxFailedSteps=limit,
-            )
+        if failed < limit:
+            return False
+        self.state["failed_tool_steps"] = 0
+        self.state["remind"] = TOOL_FAILURE_REMINDER
+        await status(
+            self._emitter,
+            StatusCode.TOOL_CONSECUTIVE_FAILURES,
+            f"Tool calls failed in {failed} steps in a row; reminding the model to change tack",
+            failedSteps=failed,
+            maxFailedSteps=limit,
+        )
+        return True
 
     def _answered_calls(self, assistant: Entry) -> set[str]:
         path = self._records.path(self.run.session_id, self.state.get("leaf"))

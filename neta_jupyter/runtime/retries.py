@@ -2,8 +2,10 @@
 
 429 honours Retry-After; a connection failure before any output retries with backoff; a stream cut
 short after output continues the same step without repeating what was sent; an empty reply is
-asked for again. When retries run out the error propagates: the run fails with LLM_ERROR,
-recoverable, so ``retryTask`` can continue it.
+asked for again. A server error that is not known to pass (HTTP 500) is retried, but a request
+that failed the same way twice is not sent a third time: retries only repeat what can succeed.
+When retries run out the error propagates: the run fails with LLM_ERROR, recoverable, so
+``retryTask`` can continue it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ async def stream_with_retries(
     """One model reply, retried per the policy above."""
     sent: Reply | None = None
     attempt = 0
+    last_failure: str | None = None
     while True:
         streamer = ReplyStreamer(emitter, call_id_prefix, sent)
         try:
@@ -40,6 +43,12 @@ async def stream_with_retries(
             attempt += 1
             if attempt > config.llm_max_retries:
                 raise
+            if not exc.transient and str(exc) == last_failure:
+                raise ProviderUnavailable(
+                    f"{exc} (the same request failed the same way twice, so it was not sent again)",
+                    transient=False,
+                ) from exc
+            last_failure = None if exc.transient else str(exc)
             partial = streamer.produced_output
             sent = streamer.sent()
             await _announce_and_wait(emitter, config, exc, attempt, partial)
@@ -90,10 +99,15 @@ async def _announce_and_wait(
         )
     else:
         delay = _backoff(config, attempt)
+        trouble = (
+            "Could not reach the model"
+            if exc.network_error
+            else f"The model failed: {str(exc)[:300]}"
+        )
         await _status(
             emitter,
             StatusCode.LLM_NETWORK_RETRYING,
-            f"Could not reach the model; retrying in {delay:.1f} s ({attempt}/{retries})",
+            f"{trouble}; retrying in {delay:.1f} s ({attempt}/{retries})",
             attempt=attempt,
             maxRetries=retries,
             backoffMs=int(delay * 1000),

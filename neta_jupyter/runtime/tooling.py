@@ -14,6 +14,7 @@ from ..events import AttachmentData, EventType, ToolData
 from ..providers.base import ToolCall, ToolDefinition
 from ..store import AttachmentRecord, RecordStore, RunRecord, new_id
 from ..tools import Tool, ToolContext, ToolError, ToolFile, ToolResult
+from ..tools.registry import invalid_json_message
 from .emitter import RunEmitter
 from .process import ProcessLog, ProcessReporter
 
@@ -59,7 +60,7 @@ class VirtualTool:
         try:
             value = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
-            raise ToolError(f"arguments of {self.name} are not valid JSON: {exc.msg}") from exc
+            raise ToolError(invalid_json_message(self.name, arguments, exc)) from exc
         if not isinstance(value, dict):
             raise ToolError(f"arguments of {self.name} must be a JSON object")
         for key in self.parameters.get("required", []):

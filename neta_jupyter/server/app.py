@@ -76,6 +76,9 @@ class NetaApp(ExtensionApp):
     ).tag(config=True)
     prompt_budget = Int(120_000, help="Input tokens one model request may use.").tag(config=True)
     llm_max_retries = Int(3, help="Retries of one model call before LLM_ERROR.").tag(config=True)
+    max_tool_calls_per_step = Int(
+        16, help="Distinct tool calls one model reply may run; the rest are refused."
+    ).tag(config=True)
     extra_tools = List(
         Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
     ).tag(config=True)
@@ -101,6 +104,7 @@ class NetaApp(ExtensionApp):
             demo_pace=self.demo_pace,
             prompt_budget=self.prompt_budget,
             llm_max_retries=self.llm_max_retries,
+            max_tool_calls_per_step=self.max_tool_calls_per_step,
             skill_catalogue=skill_catalogue,
         )
         tools = ToolRegistry(

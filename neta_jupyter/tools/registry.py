@@ -155,7 +155,7 @@ class Tool:
         try:
             raw = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
-            raise ToolError(f"arguments of {self.name} are not valid JSON: {exc.msg}") from exc
+            raise ToolError(invalid_json_message(self.name, arguments, exc)) from exc
         if not isinstance(raw, dict):
             raise ToolError(f"arguments of {self.name} must be a JSON object")
         try:
@@ -173,6 +173,16 @@ class Tool:
         kwargs = self.parse_arguments(arguments)
         result = await self.function(ctx, **kwargs)
         return ToolResult(result) if isinstance(result, str) else result
+
+
+def invalid_json_message(name: str, arguments: str, exc: json.JSONDecodeError) -> str:
+    """What the model is told about a call whose arguments do not parse."""
+    shown = arguments if len(arguments) <= 200 else f"{arguments[:200]}…"
+    return (
+        f"the arguments of {name} are not valid JSON ({exc.msg} at character {exc.pos}), so the "
+        f"call was not run; the reply was probably cut off before the call was complete. "
+        f"Received: {shown}"
+    )
 
 
 @functools.lru_cache(maxsize=512)
