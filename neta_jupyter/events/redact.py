@@ -1,8 +1,10 @@
 """Known secrets (API keys, tokens) are cut out of everything that leaves the process.
 
-The event log runs every payload through :class:`Redactor` before storing it, and the server puts
-the same redactor on its log handlers, so a key that slips into a tool output, a provider error or
-a process payload never reaches a client, the store or a log line.
+Secrets are known by value: the configuration registers each one it names (the key of every model
+endpoint, the server's and the kernels' tokens). The store runs every event, record and attachment
+through one :class:`Redactor` before writing it, and the server puts the same redactor on its log
+handlers, so a key that slips into a tool output, a provider error or a process payload never
+reaches a client, the store, a file or a log line.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "[redacted]"
 SECRET_ENV_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JUPYTER_TOKEN", "NETA_KERNEL_TOKEN")
@@ -52,32 +55,68 @@ class Redactor:
                 text = text.replace(secret, REDACTED)
         return text
 
+    def value(self, obj: Any) -> Any:
+        """A JSON-like value with every string in it (keys too) redacted.
+
+        Redacting before encoding, not the encoded text: an escape (a newline written before a
+        secret that starts with ``n``) could otherwise hide a secret or be cut in half.
+        """
+        if not self._secrets:
+            return obj
+        if isinstance(obj, str):
+            return self(obj)
+        if isinstance(obj, dict):
+            return {self.value(k): self.value(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [self.value(v) for v in obj]
+        return obj
+
+    def data(self, content: bytes) -> bytes:
+        """Bytes (a file's content) with the UTF-8 form of every secret replaced."""
+        for secret in self._secrets:
+            encoded = secret.encode()
+            if encoded in content:
+                content = content.replace(encoded, REDACTED.encode())
+        return content
+
     def __bool__(self) -> bool:
         return bool(self._secrets)
 
 
 class RedactingFilter(logging.Filter):
-    """A logging filter that redacts the formatted message of every record it sees."""
+    """A logging filter that redacts the formatted message of every record it sees.
 
-    def __init__(self, redactor: Redactor) -> None:
+    ``spare`` is a secret left in the records of the modules named in ``spare_in`` (a server's
+    own login URL, printed for its owner); every other record loses it like any secret.
+    """
+
+    def __init__(
+        self, redactor: Redactor, *, spare: str | None = None, spare_in: Iterable[str] = ()
+    ) -> None:
         super().__init__()
         self._redactor = redactor
+        self._spare = spare
+        self._spare_in = tuple(spare_in)
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Rewrite the record in place; never drops it."""
-        if self._redactor:
+        redact = self._redactor_for(record)
+        if redact:
             message = record.getMessage()
-            cleaned = self._redactor(message)
+            cleaned = redact(message)
             if cleaned != message:
                 record.msg, record.args = cleaned, None
             if record.exc_info and not record.exc_text:
-                record.exc_text = self._redactor(
-                    logging.Formatter().formatException(record.exc_info)
-                )
+                record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
                 record.exc_info = None
             elif record.exc_text:
-                record.exc_text = self._redactor(record.exc_text)
+                record.exc_text = redact(record.exc_text)
         return True
+
+    def _redactor_for(self, record: logging.LogRecord) -> Redactor:
+        if self._spare and record.pathname.replace(os.sep, "/").endswith(self._spare_in):
+            return Redactor(s for s in self._redactor.secrets if s != self._spare)
+        return self._redactor
 
 
 class StreamRedactor:

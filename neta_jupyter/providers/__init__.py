@@ -58,6 +58,10 @@ class ModelRegistry:
         """Every name that resolves without further configuration."""
         return ["demo", *self._models, *self.selector.names()]
 
+    def secrets(self) -> list[str]:
+        """Secrets this configuration names (endpoint keys), by value, to redact everywhere."""
+        return self.selector.secrets()
+
     def resolve(self, spec: str) -> Model:
         """The model for ``spec``; :class:`UnknownModel` when nothing matches."""
         if spec in self._models:

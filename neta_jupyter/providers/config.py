@@ -168,6 +168,10 @@ class ModelSelector:
                 out += [f"{endpoint.name}:{m}" for m in endpoint.models or ("*",)]
         return out
 
+    def secrets(self) -> list[str]:
+        """The key of every endpoint that has one set: values that must never be shown."""
+        return [key for endpoint in self.endpoints.values() if (key := self._key(endpoint))]
+
     def resolve(self, spec: str) -> Model | None:
         """The model for ``spec``; None when its prefix names no endpoint."""
         prefix, colon, model_name = spec.partition(":")

@@ -64,6 +64,15 @@ class Runtime:
         self._admit_start = StartGate()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_reason: dict[str, str] = {}
+        self.register_secrets()
+
+    def register_secrets(self) -> None:
+        """Have the store redact every secret the configuration names, by value.
+
+        The one place configuration hands over its secrets: each endpoint's key today (whatever
+        its variable is called); store credentials and tool environments belong here as well.
+        """
+        self.store.redactor.add(*self.models.secrets())
 
     # --- queries
 
@@ -107,6 +116,7 @@ class Runtime:
         if not content.strip():
             raise BadRunRequest("content must not be empty", code="EMPTY_CONTENT")
         model_name = model or self.config.default_model
+        self.register_secrets()  # a key set since start-up is known before the run can echo it
         try:
             self.models.resolve(model_name)
         except UnknownModel as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..events import EventData, EventType, ProcessData, SkillData
+from ..events.redact import Redactor
 from ..tools.registry import (
     ProcessLevel,
     ProcessSource,
@@ -208,8 +209,9 @@ class ProcessLog:
     Each line is the event's ``data`` exactly as it travels on the wire.
     """
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, redactor: Redactor | None = None) -> None:
         self.data_dir = data_dir
+        self._redactor = redactor if redactor is not None else Redactor()
 
     def reference(self, session_id: str, operation_id: str) -> str:
         """The log's path relative to the data dir (what results and metadata carry)."""
@@ -220,7 +222,8 @@ class ProcessLog:
         ref = self.reference(session_id, event.operation_id)
         path = self.data_dir / ref
         path.parent.mkdir(parents=True, exist_ok=True)
-        line = event.model_dump_json(by_alias=True, exclude_none=True)
+        data = event.model_dump(mode="json", by_alias=True, exclude_none=True)
+        line = json.dumps(self._redactor.value(data), separators=(",", ":"), ensure_ascii=False)
         with path.open("a", encoding="utf-8") as file:
             file.write(line + "\n")
         return ref

@@ -92,7 +92,7 @@ class ToolRunner:
         self._attachments_dir = attachments_dir
         self._max_output = max_event_output
         # The attachments folder sits in the data dir (RuntimeConfig.attachments_dir).
-        self._process_log = ProcessLog(data_dir or attachments_dir.parent)
+        self._process_log = ProcessLog(data_dir or attachments_dir.parent, emitter.redactor)
 
     async def run_virtual(self, call: ToolCall, tool: VirtualTool) -> tuple[str, bool]:
         """Answer a virtual tool call; returns (output for the model, ok)."""
@@ -217,7 +217,9 @@ class ToolRunner:
         attachment_id = existing.attachment_id if existing else new_id("att")
         disk = self._attachments_dir / run.session_id / run.request_id / safe_name
         disk.parent.mkdir(parents=True, exist_ok=True)
-        disk.write_bytes(file.content)
+        # Files are downloaded as they are: secrets are cut from them like from every event.
+        content = self._emitter.redactor.data(file.content)
+        disk.write_bytes(content)
         record = AttachmentRecord(
             attachment_id,
             run.principal,
@@ -226,7 +228,7 @@ class ToolRunner:
             virtual_path,
             safe_name,
             file.content_type or _guess_type(safe_name),
-            len(file.content),
+            len(content),
             str(disk),
         )
         self._records.add_attachment(record)

@@ -7,15 +7,21 @@ from typing import Any
 
 from ..events.redact import RedactingFilter, Redactor
 
+# Where Jupyter prints its login URL: a generated token stays readable there, for its owner.
+_LOGIN_URL_LINES = ("jupyter_server/serverapp.py",)
+
 
 def install_redaction(serverapp: Any, redactor: Redactor, *extra: str) -> None:
-    """Register the server's token, the kernel token, keys from the environment; filter the logs."""
+    """Register the server's token, the kernel token, keys from the environment; filter the logs.
+
+    The runtime has registered the secrets its configuration names already (endpoint keys).
+    """
     redactor.add_from_environment()
     redactor.add(*extra)
-    # The log keeps the server's own token: Jupyter prints it in the login URL for its owner.
-    log_filter = RedactingFilter(Redactor(redactor.secrets))
     identity = getattr(serverapp, "identity_provider", None)
-    redactor.add(getattr(identity, "token", None))
+    token = getattr(identity, "token", None) or None
+    redactor.add(token)
+    log_filter = RedactingFilter(redactor, spare=token, spare_in=_LOGIN_URL_LINES)
     loggers = [logging.getLogger(), logging.getLogger("neta_jupyter")]
     if serverapp is not None:
         loggers.append(serverapp.log)

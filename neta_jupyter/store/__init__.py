@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..events.redact import Redactor
 from .db import Database
 from .eventlog import EventLog, SqliteEventLog, StoredEvent
 from .records import (
@@ -23,7 +24,9 @@ class Store:
     def __init__(self, path: str | Path, *, commit_interval: float = 0.002) -> None:
         self.db = Database(path, commit_interval=commit_interval)
         self.events = SqliteEventLog(self.db)
-        self.records = RecordStore(self.db)
+        self.redactor: Redactor = self.events.redactor
+        """Shared by the event log, the records and attachments: secrets registered once."""
+        self.records = RecordStore(self.db, redactor=self.redactor)
 
     def close(self) -> None:
         """Commit what is pending and close the database."""

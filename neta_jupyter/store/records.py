@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..events.redact import Redactor
 from .db import Database
 
 RunStatus = Literal["running", "suspended", "completed", "failed"]
@@ -90,8 +91,13 @@ class AttachmentRecord:
 class RecordStore:
     """Reads and writes of everything but events."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, redactor: Redactor | None = None) -> None:
         self._db = db
+        self.redactor = redactor if redactor is not None else Redactor()
+        """Every text written (prompts, messages, state, inputs) loses the secrets it knows."""
+
+    def _json(self, value: Any) -> str:
+        return json.dumps(self.redactor.value(value))
 
     # --- runs
 
@@ -109,9 +115,9 @@ class RecordStore:
                 run.created,
                 run.created,
                 int(run.imported),
-                run.prompt,
-                json.dumps(run.options),
-                json.dumps(run.state),
+                self.redactor(run.prompt),
+                self._json(run.options),
+                self._json(run.state),
             ),
         )
 
@@ -119,7 +125,7 @@ class RecordStore:
         """Persist a run's status and loop state."""
         self._db.execute(
             "UPDATE runs SET status = ?, state = ?, updated = ? WHERE request_id = ?",
-            (run.status, json.dumps(run.state), time.time(), run.request_id),
+            (run.status, self._json(run.state), time.time(), run.request_id),
         )
 
     def get_run(self, request_id: str) -> RunRecord | None:
@@ -190,6 +196,7 @@ class RecordStore:
         entry_id: str | None = None,
     ) -> Entry:
         """Append an entry under ``parent_id`` and make it the session's leaf."""
+        message = self.redactor.value(message)
         entry = Entry(
             entry_id or new_id("e"), session_id, parent_id, role, message, request_id, time.time()
         )
@@ -263,7 +270,7 @@ class RecordStore:
     def set_todo(self, session_id: str, items: list[dict[str, Any]]) -> None:
         """Replace the session's todo list."""
         self._db.execute(
-            "UPDATE sessions SET todo = ? WHERE session_id = ?", (json.dumps(items), session_id)
+            "UPDATE sessions SET todo = ? WHERE session_id = ?", (self._json(items), session_id)
         )
 
     def set_thinking_level(self, session_id: str, level: str | None) -> None:
@@ -304,7 +311,7 @@ class RecordStore:
                     session_id,
                     e.parent_id,
                     e.role,
-                    json.dumps(e.message),
+                    self._json(e.message),
                     e.request_id,
                     e.created,
                 ),
@@ -327,7 +334,7 @@ class RecordStore:
         input_id = new_id("in")
         self._db.execute(
             "INSERT INTO inputs (input_id, request_id, content, created) VALUES (?, ?, ?, ?)",
-            (input_id, request_id, content, time.time()),
+            (input_id, request_id, self.redactor(content), time.time()),
         )
         return input_id
 
