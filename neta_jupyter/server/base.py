@@ -18,6 +18,7 @@ from tornado import web
 
 from ..runtime import RunApiError, Runtime
 from .errors import ApiError, describe_validation, error_body
+from .schemas import parse_json_object
 
 AUTH_RESOURCE = "neta"
 OWNER = "owner"
@@ -51,6 +52,7 @@ _STATUS_CODES = {
 }
 
 
+@web.stream_request_body
 class NetaHandler(APIHandler):
     """Thin: authenticate, parse, delegate to the runtime, reply."""
 
@@ -68,13 +70,39 @@ class NetaHandler(APIHandler):
         return principal_of(self)
 
     async def prepare(self) -> None:  # type: ignore[override]
-        """Kernels started by this server authenticate with the per-server kernel token."""
+        """Refuse a body over the limit before reading it; authenticate kernels by their token.
+
+        The body streams in (``data_received``) only after this, so a request that announces too
+        large a body is answered 413 at once and its body is never buffered.
+        """
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._body_over_limit = False
+        declared = self.request.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > self._body_limit:
+            raise self._too_large()
         if self._kernel_authenticated():
             self.current_user = self._jupyter_current_user = User(
                 username=str(self.settings.get("neta_owner", OWNER))
             )
             return
         await super().prepare()
+
+    def data_received(self, chunk: bytes) -> None:
+        """Keep the body up to the limit (a chunked body has no Content-Length to check first)."""
+        self._body_size += len(chunk)
+        if self._body_size > self._body_limit:
+            self._body_over_limit, self._body = True, []
+        elif not self._body_over_limit:
+            self._body.append(chunk)
+
+    @property
+    def _body_limit(self) -> int:
+        return int(self.settings.get("neta_max_body_bytes", 1_000_000))
+
+    def _too_large(self) -> ApiError:
+        limit = self._body_limit
+        return ApiError(413, "BODY_TOO_LARGE", f"request body is over the limit of {limit} bytes")
 
     def check_xsrf_cookie(self) -> None:
         """A kernel-token request carries no cookie, so XSRF does not apply to it."""
@@ -104,17 +132,9 @@ class NetaHandler(APIHandler):
 
     def parse_body(self, model: type[B]) -> B:
         """The JSON body validated as ``model``; a clear 4xx otherwise."""
-        limit = int(self.settings.get("neta_max_body_bytes", 1_000_000))
-        if len(self.request.body) > limit:
-            raise ApiError(
-                413, "BODY_TOO_LARGE", f"request body is over the limit of {limit} bytes"
-            )
-        try:
-            raw = json.loads(self.request.body or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ApiError(400, "INVALID_JSON", f"request body is not valid JSON: {exc}") from exc
-        if not isinstance(raw, dict):
-            raise ApiError(400, "INVALID_JSON", "request body must be a JSON object")
+        if self._body_over_limit:
+            raise self._too_large()
+        raw = parse_json_object(b"".join(self._body) or b"{}", "request body")
         try:
             return model.model_validate(raw)
         except ValidationError as exc:

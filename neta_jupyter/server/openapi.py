@@ -42,6 +42,9 @@ class Operation:
     """(name, required, JSON type)."""
     content: str = "application/json"
     extra_status: tuple[int, ...] = ()
+    """Success statuses without a body."""
+    extra_errors: tuple[int, ...] = ()
+    """Error statuses beyond the ones every operation has."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,7 @@ ROUTES: tuple[Route, ...] = (
                 query=(("requestId", True, "string"), ("lastEventId", False, "integer")),
                 content="text/event-stream",
                 extra_status=(204,),
+                extra_errors=(416,),
             ),
         ),
     ),
@@ -154,6 +158,8 @@ def _operation(op: Operation, components: dict[str, Any]) -> dict[str, Any]:
         responses["413"] = error
     for status in op.extra_status:
         responses[str(status)] = {"description": "no content"}
+    for status in op.extra_errors:
+        responses[str(status)] = error
     out["responses"] = responses
     return out
 

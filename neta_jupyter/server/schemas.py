@@ -2,12 +2,58 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..providers.base import ThinkingLevel
+from .errors import ApiError
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of objects and arrays a body may have (tool schemas need far less).
+
+Deeper values would exhaust Python's recursion limit somewhere later (validation, storage)."""
+
+
+def parse_json_object(raw: bytes | str, what: str) -> dict[str, Any]:
+    """``raw`` (a request body or a WebSocket frame) as a JSON object; a 400 otherwise.
+
+    ``what`` names it in the message (``request body``, ``frame``).
+    """
+    try:
+        value = json.loads(raw)
+    except RecursionError as exc:
+        raise _invalid(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _invalid(f"{what} is not valid JSON: {exc}") from exc
+    except ValueError as exc:  # an integer past Python's digit limit for int(str)
+        raise _invalid(f"{what} holds a number that is too long: {exc}") from exc
+    if not isinstance(value, dict):
+        raise _invalid(f"{what} must be a JSON object")
+    if _deeper_than(value, MAX_JSON_DEPTH):
+        raise _invalid(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(400, "INVALID_JSON", message)
+
+
+def _deeper_than(value: dict[str, Any], limit: int) -> bool:
+    """Whether objects and arrays nest more than ``limit`` levels (without recursing)."""
+    level: list[Any] = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True
 
 
 class _Body(BaseModel):

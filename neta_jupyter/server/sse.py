@@ -11,6 +11,7 @@ from tornado.iostream import StreamClosedError
 from ..events import sse_error_frame, sse_frame
 from ..events.encoding import sse_frames
 from ..runtime import RunNotFound
+from ..store import EventLog
 from .base import NetaHandler
 from .errors import ApiError
 from .following import heartbeat_json, until_terminal
@@ -29,6 +30,22 @@ def parse_last_event_id(value: str | None) -> int:
     if seq < -1:
         raise ApiError(400, "INVALID_LAST_EVENT_ID", "lastEventId must be -1 or more")
     return seq
+
+
+def check_within_log(log: EventLog, request_id: str, after: int) -> None:
+    """A ``lastEventId`` past the run's last event names events that never existed: 416.
+
+    Followed, it would wait for them forever (a client whose stored position outlived the log).
+    """
+    last = log.last_seq(request_id)
+    if after > last:
+        raise ApiError(
+            416,
+            "LAST_EVENT_ID_OUT_OF_RANGE",
+            f"lastEventId {after} is past the end of the run, whose last event is {last}; "
+            "reconnect without it (or with -1) to read the run from the start",
+            request_id,
+        )
 
 
 class StreamHandler(NetaHandler):
@@ -66,6 +83,7 @@ class StreamHandler(NetaHandler):
                 request_id,
             )
         log = self.runtime.store.events
+        check_within_log(log, request_id, after)
         last = log.last_event(request_id)
         if (
             last is not None

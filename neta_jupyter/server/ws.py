@@ -32,8 +32,9 @@ from .schemas import (
     ResumeRequest,
     RunRequest,
     ThinkingLevelRequest,
+    parse_json_object,
 )
-from .sse import parse_last_event_id
+from .sse import check_within_log, parse_last_event_id
 
 Reply = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
@@ -154,6 +155,9 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
             }
         except RunApiError as exc:
             reply = {"type": "error", "errCode": exc.code, "message": exc.message}
+        except Exception:  # a fault while answering one frame must not end the connection
+            self.log.exception("neta: WebSocket frame failed")
+            reply = {"type": "error", "errCode": "INTERNAL_ERROR", "message": "internal error"}
         if reply is not None:
             if reply_to is not None:
                 reply["replyTo"] = reply_to
@@ -165,13 +169,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         limit = int(self.settings.get("neta_max_ws_frame_bytes", 1_000_000))
         if len(message) > limit:
             raise _FrameError("FRAME_TOO_LARGE", f"frame is over the limit of {limit} bytes")
-        try:
-            frame = json.loads(message)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise _FrameError("INVALID_JSON", f"frame is not valid JSON: {exc}") from exc
-        if not isinstance(frame, dict):
-            raise _FrameError("INVALID_JSON", "frame must be a JSON object")
-        return frame
+        return parse_json_object(message, "frame")
 
     @staticmethod
     def _validate(model: type[M], frame: dict[str, Any]) -> M:
@@ -201,6 +199,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         run = self.runtime.get_run(self.principal, rid)
         if run.imported:
             raise _FrameError("IMPORTED_RUN", "this run was imported and has no event stream", rid)
+        check_within_log(self.runtime.store.events, rid, after)
         self._stop_subscription(rid)
         self._subs[rid] = asyncio.ensure_future(self._pump(rid, after))
         return {"type": "subscribed", "requestId": rid, "status": run.status}
