@@ -1,20 +1,16 @@
-"""Terminal side of ``neta-jupyter run``: one renderer fed envelopes, and the permission prompt.
+"""Plain output of ``neta-jupyter run``: one line per thing that happened, or JSON lines.
 
-Both the embedded runtime and a remote server hand this module the same envelope JSON, so what
-the user sees does not depend on where the run lives. Unknown event types are skipped
-(:func:`decode_event` returns ``None`` for them), as every client of the stream must.
+Used when stdout is not a terminal, with ``--plain`` and with ``--json`` (the live, rich display
+on a terminal is :mod:`neta_jupyter.terminal.live`). Both the embedded runtime and a remote
+server hand these renderers the same envelope JSON, so what the user sees does not depend on
+where the run lives. Unknown event types are skipped (:func:`decode_event` returns ``None`` for
+them), as every client of the stream must.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import os
-import re
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TextIO
 
 from .events import (
@@ -35,18 +31,22 @@ from .events import (
     TextData,
     ToolData,
     ToolSideData,
-    Usage,
     decode_event,
+)
+from .terminal.text import (
+    PREVIEW_WIDTH,
+    clean,
+    compact_arguments,
+    duration,
+    one_line,
+    usage_text,
 )
 
 AttachmentLocator = Callable[[str], str]
 """Turns an attachment's virtual path into something the user can open (a file path or URL)."""
 
-# Text shown here comes from files, tools and models; control characters in it must not be able
-# to move the cursor, recolour or retitle the user's terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _PREVIEW_LINES = 5
-_PREVIEW_WIDTH = 160
+_PREVIEW_WIDTH = PREVIEW_WIDTH
 
 
 def color_enabled(stream: TextIO) -> bool:
@@ -55,44 +55,6 @@ def color_enabled(stream: TextIO) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
-
-
-def clean(text: str) -> str:
-    """``text`` without control characters other than newline and tab."""
-    return _CONTROL.sub("", text)
-
-
-def one_line(text: str, width: int = _PREVIEW_WIDTH) -> str:
-    """``text`` on one line, cut to ``width`` characters."""
-    flat = " ".join(clean(text).split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def compact_arguments(arguments: str | None) -> str:
-    """Tool arguments as compact one-line JSON (as received when they are not JSON)."""
-    if not arguments:
-        return "{}"
-    try:
-        text = json.dumps(json.loads(arguments), ensure_ascii=False, separators=(", ", ": "))
-    except ValueError:
-        text = arguments
-    return one_line(text)
-
-
-def _duration(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    return f" ({ms} ms)" if ms < 1000 else f" ({ms / 1000:.1f} s)"
-
-
-def _usage_text(usage: Usage | None) -> str:
-    if usage is None or not usage.total_tokens:
-        return ""
-    cached = f", {usage.cached_tokens} cached" if usage.cached_tokens else ""
-    return (
-        f" · tokens: {usage.prompt_tokens} in{cached}, {usage.completion_tokens} out,"
-        f" {usage.total_tokens} total"
-    )
 
 
 class Style:
@@ -174,6 +136,9 @@ class TerminalRenderer:
         """The user pressed Enter: the terminal, not our output, ended the prompt's line."""
         self._at_line_start = True
 
+    def close(self) -> None:
+        """Nothing stays live: every line is final when written."""
+
     # --- events
 
     def feed(self, payload: str) -> AgentEvent | None:
@@ -250,14 +215,14 @@ class TerminalRenderer:
         elif kind == EventType.TOOL_RUNNING and data.title:
             self._line(self.style.dim(f"  … {one_line(data.title)}"))
         elif kind == EventType.TOOL_COMPLETED:
-            self._line(self.style.green("✓ ") + name + _duration(data.duration_ms))
+            self._line(self.style.green("✓ ") + name + duration(data.duration_ms))
             self._preview(data)
         elif kind == EventType.TOOL_FAILED:
             error = one_line(data.error_message or "failed")
             self._line(
                 self.style.red("✗ ")
                 + name
-                + _duration(data.duration_ms)
+                + duration(data.duration_ms)
                 + self.style.red(f" error: {error}")
             )
 
@@ -286,7 +251,7 @@ class TerminalRenderer:
             self._line(self.style.red("  denied"))
 
     def _message(self, kind: EventType, data: MessageData) -> None:
-        usage = _usage_text(data.usage)
+        usage = usage_text(data.usage)
         if kind == EventType.MESSAGE_COMPLETED:
             reason = data.finish_reason or "STOP"
             extra = f": {one_line(data.finish_message)}" if data.finish_message else ""
@@ -374,76 +339,5 @@ class JsonRenderer:
     def answered(self) -> None:
         """Nothing to track: stdout never holds a prompt."""
 
-
-Renderer = TerminalRenderer | JsonRenderer
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The answer to one permission ask."""
-
-    approved: bool
-    always: bool = False
-
-
-async def read_line(stream: TextIO) -> str | None:
-    """One line from ``stream`` without blocking the event loop; None at end of input.
-
-    A daemon thread rather than the default executor: a Ctrl-C while the user is deciding
-    must not leave ``asyncio.run`` waiting at exit for a read that never returns.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[str] = loop.create_future()
-
-    def deliver(line: str) -> None:
-        if not future.done():
-            future.set_result(line)
-
-    def worker() -> None:
-        try:
-            line = stream.readline()
-        except (OSError, ValueError):
-            line = ""
-        with contextlib.suppress(RuntimeError):  # the loop closed while we were reading
-            loop.call_soon_threadsafe(deliver, line)
-
-    threading.Thread(target=worker, name="neta-stdin", daemon=True).start()
-    line = await future
-    return line if line else None
-
-
-class PermissionPrompter:
-    """Answers ``PERMISSION_ASK`` by asking the person at the terminal."""
-
-    def __init__(self, renderer: Renderer, stdin: TextIO, *, assume_yes: bool) -> None:
-        self.renderer = renderer
-        self.stdin = stdin
-        self.assume_yes = assume_yes
-
-    async def __call__(self, ask: PermissionAskData) -> Decision:
-        """Approve once, always, or deny; deny when nobody can be asked."""
-        if self.assume_yes:
-            return Decision(approved=True)
-        if not self.stdin.isatty():
-            # Piped input is data, not a person: approving from it could run tools unseen.
-            self.renderer.notice(
-                f"stdin is not a terminal, so {ask.tool_name} is denied "
-                "(pass --yes to approve tool calls without asking)"
-            )
-            return Decision(approved=False)
-        question = f"Allow {clean(ask.tool_name)} {compact_arguments(ask.arguments)}? "
-        while True:
-            self.renderer.prompt(question + "[y]es / [a]lways / [n]o: ")
-            line = await read_line(self.stdin)
-            if line is not None:
-                self.renderer.answered()
-            if line is None:
-                self.renderer.notice("no answer (end of input): denied")
-                return Decision(approved=False)
-            answer = line.strip().lower()
-            if answer in ("y", "yes"):
-                return Decision(approved=True)
-            if answer in ("a", "always"):
-                return Decision(approved=True, always=True)
-            if answer in ("n", "no"):
-                return Decision(approved=False)
+    def close(self) -> None:
+        """Nothing stays live."""

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,112 +19,21 @@ import pytest
 
 from neta_jupyter import __version__
 from neta_jupyter.cli_render import TerminalRenderer
+from tests.cli_helpers import (
+    READ_THEN_DONE,
+    SLOW,
+    TERMINAL,
+    LiveCli,
+    cli,
+    cli_env,
+    embedded,
+    on_a_terminal,
+    script,
+    workdir,
+)
 from tests.server_process import ServerProcess
 
-TERMINAL = {"MESSAGE_COMPLETED", "MESSAGE_SUSPENDED", "MESSAGE_FAILED"}
-READ_THEN_DONE = {
-    "turns": [
-        {"toolCalls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
-        {"text": "done"},
-    ]
-}
-SLOW = {"turns": [{"repeat": ["tok ", 3000], "delay": 0.01}]}
-
-
-def cli_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("JUPYTER_TOKEN", "NO_COLOR")}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def cli(
-    *args: str, stdin: str = "", env: dict[str, str] | None = None, timeout: float = 30
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "neta_jupyter.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**cli_env(), **(env or {})},
-    )
-
-
-class LiveCli:
-    """The CLI in the background, its output collected as it arrives (to act mid-run)."""
-
-    def __init__(self, *args: str, stdin: int | None = None) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "neta_jupyter.cli", *args],
-            stdin=stdin if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=cli_env(),
-        )
-        self.chunks: list[bytes] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        while chunk := self.proc.stdout.read1(65536):
-            self.chunks.append(chunk)
-
-    @property
-    def output(self) -> str:
-        return b"".join(self.chunks).decode(errors="replace")
-
-    def wait_for(self, text: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.output:
-            assert time.monotonic() < deadline, f"{text!r} never appeared in:\n{self.output}"
-            assert self.proc.poll() is None, f"exited {self.proc.returncode}:\n{self.output}"
-            time.sleep(0.02)
-
-    def finish(self, timeout: float = 60) -> int:
-        code = self.proc.wait(timeout)
-        self.reader.join(5)
-        return code
-
-
-def on_a_terminal(*args: str, answer: bytes) -> tuple[int, str]:
-    """Run with stdin on a pseudo-terminal (so the CLI may ask) and type ``answer`` once asked."""
-    master, slave = pty.openpty()
-    try:
-        live = LiveCli(*args, stdin=slave)
-        os.close(slave)
-        live.wait_for("[y]es / [a]lways / [n]o:")
-        os.write(master, answer)
-        return live.finish(), live.output
-    finally:
-        os.close(master)
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "a.txt").write_text("alpha contents\n")
-    (root / "sales.csv").write_text("region,amount\nnorth,10\n")
-    return tmp_path
-
-
-def embedded(workdir: Path, *args: str) -> list[str]:
-    return [
-        *args,
-        "--pace",
-        "0",
-        "--root",
-        str(workdir / "root"),
-        "--data-dir",
-        str(workdir / "data"),
-    ]
-
-
-def script(workdir: Path, turns: dict[str, object]) -> str:
-    path = workdir / "script.json"
-    path.write_text(json.dumps(turns))
-    return f"scripted:{path}"
+__all__ = ["workdir"]  # a fixture, imported for the tests below
 
 
 # --- embedded runtime ------------------------------------------------------------------------
@@ -218,7 +126,9 @@ def test_max_steps_and_full_output_attachment(workdir: Path) -> None:
     assert f"📎 {path.name}" in done.stdout
 
 
-def test_colour_only_on_a_terminal_and_never_with_no_color(workdir: Path) -> None:
+def test_plain_lines_are_coloured_only_on_a_terminal_and_never_with_no_color(
+    workdir: Path,
+) -> None:
     def on_tty(env: dict[str, str]) -> str:
         master, slave = pty.openpty()
         proc = subprocess.Popen(
@@ -227,7 +137,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(workdir: Path) -> Non
                 "-m",
                 "neta_jupyter.cli",
                 "run",
-                *embedded(workdir, "what files are here?", "--yes"),
+                *embedded(workdir, "what files are here?", "--yes", "--plain"),
             ],
             stdin=subprocess.DEVNULL,
             stdout=slave,
@@ -357,7 +267,8 @@ def test_renderer_shows_status_progress_attachments_and_ignores_unknown_events()
     events = [renderer.feed(p) for p in payloads]
     assert events[3] is None  # unknown types are skipped, not fatal
     text = out.getvalue()
-    assert "evil ]0;titletext" in text and "\x1b" not in text and "\x07" not in text
+    assert "evil text" in text and "title" not in text
+    assert "\x1b" not in text and "\x07" not in text
     assert "\n[WARN] The model is rate-limited; retrying in 2.0 s (1/3)\n" in text
     assert "  ◦ load running 75% reading rows\n" in text
     assert "📎 plot.png (2048 bytes, created) → /files/s/r/plot.png\n" in text

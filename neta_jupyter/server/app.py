@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import secrets
 from pathlib import Path
-from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Dict, Float, Int, List, Unicode
+from traitlets import Float, Int, Unicode
 
-from ..providers import ModelRegistry
-from ..runtime import Runtime, RuntimeConfig
+from ..runtime import Runtime
+from ..runtime.settings import NetaSettings, build_runtime
 from ..store import Store
-from ..tools import PermissionRule, Tool, ToolRegistry, builtin_tools
-from ..tools.kernel_tools import kernel_tools
-from ..tools.skills import skill_catalogue
 from . import handlers
 from .kernels import ServerKernels, kernels_for
 from .redaction import install_redaction
@@ -26,15 +21,16 @@ from .sse import StreamHandler
 from .ws import RunSocket
 
 
-class NetaApp(ExtensionApp):
-    """Configure with ``c.NetaApp.<trait>`` in ``jupyter_server_config.py``."""
+class NetaApp(ExtensionApp, NetaSettings):
+    """Configure with ``c.NetaApp.<trait>`` in ``jupyter_server_config.py``.
+
+    The settings of runs (model, endpoints, rules, limits) come from :class:`NetaSettings`, which
+    the terminal client reads from the same files; the traits here are the server's own.
+    """
 
     name = "neta_jupyter"
     load_other_extensions = True
 
-    model = Unicode(
-        "demo", help="Default model, as provider:model (e.g. openai:gpt-4.1-mini)."
-    ).tag(config=True)
     data_dir = Unicode(
         "",
         help="Where the event log, attachments and logs live (default: <jupyter data dir>/neta).",
@@ -42,27 +38,9 @@ class NetaApp(ExtensionApp):
     db_path = Unicode(
         "", help="SQLite file of the event log (default: <data_dir>/neta.sqlite3)."
     ).tag(config=True)
-    permission_rules = List(
-        Dict(),
-        default_value=[
-            {
-                "tool": "python",
-                "action": "ask",
-                "description": "running code in your kernel needs approval",
-            }
-        ],
-        help="Rules {tool, args, action: allow|ask|deny, description}; the first match decides.",
-    ).tag(config=True)
     heartbeat_interval = Float(15.0, help="Seconds between HEARTBEAT frames on idle streams.").tag(
         config=True
     )
-    max_steps = Int(20, help="Model calls one run may make before it stops with MAX_STEPS.").tag(
-        config=True
-    )
-    task_timeout = Float(1800.0, help="Seconds one run may execute before TASK_TIMEOUT.").tag(
-        config=True
-    )
-    demo_pace = Float(0.015, help="Seconds between the demo model's tokens.").tag(config=True)
     commit_interval = Float(
         0.008,
         help="Longest wait of an event for its group commit under load, in seconds (while "
@@ -70,18 +48,6 @@ class NetaApp(ExtensionApp):
         "less per event when many runs write at once.",
     ).tag(config=True)
     max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
-    endpoints = Dict(
-        help="Named model endpoints: {name: {kind: openai|anthropic, base_url, api_key_env, "
-        "models}}; select one as 'name:model'. Keys come from environment variables only.",
-    ).tag(config=True)
-    prompt_budget = Int(120_000, help="Input tokens one model request may use.").tag(config=True)
-    llm_max_retries = Int(3, help="Retries of one model call before LLM_ERROR.").tag(config=True)
-    max_tool_calls_per_step = Int(
-        16, help="Distinct tool calls one model reply may run; the rest are refused."
-    ).tag(config=True)
-    extra_tools = List(
-        Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
-    ).tag(config=True)
 
     runtime: Runtime
     store: Store
@@ -94,28 +60,12 @@ class NetaApp(ExtensionApp):
         self.store = Store(
             self.db_path or data_dir / "neta.sqlite3", commit_interval=self.commit_interval
         )
-        config = RuntimeConfig(
+        self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None
+        self.runtime = build_runtime(
+            self,
+            self.store,
             root_dir=root,
             data_dir=data_dir,
-            default_model=self.model,
-            max_steps=self.max_steps,
-            task_timeout=self.task_timeout,
-            permission_rules=[PermissionRule.model_validate(r) for r in self.permission_rules],
-            demo_pace=self.demo_pace,
-            prompt_budget=self.prompt_budget,
-            llm_max_retries=self.llm_max_retries,
-            max_tool_calls_per_step=self.max_tool_calls_per_step,
-            skill_catalogue=skill_catalogue,
-        )
-        tools = ToolRegistry(
-            builtin_tools() + kernel_tools() + [_import_tool(s) for s in self.extra_tools]
-        )
-        self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None
-        self.runtime = Runtime(
-            self.store,
-            config,
-            models=ModelRegistry(demo_pace=self.demo_pace, endpoints=self.endpoints),
-            tools=tools,
             kernels=self.kernels,
             logger=self.log,
         )
@@ -174,11 +124,3 @@ class NetaApp(ExtensionApp):
         if self.kernels is not None:
             await self.kernels.close()
         self.store.close()
-
-
-def _import_tool(spec: str) -> Tool:
-    module_name, _, attribute = spec.partition(":")
-    value: Any = getattr(importlib.import_module(module_name), attribute)
-    if not isinstance(value, Tool):
-        raise TypeError(f"{spec} is not a neta_jupyter Tool")
-    return value

@@ -1,0 +1,119 @@
+"""The composition root: settings shared by every host, and the one function that builds a runtime.
+
+The server (``NetaApp``), the terminal client and the embedded kernel host all build their runtime
+with :func:`build_runtime`, so a tool, a model endpoint or a permission rule configured once is
+there wherever a run starts. :class:`NetaSettings` holds the settings they share as traitlets, so
+``c.NetaApp.<trait>`` in a Jupyter config file means the same thing to the server (``NetaApp``
+inherits them) and to ``neta-jupyter run`` (which reads the same files).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from traitlets import Dict, Float, Int, List, Unicode
+from traitlets.config import Configurable
+
+from ..providers import ModelRegistry
+from ..store import Store
+from ..tools import PermissionRule, Tool, ToolRegistry, builtin_tools
+from ..tools.kernel_tools import kernel_tools
+from ..tools.skills import skill_catalogue
+from .config import RuntimeConfig
+from .manager import KernelFactory, Runtime
+
+__all__ = ["NetaSettings", "build_runtime", "import_tool"]
+
+
+class NetaSettings(Configurable):
+    """How runs behave, wherever they run; configure with ``c.NetaApp.<trait>``."""
+
+    model = Unicode(
+        "demo", help="Default model, as provider:model (e.g. openai:gpt-4.1-mini)."
+    ).tag(config=True)
+    permission_rules = List(
+        Dict(),
+        default_value=[
+            {
+                "tool": "python",
+                "action": "ask",
+                "description": "running code in your kernel needs approval",
+            }
+        ],
+        help="Rules {tool, args, action: allow|ask|deny, description}; the first match decides.",
+    ).tag(config=True)
+    max_steps = Int(20, help="Model calls one run may make before it stops with MAX_STEPS.").tag(
+        config=True
+    )
+    task_timeout = Float(1800.0, help="Seconds one run may execute before TASK_TIMEOUT.").tag(
+        config=True
+    )
+    demo_pace = Float(0.015, help="Seconds between the demo model's tokens.").tag(config=True)
+    endpoints = Dict(
+        help="Named model endpoints: {name: {kind: openai|anthropic, base_url, api_key_env, "
+        "models}}; select one as 'name:model'. Keys come from environment variables only.",
+    ).tag(config=True)
+    prompt_budget = Int(120_000, help="Input tokens one model request may use.").tag(config=True)
+    llm_max_retries = Int(3, help="Retries of one model call before LLM_ERROR.").tag(config=True)
+    max_tool_calls_per_step = Int(
+        16, help="Distinct tool calls one model reply may run; the rest are refused."
+    ).tag(config=True)
+    extra_tools = List(
+        Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
+    ).tag(config=True)
+
+    def runtime_config(self, *, root_dir: Path, data_dir: Path) -> RuntimeConfig:
+        """The settings as the runtime takes them, for runs reading files under ``root_dir``."""
+        return RuntimeConfig(
+            root_dir=root_dir,
+            data_dir=data_dir,
+            default_model=self.model,
+            max_steps=self.max_steps,
+            task_timeout=self.task_timeout,
+            permission_rules=[PermissionRule.model_validate(r) for r in self.permission_rules],
+            demo_pace=self.demo_pace,
+            prompt_budget=self.prompt_budget,
+            llm_max_retries=self.llm_max_retries,
+            max_tool_calls_per_step=self.max_tool_calls_per_step,
+            skill_catalogue=skill_catalogue,
+        )
+
+
+def build_runtime(
+    settings: NetaSettings,
+    store: Store,
+    *,
+    root_dir: Path,
+    data_dir: Path,
+    kernels: KernelFactory | None = None,
+    logger: logging.Logger | None = None,
+) -> Runtime:
+    """A runtime with every built-in tool (kernel tools run through ``kernels``) and skills.
+
+    Raises ``ValueError`` for settings that cannot be used (a malformed endpoint or rule) and
+    ``ImportError``/``TypeError`` for an extra tool that cannot be loaded.
+    """
+    config = settings.runtime_config(root_dir=root_dir, data_dir=data_dir)
+    tools = ToolRegistry(
+        builtin_tools() + kernel_tools() + [import_tool(s) for s in settings.extra_tools]
+    )
+    return Runtime(
+        store,
+        config,
+        models=ModelRegistry(demo_pace=config.demo_pace, endpoints=settings.endpoints),
+        tools=tools,
+        kernels=kernels,
+        logger=logger,
+    )
+
+
+def import_tool(spec: str) -> Tool:
+    """The :class:`Tool` named by ``'module:attribute'``."""
+    module_name, _, attribute = spec.partition(":")
+    value: Any = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(value, Tool):
+        raise TypeError(f"{spec} is not a neta_jupyter Tool")
+    return value

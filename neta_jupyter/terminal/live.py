@@ -1,0 +1,359 @@
+"""The live display of a run on a terminal (rich): what is done is printed, the rest redrawn.
+
+Finished things are printed once and stay in the scrollback: answer blocks as markdown (headings,
+lists, tables, highlighted code), reasoning collapsed to one dim line, one panel per tool call
+with its arguments (code as code) and output, notices. Below them a small live region is redrawn
+while the run streams: the answer's unfinished block, the reasoning as it comes (dimmed), cards
+of calls that run (with a spinner), progress bars of long operations and a status line with the
+step and the tokens used. The region never grows past the screen, so redrawing it stays exact.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from ..cli_render import AttachmentLocator
+from ..events import (
+    AgentEvent,
+    AgentStatusData,
+    AttachmentData,
+    ClarifyData,
+    CompactionData,
+    EventType,
+    MessageData,
+    PermissionAskData,
+    PermissionResolvedData,
+    ProcessData,
+    ReasoningData,
+    SessionData,
+    SkillData,
+    SupplementaryInputData,
+    TextData,
+    TokenUsageData,
+    ToolData,
+    ToolSideData,
+    decode_event,
+)
+from .text import clean, one_line, usage_text
+from .views import (
+    StatusLine,
+    Tail,
+    ToolCard,
+    Trimmed,
+    markdown,
+    output_view,
+    process_done,
+    process_row,
+    split_settled,
+)
+
+_ENDED = frozenset({"completed", "failed", "cancelled", "skipped"})
+_STATUS_STYLE = {"ERROR": "red", "WARN": "yellow"}
+
+
+class LiveRenderer:
+    """Draws a run on a terminal with rich; fed the same envelopes as the plain renderer."""
+
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        locate_attachment: AttachmentLocator | None = None,
+        console: Console | None = None,
+    ) -> None:
+        # markup/emoji/highlight off: nothing printed here is ever parsed for rich markup.
+        self.console = console or Console(
+            file=out, markup=False, emoji=False, highlight=False, soft_wrap=False
+        )
+        self._locate = locate_attachment or (lambda path: path)
+        self._live: Live | None = None
+        self._started = time.monotonic()
+        self._spinner = Spinner("dots", style="cyan")
+        self._answer = ""
+        self._answer_open = False
+        self._reasoning: str | None = None
+        self._cards: dict[str, ToolCard] = {}
+        self._asked: set[str] = set()
+        self._progress: dict[str, ProcessData] = {}
+        self._step: int | None = None
+        self._tokens = (0, 0)
+        self._printed = False
+
+    # --- the renderer interface
+
+    def feed(self, payload: str) -> AgentEvent | None:
+        """Show one envelope; the decoded event, or None for one this client ignores."""
+        event = decode_event(payload)
+        if event is None:
+            return None
+        if event.step is not None:
+            self._step = event.step
+        self.render(event)
+        if event.is_terminal:
+            self._stop()
+        else:
+            self._redraw()
+        return event
+
+    def flush(self) -> None:
+        """Push what was printed out (the live region redraws itself)."""
+        self.console.file.flush()
+
+    def notice(self, text: str) -> None:
+        """A message from the command itself."""
+        self._print(Text(clean(text), style="yellow"))
+
+    def prompt(self, text: str) -> None:
+        """A question at the bottom of the screen, with the live region put away."""
+        self._stop()
+        self.console.print(Text(clean(text), style="bold yellow"), end="")
+        self.console.file.flush()
+
+    def answered(self) -> None:
+        """The terminal echoed the answer and its newline."""
+
+    def close(self) -> None:
+        """Print the text still in progress and put the live region away."""
+        self._settle_thinking()
+        self._settle_answer()
+        self._stop()
+
+    # --- drawing
+
+    def _print(self, renderable: RenderableType, *, one_row: bool = False) -> None:
+        """Printed for good, above the live region (``one_row``: cut to the width, with …).
+
+        Callers change the state first: the live region is redrawn below from the state as it
+        is now, so it never repeats what was just printed.
+        """
+        if self._live is not None:
+            self._live.update(self._view())
+        if one_row:
+            self.console.print(renderable, no_wrap=True, overflow="ellipsis")
+        else:
+            self.console.print(renderable)
+        self._printed = True
+
+    def _stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()  # transient: the region is erased, what was printed stays
+            self._live = None
+
+    def _redraw(self) -> None:
+        view = self._view()
+        if self._live is None:
+            self._live = Live(
+                view,
+                console=self.console,
+                refresh_per_second=10,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start()
+        else:
+            self._live.update(view)
+
+    def _view(self) -> RenderableType:
+        """What is going on now, no taller than the screen."""
+        room = max(4, self.console.size.height - 2)
+        parts: list[RenderableType] = []
+        if self._reasoning:
+            parts.append(Tail(Text(self._reasoning, style="dim italic"), 3))
+        if self._answer.strip():
+            parts.append(markdown(self._answer))
+        parts += [card.live(max(3, room // 2)) for card in self._cards.values()]
+        if self._progress:
+            table = Table.grid(padding=(0, 1))
+            for data in self._progress.values():
+                process_row(table, data)
+            parts.append(table)
+        parts.append(self._status_line())
+        return Tail(Group(*parts), room)
+
+    def _status_line(self) -> StatusLine:
+        running = [c for c in self._cards.values() if c.phase == "running"]
+        if running:
+            activity = f"running {', '.join(clean(c.name) for c in running)}"
+        elif self._cards:
+            activity = "preparing a tool call"
+        elif self._reasoning is not None:
+            activity = "thinking"
+        elif self._answer_open:
+            activity = "writing"
+        else:
+            activity = "waiting for the model"
+        tokens_in, tokens_out = self._tokens
+        return StatusLine(activity, self._step, tokens_in, tokens_out, self._started, self._spinner)
+
+    # --- events
+
+    def render(self, event: AgentEvent) -> None:
+        """Dispatch on the body; bodies with nothing to show a person are skipped."""
+        kind = event.event_type
+        match event.data:
+            case TextData() as text:
+                self._text(kind, text)
+            case ReasoningData() as reasoning:
+                self._thinking(kind, reasoning)
+            case ToolData() as tool:
+                self._tool(kind, tool)
+            case ToolSideData() as side:
+                line = f"! {clean(side.tool_name or 'tool')}: "
+                self._print(Text(line + one_line(side.user_message or side.category), "yellow"))
+            case PermissionAskData() as ask:
+                self._ask(ask)
+            case PermissionResolvedData() as resolved:
+                self._resolved(resolved)
+            case MessageData() as message:
+                self._message(kind, message)
+            case ProcessData() as process:
+                self._process(process)
+            case TokenUsageData() as usage:
+                tokens_in, tokens_out = self._tokens
+                self._tokens = (tokens_in + usage.input_tokens, tokens_out + usage.output_tokens)
+            case _:
+                self._aside(kind, event)
+
+    def _aside(self, kind: EventType, event: AgentEvent) -> None:
+        """One line for the events that only need mentioning."""
+        match event.data:
+            case SessionData() as session:
+                text = f"● run {event.request_id} · session {session.session_id}"
+                self._print(Text(text, style="dim"))
+            case AgentStatusData() as status:
+                text = f"[{status.level}] {one_line(status.message or status.code)}"
+                self._print(Text(text, style=_STATUS_STYLE.get(status.level, "dim")))
+            case AttachmentData() as attached:
+                verb = "sent" if kind == EventType.ATTACHMENT_SENT else attached.change_type.lower()
+                where = clean(self._locate(attached.virtual_path))
+                text = f"📎 {clean(attached.file_name)} ({attached.file_size} bytes, {verb}) → "
+                self._print(Text(text + where))
+            case SupplementaryInputData() as supplied:
+                self._print(Text(f"↳ input delivered: {one_line(supplied.content)}", "dim"))
+            case SkillData() as skill:
+                verb = kind.removeprefix("SKILL_").lower()
+                self._print(Text(f"◦ skill {clean(skill.skill_name)}: {verb}", style="dim"))
+            case CompactionData():
+                verb = kind.removeprefix("COMPACTION_").lower()
+                self._print(Text(f"◦ context compaction: {verb}", style="dim"))
+            case ClarifyData():
+                pass  # the question is put at the prompt, with its options
+
+    def _text(self, kind: EventType, data: TextData) -> None:
+        if kind == EventType.TEXT_START:
+            self._settle_thinking()
+            self._answer_open = True
+        self._answer += clean(data.text)
+        settled, self._answer = split_settled(self._answer)
+        self._print_block(settled)
+        if kind == EventType.TEXT_END:
+            self._settle_answer()
+
+    def _print_block(self, block: str) -> None:
+        """Finished markdown blocks, one blank line apart like blocks of one document."""
+        if block.strip():
+            if self._printed:
+                self._print(Text(""))
+            self._print(Trimmed(markdown(block)))
+
+    def _settle_answer(self) -> None:
+        rest, self._answer, self._answer_open = self._answer, "", False
+        self._print_block(rest)
+
+    def _thinking(self, kind: EventType, data: ReasoningData) -> None:
+        self._reasoning = (self._reasoning or "") + clean(data.text)
+        if kind == EventType.REASONING_END:
+            self._settle_thinking()
+
+    def _settle_thinking(self) -> None:
+        """Reasoning collapses to one dim line once it is done."""
+        reasoning, self._reasoning = self._reasoning, None
+        if reasoning is not None and reasoning.strip():
+            line = Text(f"thinking: {one_line(reasoning, 2000)}", style="dim italic")
+            self._print(line, one_row=True)
+
+    def _card(self, data: ToolData) -> ToolCard:
+        card = self._cards.get(data.tool_call_id)
+        if card is None:
+            card = self._cards[data.tool_call_id] = ToolCard(data.tool_call_id)
+            card.arguments_shown = data.tool_call_id in self._asked
+        if data.tool_name:
+            card.name = data.tool_name
+        return card
+
+    def _tool(self, kind: EventType, data: ToolData) -> None:
+        self._settle_thinking()
+        card = self._card(data)
+        if kind == EventType.TOOL_CALL_GENERATING:
+            card.arguments += data.arguments or ""
+        elif kind == EventType.TOOL_START:
+            card.arguments = data.arguments or card.arguments
+            card.phase = "running"
+        elif kind == EventType.TOOL_RUNNING:
+            card.phase, card.title = "running", data.title or card.title
+        elif kind in (EventType.TOOL_COMPLETED, EventType.TOOL_FAILED):
+            del self._cards[data.tool_call_id]
+            ok = kind == EventType.TOOL_COMPLETED
+            extras = [f"image: {self._locate(path)}" for path in data.images or []]
+            if data.truncated and data.output_ref:
+                extras.append(f"full output: {self._locate(data.output_ref)}")
+            output = output_view(data.output if ok else None, extras)
+            error = None if ok else (data.error_message or "failed")
+            self._print(card.finished(ok=ok, ms=data.duration_ms, output=output, error=error))
+
+    def _ask(self, ask: PermissionAskData) -> None:
+        card = self._cards.pop(ask.tool_call_id, None) or ToolCard(ask.tool_call_id)
+        card.name, card.arguments = ask.tool_name, ask.arguments
+        self._asked.add(ask.tool_call_id)
+        self._print(card.asking(ask.rule_description))
+
+    def _resolved(self, data: PermissionResolvedData) -> None:
+        if data.approved:
+            always = " (always, for this session)" if data.resolve_type == "always" else ""
+            self._print(Text(f"  approved{always}", style="green"))
+        else:
+            self._print(Text("  denied", style="red"))
+
+    def _process(self, data: ProcessData) -> None:
+        if data.status in _ENDED:
+            self._progress.pop(data.operation_id, None)
+            self._print(process_done(data))
+        else:
+            self._progress[data.operation_id] = data
+
+    def _message(self, kind: EventType, data: MessageData) -> None:
+        self._settle_thinking()
+        self._settle_answer()
+        if kind != EventType.MESSAGE_SUSPENDED:
+            self._settle_cards()
+        usage = usage_text(data.usage)
+        if kind == EventType.MESSAGE_COMPLETED:
+            extra = f": {one_line(data.finish_message)}" if data.finish_message else ""
+            line = Text("■ completed", style="bold green")
+            line.append(f" ({data.finish_reason or 'STOP'}{extra}){usage}", style="dim")
+        elif kind == EventType.MESSAGE_FAILED:
+            hint = " (recoverable: retry it from the last step)" if data.recoverable else ""
+            message = one_line(data.error_message or "the run failed")
+            line = Text(f"✗ run failed [{data.error_code or 'ERROR'}]: {message}{hint}", "red")
+            line.append(usage, style="dim")
+        else:
+            suspend = data.suspend_reason
+            why = suspend.type if suspend else "UNKNOWN"
+            text = f": {one_line(suspend.message)}" if suspend and suspend.message else ""
+            line = Text(f"⏸ waiting ({why}){text}", style="yellow")
+        self._print(line)
+
+    def _settle_cards(self) -> None:
+        """The run ended: calls still open did not finish (the runtime normally closes them)."""
+        cards, self._cards = list(self._cards.values()), {}
+        self._progress.clear()
+        for card in cards:
+            self._print(card.finished(ok=False, ms=None, output=None, error="did not finish"))

@@ -1,0 +1,62 @@
+"""Text from the run, made safe and short for a terminal.
+
+Everything a run shows comes from models, files and tools, so it is hostile: an escape sequence
+in it could retitle the terminal, move the cursor, recolour or hide what follows. :func:`clean`
+removes whole sequences (CSI, OSC, DCS and other ESC sequences, their 8-bit forms) and every
+other control character but newline and tab, before anything reaches the screen.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..events import Usage
+
+_SEQUENCES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: cursor moves, colours, erasing
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC, DCS…
+    r"|\x1b[ -/]*[0-~]"  # the other escape sequences (charset switches, resets, …)
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+PREVIEW_WIDTH = 160
+
+
+def clean(text: str) -> str:
+    """``text`` without escape sequences and control characters other than newline and tab."""
+    return _CONTROL.sub("", _SEQUENCES.sub("", text))
+
+
+def one_line(text: str, width: int = PREVIEW_WIDTH) -> str:
+    """``text`` on one line, cut to ``width`` characters."""
+    flat = " ".join(clean(text).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def compact_arguments(arguments: str | None) -> str:
+    """Tool arguments as compact one-line JSON (as received when they are not JSON)."""
+    if not arguments:
+        return "{}"
+    try:
+        text = json.dumps(json.loads(arguments), ensure_ascii=False, separators=(", ", ": "))
+    except ValueError:
+        text = arguments
+    return one_line(text)
+
+
+def duration(ms: int | None) -> str:
+    """`` (340 ms)`` or `` (1.5 s)``; empty when unknown."""
+    if ms is None:
+        return ""
+    return f" ({ms} ms)" if ms < 1000 else f" ({ms / 1000:.1f} s)"
+
+
+def usage_text(usage: Usage | None) -> str:
+    """`` · tokens: 10 in, 5 out, 15 total``; empty without usage."""
+    if usage is None or not usage.total_tokens:
+        return ""
+    cached = f", {usage.cached_tokens} cached" if usage.cached_tokens else ""
+    return (
+        f" · tokens: {usage.prompt_tokens} in{cached}, {usage.completion_tokens} out,"
+        f" {usage.total_tokens} total"
+    )
