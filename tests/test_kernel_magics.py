@@ -148,6 +148,32 @@ async def test_cell_magic_and_new_sessions(tmp_path: Path) -> None:
             await k.run("%%neta --model demo stray words\nprompt")
 
 
+async def test_new_twice_in_one_second_gives_two_sessions(tmp_path: Path) -> None:
+    script = tmp_path / "ask.json"
+    call = {"toolCalls": [{"name": "python", "arguments": {"code": "1 + 1"}}]}
+    script.write_text(json.dumps({"turns": [call, call]}))
+    async with kernel(tmp_path, {"NETA_DEMO_PACE": "0"}) as k:
+        await k.run("%load_ext neta_jupyter\n%neta hello")
+        await k.run(LAST + "await _last.wait(30)", timeout=40)
+        # As "Run All" does: two cells with --new, well within one second.
+        await k.run(
+            f"%neta --new --model scripted:{script} first\n"
+            f"%neta --new --model scripted:{script} second"
+        )
+        runs = await k.json(
+            "import asyncio, json\nfrom neta_jupyter.kernel import current_context as _cc\n"
+            "for _ in range(400):\n"
+            "    if all(h.at_rest for h in _cc().launched): break\n"
+            "    await asyncio.sleep(0.05)\n"
+            "print(json.dumps([[h.options.session, h.status, h.error] for h in _cc().launched[1:]]))",
+            timeout=40,
+        )
+    (first, first_status, first_error), (second, second_status, _) = runs
+    assert first != second, "each --new is a conversation of its own"
+    assert first.startswith("default @ ") and second.startswith("default @ ")
+    assert (first_status, second_status) == ("suspended", "suspended"), first_error
+
+
 async def test_subcommands(tmp_path: Path) -> None:
     async with kernel(tmp_path, {"NETA_DEMO_PACE": "0"}) as k:
         await k.run("%load_ext neta_jupyter")

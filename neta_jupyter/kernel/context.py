@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +82,9 @@ class KernelContext:
     def new_session(self) -> str:
         """Start a fresh conversation; it becomes the current one."""
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        self.session_override = f"{notebook_session(self.shell.user_ns)} @ {stamp}"
+        # The stamp is for people; the suffix keeps two made within one second apart.
+        unique = secrets.token_hex(3)
+        self.session_override = f"{notebook_session(self.shell.user_ns)} @ {stamp} #{unique}"
         return self.session_override
 
     def remember(self, handle: RunHandle) -> None:
