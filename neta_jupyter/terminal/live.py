@@ -134,7 +134,7 @@ class LiveRenderer:
         is now, so it never repeats what was just printed.
         """
         if self._live is not None:
-            self._live.update(self._view())
+            self._live.update(self.view())
         if one_row:
             self.console.print(renderable, no_wrap=True, overflow="ellipsis")
         else:
@@ -147,7 +147,7 @@ class LiveRenderer:
             self._live = None
 
     def _redraw(self) -> None:
-        view = self._view()
+        view = self.view()
         if self._live is None:
             self._live = Live(
                 view,
@@ -161,7 +161,7 @@ class LiveRenderer:
         else:
             self._live.update(view)
 
-    def _view(self) -> RenderableType:
+    def view(self) -> RenderableType:
         """What is going on now, no taller than the screen."""
         room = max(4, self.console.size.height - 2)
         parts: list[RenderableType] = []
