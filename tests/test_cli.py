@@ -117,12 +117,17 @@ def test_always_allow_is_remembered_in_the_named_session(workdir: Path) -> None:
 
 def test_max_steps_and_full_output_attachment(workdir: Path) -> None:
     (workdir / "root" / "big.txt").write_text("".join(f"row {i} {'x' * 60}\n" for i in range(600)))
-    done = cli("run", *embedded(workdir, "read big.txt", "--yes", "--max-steps", "1"))
+    # More than one event carries: read_file shows 10,000 bytes unless asked for more.
+    read_all = {"name": "read_file", "arguments": {"path": "big.txt", "max_bytes": 100_000}}
+    model = script(workdir, {"turns": [{"toolCalls": [read_all]}]})
+    done = cli(
+        "run", *embedded(workdir, "read big.txt", "--model", model, "--yes", "--max-steps", "1")
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "■ completed (MAX_STEPS" in done.stdout
     saved = next(line for line in done.stdout.splitlines() if "full output: " in line)
     path = Path(saved.split("full output: ", 1)[1])
-    assert path.is_file() and path.read_text().startswith("row 0 ")
+    assert path.is_file() and path.read_text().startswith("Contents of big.txt (600 lines")
     assert f"📎 {path.name}" in done.stdout
 
 

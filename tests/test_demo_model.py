@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,9 @@ from neta_jupyter.providers.base import (
     UsagePart,
 )
 from neta_jupyter.providers.demo import DemoModel
+from neta_jupyter.runtime import Runtime, RuntimeConfig
+from neta_jupyter.store import Store
+from neta_jupyter.tools.files import DEFAULT_READ_BYTES
 
 ALL_TOOLS = ("list_files", "read_file", "list_variables", "inspect_variable", "python")
 LISTING = "notes/\nREADME.md\t88 bytes\ndata.csv\t1234 bytes\nphoto.png\t20480 bytes"
@@ -381,3 +385,38 @@ async def test_profiling_prompt_runs_the_skill_and_reports_it() -> None:
     answer = await chat.answer()
     assert "# Profile of sales.csv" in answer and "120 rows" in answer
     assert "process log" not in answer
+
+
+async def test_a_summary_of_a_long_file_gives_its_totals_not_the_part_read(tmp_path: Path) -> None:
+    """Asked to summarise the README, the demo once said it had the lines it was shown."""
+    readme = (Path(__file__).parent.parent / "README.md").read_bytes()
+    assert len(readme) > DEFAULT_READ_BYTES, "the README is longer than one read"
+    (tmp_path / "README.md").write_bytes(readme)
+    store = Store(tmp_path / "db")
+    runtime = Runtime(store, RuntimeConfig(root_dir=tmp_path, data_dir=tmp_path, demo_pace=0.0))
+    try:
+        run = await runtime.start("owner", "summarise README.md", model="demo")
+        await runtime.wait(run.request_id)
+        events = [json.loads(e.payload) for e in store.events.read_after(run.request_id, -1)]
+    finally:
+        store.close()
+    answer = "".join(e["data"]["text"] for e in events if e["eventType"] == "TEXT_DELTA")
+    lines = readme.count(b"\n") + (not readme.endswith(b"\n"))
+    assert f"`README.md` has {lines:,} lines ({len(readme):,} bytes)." in answer
+    assert "- I read lines 1 to " in answer
+
+
+async def test_a_partial_read_is_reported_with_the_file_totals() -> None:
+    chat = Conversation("summarise notes.txt")
+    call = await chat.call()
+    assert call.name == "read_file"
+    chat.reply(
+        call,
+        "Only lines 1-3 of notes.txt, which has 9,120 lines (401,554 bytes) in all. Lines "
+        "4-9120 are not shown: read on with read_file offset=4 (and limit for fewer lines):\n"
+        "alpha\nbeta\ngamma\n",
+    )
+    answer = await chat.answer()
+    assert "`notes.txt` has 9,120 lines (401,554 bytes)." in answer
+    assert "- I read lines 1 to 3 of it" in answer
+    assert "```text\nalpha\nbeta\ngamma\n```" in answer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,14 @@ from neta_jupyter.providers import ModelRegistry
 from neta_jupyter.providers.anthropic import AnthropicModel
 from neta_jupyter.runtime import Runtime, RuntimeConfig
 from neta_jupyter.store import Store
-from tests.provider_server import ProviderServer, Reply, guarded_client, serve
+from tests.provider_server import (
+    ProviderServer,
+    Received,
+    Reply,
+    guarded_client,
+    openai_stream,
+    serve,
+)
 
 KEY = "sk-test-e2e-77c1d0a9SECRET"
 FILE_NAME = 'café "v2".txt'
@@ -217,3 +225,41 @@ async def test_invalid_request_fails_the_run_without_the_key(
     assert failed["data"]["errorCode"] == "LLM_INVALID_REQUEST"
     assert failed["data"]["recoverable"] is False
     assert "Invalid value for 'model'" in failed["data"]["errorMessage"]
+
+
+async def test_a_file_read_in_parts_says_so_and_the_model_reads_on(
+    tmp_path: Path, server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    """A model takes what it sees for the whole file unless the result says it is a part."""
+    rows = [f"{n},item {n},{n * 3}.50" for n in range(1, 2001)]
+    text = "n,item,price\n" + "\n".join(rows) + "\n"
+    registry = ModelRegistry(
+        http_client=client, environ={}, endpoints={"local": {"base_url": f"{server.url}/v1"}}
+    )
+
+    def follows_the_hint(received: Received) -> Reply:
+        results = [m["content"] for m in received.json["messages"] if m["role"] == "tool"]
+        if len(results) == 2:
+            return Reply(body=openai_stream(text=["The file has 2,001 lines."]))
+        offset = re.search(r"offset=(\d+)", results[-1]) if results else None
+        args = {"path": "sales.csv"} | ({"offset": int(offset[1])} if offset else {})
+        calls = [(f"call_{len(results)}", "read_file", [json.dumps(args)])]
+        return Reply(body=openai_stream(calls=calls))
+
+    server.rules.append(follows_the_hint)
+    (tmp_path / "sales.csv").write_text(text)
+    await run_through_runtime(tmp_path, registry, "local:qwen")
+    first, second = [
+        m["content"] for m in server.requests[2].json["messages"] if m["role"] == "tool"
+    ]
+    head, body = first.split("\n", 1)
+    shown = len(body.splitlines())
+    assert head == (
+        f"Only lines 1-{shown} of sales.csv, which has 2,001 lines ({len(text):,} bytes) in all. "
+        f"Lines {shown + 1}-2001 are not shown: read on with read_file offset={shown + 1} "
+        "(and limit for fewer lines):"
+    )
+    head, rest = second.split("\n", 1)
+    assert head.startswith(f"Only lines {shown + 1}-")
+    assert text.startswith(body + rest), "the second part goes on where the first stopped"
+    assert "trimmed" not in first + second, "each part reaches the model whole"

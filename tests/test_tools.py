@@ -30,7 +30,8 @@ def test_schema_is_derived_from_type_hints() -> None:
 async def test_read_and_list_inside_the_root(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.txt").write_text("hello")
-    assert await read_file.run('{"path": "sub/a.txt"}', ctx(tmp_path)) == read_file_result("hello")
+    read = await read_file.run('{"path": "sub/a.txt"}', ctx(tmp_path))
+    assert read == read_file_result("Contents of sub/a.txt (1 line, 5 bytes):\nhello")
     listing = (await list_files.run("{}", ctx(tmp_path))).output
     assert listing.splitlines() == ["sub/"]
 
@@ -52,6 +53,41 @@ async def test_paths_escaping_the_root_are_refused(tmp_path: Path, path: str) ->
     (tmp_path / "x.txt").write_text("secret")
     with pytest.raises(ToolError, match="outside the notebook root"):
         await read_file.run(f'{{"path": "{path}"}}', ctx(root))
+
+
+async def test_a_long_file_is_read_in_parts_that_say_what_they_are(tmp_path: Path) -> None:
+    lines = [f"row {n}: " + "x" * 60 for n in range(1, 1001)]
+    (tmp_path / "long.txt").write_text("\n".join(lines) + "\n")
+    size = (tmp_path / "long.txt").stat().st_size
+    first = (await read_file.run('{"path": "long.txt"}', ctx(tmp_path))).output
+    header, body = first.split("\n", 1)
+    shown = body.splitlines()
+    assert 100 < len(shown) < 1000 and shown == lines[: len(shown)]
+    assert header == (
+        f"Only lines 1-{len(shown)} of long.txt, which has 1,000 lines ({size:,} bytes) in all. "
+        f"Lines {len(shown) + 1}-1000 are not shown: read on with read_file "
+        f"offset={len(shown) + 1} (and limit for fewer lines):"
+    )
+    part = await read_file.run('{"path": "long.txt", "offset": 500, "limit": 3}', ctx(tmp_path))
+    header, body = part.output.split("\n", 1)
+    assert header.startswith("Only lines 500-502 of long.txt, which has 1,000 lines")
+    assert "Lines 1-499 and 503-1000 are not shown" in header and "offset=503" in header
+    assert body.splitlines() == lines[499:502]
+    end = (await read_file.run('{"path": "long.txt", "offset": 999}', ctx(tmp_path))).output
+    assert end.splitlines()[1:] == lines[998:]
+    assert "read on" not in end.splitlines()[0]
+    with pytest.raises(ToolError, match="offset 1001 is past the end of the file"):
+        await read_file.run('{"path": "long.txt", "offset": 1001}', ctx(tmp_path))
+
+
+async def test_a_line_longer_than_one_read_is_cut_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / "min.json").write_text('{"a": "' + "y" * 30_000 + '"}')
+    header = (await read_file.run('{"path": "min.json"}', ctx(tmp_path))).output.split("\n")[0]
+    assert header.startswith("Only line 1 of min.json, which has 1 line (30,009 bytes) in all")
+    assert "line 1 is cut after 10,000 bytes" in header
+    (tmp_path / "empty.txt").write_text("")
+    empty = (await read_file.run('{"path": "empty.txt"}', ctx(tmp_path))).output
+    assert empty == "empty.txt is empty (0 bytes)."
 
 
 async def test_bad_arguments_are_clear_tool_errors(tmp_path: Path) -> None:

@@ -57,6 +57,11 @@ _COLUMN_LINE = re.compile(  # "price: float64, 5 missing", "price (float64)", "p
 _COUNT_LINE = re.compile(r"^[-*\s]*`?(?P<name>[^\s`:]+)`?\s*[:=]?\s+(?P<count>\d+)\s*$")
 _MISSING_COUNT = re.compile(r"(\d+)\s*(?:missing|nulls?|nans?)\b|(?:missing|nulls?|nans?)\W*(\d+)")
 _SHAPE = re.compile(r"\((\d+),\s*(\d+)\)|(\d+)\s*rows?\D{1,12}?(\d+)\s*col", re.I)
+# The first line of a read_file result: "Contents of a.txt (2 lines, 49 bytes):", "Only lines
+# 1-185 of README.md, which has 353 lines (22,613 bytes) in all. …:", "a.txt is empty (0 bytes)."
+_READ_HEADER = re.compile(r"^(?:Contents of |Only lines? \d).*:$|^.+ is empty \(0 bytes\)\.$")
+_READ_TOTALS = re.compile(r"([\d,]+) lines?(?: or more)?(?:, | \()([\d,]+) bytes?")
+_READ_SPAN = re.compile(r"^Only lines? (\d+)(?:-(\d+))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,28 @@ class _Turn:
         # A failed or denied call counts too: the demo model never retries.
         same = (d for d in self.done if d.name == call.name)
         return any(d.name != "read_file" or d.args == call.args for d in same)
+
+
+@dataclass(frozen=True, slots=True)
+class _FileRead:
+    """A read_file result: the text shown, and the file's totals (not the shown part's)."""
+
+    body: str
+    lines: int
+    size: int
+    span: tuple[int, int] | None = None
+    """(first, last) line shown when only part of the file was."""
+
+    @classmethod
+    def of(cls, output: str) -> _FileRead:
+        header, _, rest = output.partition("\n")
+        if not _READ_HEADER.match(header):
+            return cls(output, len(output.splitlines()), len(output.encode()))
+        totals = _READ_TOTALS.search(header)
+        lines, size = (int(g.replace(",", "")) for g in totals.groups()) if totals else (0, 0)
+        span = _READ_SPAN.match(header)
+        first = int(span[1]) if span else 0
+        return cls(rest, lines, size, (first, int(span[2] or first)) if span else None)
 
 
 @dataclass(slots=True)
@@ -314,7 +341,11 @@ def _frame_source(turn: _Turn) -> tuple[str, list[str], _Frame | None] | None:
         stem, _, ext = path.rpartition("/")[2].rpartition(".")
         if ext.lower() in ("csv", "tsv"):
             var = re.sub(r"\W", "_", stem).strip("_").lower() + "_df"
-            read = [d.output for d in turn.results("read_file") if d.args.get("path") == path]
+            read = [
+                _FileRead.of(d.output).body
+                for d in turn.results("read_file")
+                if d.args.get("path") == path
+            ]
             header = re.split(r"[,\t;]", (read[0].splitlines() or [""])[0]) if read else []
             sep = ', sep="\\t"' if ext.lower() == "tsv" else ""
             load = ["import pandas as pd", "", f"{var} = pd.read_csv({json.dumps(path)}{sep})"]
@@ -485,7 +516,7 @@ def _fenced(text: str, language: str = "text", limit: int = 15) -> list[str]:
 
 def _facts(done: _Done) -> list[str]:
     """Bullet points with what one successful call returned."""
-    lines, alone = done.output.splitlines(), _Turn("", (), (done,))
+    alone = _Turn("", (), (done,))
     match done.name:
         case "list_files":
             entries = _entries(alone)
@@ -496,14 +527,7 @@ def _facts(done: _Done) -> list[str]:
                 out.append(f"  - `{name}`" + (f", {_plural(size, 'byte')}" if size else ""))
             return out + ([f"  - \u2026and {len(entries) - 10} more"] if len(entries) > 10 else [])
         case "read_file":
-            path = str(done.args.get("path"))
-            out = [
-                f"- `{path}` has {_plural(len(lines), 'line')}, {len(done.output):,} characters."
-            ]
-            if path.lower().endswith((".csv", ".tsv")) and lines:
-                header = ", ".join(f"`{c.strip()}`" for c in re.split(r"[,\t;]", lines[0]))
-                out.append(f"- A table of {_plural(len(lines) - 1, 'row')}; columns: {header}.")
-            return [*out, "", f"The first lines of `{path}`:", *_fenced(done.output, limit=5)]
+            return _read_facts(str(done.args.get("path")), _FileRead.of(done.output))
         case "list_variables":
             found = list(_variables(alone).items())
             listed = ", ".join(f"`{n}` ({kind})" if kind else f"`{n}`" for n, kind in found[:8])
@@ -521,6 +545,20 @@ def _facts(done: _Done) -> list[str]:
             return ["- The skill reported:", "", *report[:60]]
         case _:
             return [f"- `{done.name}` returned:", *_fenced(done.output, limit=8)]
+
+
+def _read_facts(path: str, read: _FileRead) -> list[str]:
+    """The file's totals, whatever part of it was shown, then its first lines."""
+    size = f"{_plural(read.lines, 'line')} ({_plural(read.size, 'byte')})"
+    out = [f"- `{path}` has {size}."]
+    if read.span is not None:
+        first, last = read.span
+        out.append(f"- I read lines {first:,} to {last:,} of it; the rest is longer than one read.")
+    lines = read.body.splitlines()
+    if path.lower().endswith((".csv", ".tsv")) and lines:
+        header = ", ".join(f"`{c.strip()}`" for c in re.split(r"[,\t;]", lines[0]))
+        out.append(f"- A table of {_plural(read.lines - 1, 'row')}; columns: {header}.")
+    return [*out, "", f"The first lines of `{path}`:", *_fenced(read.body, limit=5)]
 
 
 def _inspect_facts(done: _Done) -> list[str]:

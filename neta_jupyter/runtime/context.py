@@ -75,11 +75,22 @@ def system_prompt(
 
 
 def trimmed(text: str, limit: int = MAX_TOOL_OUTPUT_CHARS) -> str:
-    """Head and tail of a huge tool output, with a note of what was left out."""
+    """Head and tail of a huge tool output, with a note of what was left out.
+
+    The note says how large the whole is: a model counting what it sees must not take the part
+    for the whole.
+    """
     if len(text) <= limit:
         return text
     head, tail = text[: limit * 3 // 4], text[-limit // 4 :]
-    return f"{head}\n… [{len(text) - len(head) - len(tail)} characters trimmed] …\n{tail}"
+    lines = text.count("\n") + 1
+    note = (
+        f"{len(text) - len(head) - len(tail):,} characters trimmed: the whole output has "
+        f"{len(text):,} characters in {lines:,} lines, of which only the first {len(head):,} and "
+        f"the last {len(tail):,} characters are shown here; ask for less at a time to see the "
+        "rest (a file: read_file with offset and limit)"
+    )
+    return f"{head}\n… [{note}] …\n{tail}"
 
 
 def messages(path: list[Entry]) -> list[Message]:

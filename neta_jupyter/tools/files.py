@@ -13,6 +13,7 @@ import os
 import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -21,6 +22,10 @@ from pydantic import Field
 from .registry import ToolContext, ToolError, tool
 
 MAX_READ_BYTES = 200_000
+DEFAULT_READ_BYTES = 10_000
+"""Bytes one read shows unless asked for more: small enough to reach the model whole."""
+MAX_SCAN_BYTES = 16 * 1024 * 1024
+"""Bytes read to count a file's lines; a larger file's count says "or more"."""
 MAX_LIST_ENTRIES = 500
 FILE_TOOL_TIMEOUT = 10.0
 """Seconds a file tool may wait for the file system before it gives up (a hung network mount)."""
@@ -116,17 +121,118 @@ def _missing(root: Path, path: str, exc: OSError) -> ToolError:
 async def read_file(
     ctx: ToolContext,
     path: Annotated[str, Field(description="file path relative to the notebook root")],
-    max_bytes: Annotated[int, Field(ge=1, le=MAX_READ_BYTES)] = 50_000,
+    offset: Annotated[int, Field(ge=1, description="first line to show (1 is the start)")] = 1,
+    limit: Annotated[
+        int | None, Field(ge=1, description="how many lines to show (default: as many as fit)")
+    ] = None,
+    max_bytes: Annotated[
+        int, Field(ge=1, le=MAX_READ_BYTES, description="most bytes of the file to show")
+    ] = DEFAULT_READ_BYTES,
 ) -> str:
-    """Read a text file under the notebook root (the first max_bytes bytes)."""
+    """Read a text file under the notebook root (notes, CSV, code, Markdown, JSON).
+
+    The first line of the result says what is shown: the whole file, or which of its lines,
+    with the file's total lines and bytes. A long file comes in parts: read the rest with
+    offset (the first line to show) and limit (how many lines).
+    """
     ctx.report(f"Reading {path}")
-    data = await _off_loop(lambda: _read_regular(ctx.root_dir, path, max_bytes + 1), path)
+
+    def read() -> tuple[bytes, int]:
+        data = _read_regular(ctx.root_dir, path, MAX_SCAN_BYTES + 1)
+        if len(data) <= MAX_SCAN_BYTES:
+            return data, len(data)
+        return data[:MAX_SCAN_BYTES], os.stat(resolve_inside(ctx.root_dir, path)).st_size
+
+    data, size = await _off_loop(read, path)
     if b"\x00" in data[:4096]:
         raise ToolError(f"{path} looks like a binary file")
-    text = data[:max_bytes].decode("utf-8", errors="replace")
-    if len(data) > max_bytes:
-        text += f"\n… [truncated after {max_bytes} bytes]"
-    return text
+    window = FileWindow.of(data, size, offset, limit, max_bytes)
+    return f"{window.header(path)}\n{window.text}" if window.text else window.header(path)
+
+
+@dataclass(frozen=True, slots=True)
+class FileWindow:
+    """The lines of a file one read shows, and what the file holds in all."""
+
+    text: str
+    first: int
+    """Number of the first line shown (1-based)."""
+    last: int
+    """Number of the last line shown; ``first - 1`` when none is."""
+    total_lines: int
+    total_bytes: int
+    cut: bool = False
+    """The last line shown is cut short (a single line longer than the byte limit)."""
+    counted: bool = True
+    """False when the file is over :data:`MAX_SCAN_BYTES`: lines past that are not counted."""
+
+    @classmethod
+    def of(
+        cls, data: bytes, size: int, offset: int, limit: int | None, max_bytes: int
+    ) -> FileWindow:
+        """Lines ``offset`` … of ``data`` (the file's first bytes), at most ``max_bytes``."""
+        lines = data.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()  # the newline ends the last line; it does not start another
+        if offset > max(len(lines), 1):
+            raise ToolError(
+                f"offset {offset} is past the end of the file, which has {len(lines)} lines"
+            )
+        chosen = lines[offset - 1 : offset - 1 + limit if limit else None]
+        shown: list[bytes] = []
+        used = 0
+        for line in chosen:
+            if used + len(line) + 1 > max_bytes:
+                break
+            shown.append(line)
+            used += len(line) + 1
+        cut = not shown and bool(chosen)
+        if cut:
+            shown = [chosen[0][:max_bytes]]
+        last = offset + len(shown) - 1
+        ended = not cut and (last < len(lines) or data.endswith(b"\n"))
+        text = (b"\n".join(shown) + (b"\n" if shown and ended else b"")).decode(errors="replace")
+        return cls(
+            text=text,
+            first=offset,
+            last=last,
+            total_lines=len(lines),
+            total_bytes=size,
+            cut=cut,
+            counted=size <= len(data),
+        )
+
+    def header(self, path: str) -> str:
+        """What the text is, in one line: the model must not take a part for the whole."""
+        lines = _count(self.total_lines, "line") + ("" if self.counted else " or more")
+        size = _count(self.total_bytes, "byte")
+        if self.total_bytes == 0:
+            return f"{path} is empty (0 bytes)."
+        if self.first == 1 and self.last == self.total_lines and self.counted and not self.cut:
+            return f"Contents of {path} ({lines}, {size}):"
+        span = (
+            f"line {self.first}" if self.last <= self.first else f"lines {self.first}-{self.last}"
+        )
+        out = f"Only {span} of {path}, which has {lines} ({size}) in all"
+        if self.cut:
+            out += (
+                f"; line {self.last} is cut after {len(self.text.encode()):,} bytes (max_bytes "
+                f"shows up to {MAX_READ_BYTES:,})"
+            )
+        hidden = []
+        if self.first > 1:
+            hidden.append(f"1-{self.first - 1}")
+        if self.last < self.total_lines or not self.counted:
+            hidden.append(f"{self.last + 1}-{self.total_lines if self.counted else 'end'}")
+        if hidden:
+            out += f". Lines {' and '.join(hidden)} are not shown"
+        if self.last < self.total_lines or not self.counted:
+            out += f": read on with read_file offset={self.last + 1} (and limit for fewer lines)"
+        return out + ":"
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number:,} {word}" + ("" if number == 1 else "s")
 
 
 def _entry_line(entry: os.DirEntry[str], base: Path) -> str:
