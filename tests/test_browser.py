@@ -184,3 +184,60 @@ def test_twenty_thousand_deltas_at_2000_per_second(
     assert text.split() == [d.strip() for d in deltas], page.inner_text("[data-testid=neta-run]")[
         :500
     ]
+
+
+def test_run_all_answers_from_the_prompts_variables_while_a_long_cell_runs(
+    lab: ServerProcess, browser: Any
+) -> None:
+    release = lab.root / "release.flag"
+    write_notebook(
+        lab.root / "runall.ipynb",
+        "%load_ext neta_jupyter\nimport pandas as pd\n"
+        "sales = pd.DataFrame({'units': [3, 5, 7], 'price': [2.0, 4.0, 6.0]})",
+        "%neta which variables do I have? use python to describe sales",
+        # A long computation; the test ends it once it has seen what happens meanwhile, so a slow
+        # machine cannot let it finish first (a minute at most).
+        "import os, time\nfor _ in range(600):\n    if os.path.exists('release.flag'):\n"
+        "        break\n    time.sleep(0.1)\nprint('long cell done')",
+    )
+    lab.start()
+    page = open_notebook(browser, lab, "runall.ipynb")
+    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+
+    # The agent sees the variables the prompt's cell saw, although the long cell holds the kernel.
+    listing = page.locator("[data-testid=neta-tool-card][data-tool-name=list_variables]")
+    listing.wait_for(timeout=90_000)
+    page.wait_for_function(
+        "document.querySelector('[data-testid=neta-tool-card][data-tool-name=list_variables]')"
+        ".dataset.status === 'completed'",
+        timeout=60_000,
+    )
+    shown = listing.inner_text()
+    assert "as of when the prompt ran" in shown and "sales: DataFrame (3, 2)" in shown, shown
+
+    # python asks for permission while the long cell runs; the click goes to the server.
+    page.wait_for_selector("[data-testid=neta-permission]:visible", timeout=60_000)
+    assert "python" in page.inner_text("[data-testid=neta-permission]")
+    assert "long cell done" not in sleep_output(page), "the long cell must still be running"
+    page.click("[data-testid=neta-approve]")
+    python_card = page.locator("[data-testid=neta-tool-card][data-tool-name=python]")
+    page.wait_for_function(
+        "(document.querySelector('[data-testid=neta-tool-card][data-tool-name=python]')"
+        "?.innerText || '').includes('Waiting for the kernel: a cell is running')",
+        timeout=60_000,
+    )
+    shot(page, "browser-run-all-waiting")
+    assert "long cell done" not in sleep_output(page)
+
+    release.touch()
+    page.wait_for_function(
+        "document.querySelector('[data-testid=neta-run]').dataset.status === 'completed'",
+        timeout=120_000,
+    )
+    assert "long cell done" in sleep_output(page)
+    assert python_card.get_attribute("data-status") == "completed"
+    answer = page.inner_text("[data-testid=neta-answer]")
+    assert "print(sales.describe())" in answer
+    assert "mean" in answer and "5.0" in answer, answer  # units: 3, 5, 7
+    shot(page, "browser-run-all-completed")

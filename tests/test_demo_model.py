@@ -198,6 +198,21 @@ async def test_inspects_the_first_dataframe_when_none_is_named() -> None:
     assert json.loads(chat.calls[2].arguments) == {"code": "print(sales.describe())"}
 
 
+async def test_a_busy_kernel_goes_by_the_variables_of_the_prompt_and_asks_for_python() -> None:
+    # list_variables answered from the variables taken with the prompt: a cell is running, so
+    # inspecting would wait for it; python is asked for at once (it queues behind the cell).
+    busy = (
+        "A cell is running in the kernel, so these are your variables as of when the prompt ran:\n"
+        "n: int = 3\nsales: DataFrame (10, 2), columns: units (int64), price (float64)"
+    )
+    chat = Conversation("which variables do I have? use python to describe sales")
+    answer = await chat.run(RESULTS | {"list_variables": busy, "python": "mean  5.0"})
+    assert chat.names == ["list_variables", "python"]
+    assert json.loads(chat.calls[1].arguments) == {"code": "print(sales.describe())"}
+    assert "`sales` (DataFrame (10, 2)" in answer
+    assert "mean  5.0" in answer
+
+
 async def test_missing_values_are_counted_when_the_inspection_does_not_say() -> None:
     chat = Conversation("which columns of df have missing values?")
     await chat.run(RESULTS | {"inspect_variable": "df: DataFrame (100, 3)"})

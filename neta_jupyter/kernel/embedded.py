@@ -107,6 +107,7 @@ class EmbeddedHost:
                 approve=options.approve,
                 notebook_path=options.notebook_path,
                 thinking_level=options.thinking,
+                kernel_variables=options.variables,
             )
         except RunApiError as exc:
             raise HostError(exc.message, code=exc.code) from exc

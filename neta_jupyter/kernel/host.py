@@ -47,6 +47,8 @@ class RunOptions:
     """The notebook, when known (its folder's AGENTS.md joins the context)."""
     thinking: str | None = None
     """Thinking level for this run; None keeps the session's (or the endpoint's default)."""
+    variables: list[str] | None = None
+    """The kernel's variables when the prompt ran, one summary line each (``%neta`` takes them)."""
 
 
 @dataclass(frozen=True, slots=True)

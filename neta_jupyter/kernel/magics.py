@@ -16,6 +16,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
 from ..providers.base import THINKING_LEVELS
+from ..tools.kernel_tools import describe_variables
 from .context import KernelContext, default_approve, notebook_path
 from .host import HostError, RunOptions
 
@@ -212,6 +213,7 @@ class NetaMagics(Magics):
             tools=options.get("tools"),
             notebook_path=notebook_path(ctx.shell.user_ns),
             thinking=options.get("thinking"),
+            variables=_variables_now(ctx.shell.user_ns),
         )
         ctx.launch(run)
 
@@ -332,6 +334,17 @@ class NetaMagics(Magics):
         if last is None or last.request_id is None:
             raise UsageError("no run was started from this kernel yet; give a requestId")
         return last.request_id
+
+
+def _variables_now(namespace: dict[str, Any]) -> list[str] | None:
+    """The variables the prompt refers to, taken while its cell runs.
+
+    A cell run after it (Run All) may keep the kernel busy while the agent works.
+    """
+    try:
+        return describe_variables(namespace)
+    except Exception:  # an odd namespace must not stop the prompt; the agent can still ask
+        return None
 
 
 def _session_argument(args: list[str]) -> str | None:

@@ -110,6 +110,8 @@ class ServerHost:
             body["notebookPath"] = options.notebook_path
         if options.thinking:
             body["thinkingLevel"] = options.thinking
+        if options.variables is not None:
+            body["kernelVariables"] = options.variables
         return body
 
     async def start(self, options: RunOptions) -> Started:

@@ -56,6 +56,7 @@ _COLUMN_LINE = re.compile(  # "price: float64, 5 missing", "price (float64)", "p
 )
 _COUNT_LINE = re.compile(r"^[-*\s]*`?(?P<name>[^\s`:]+)`?\s*[:=]?\s+(?P<count>\d+)\s*$")
 _MISSING_COUNT = re.compile(r"(\d+)\s*(?:missing|nulls?|nans?)\b|(?:missing|nulls?|nans?)\W*(\d+)")
+_AS_OF_PROMPT = "as of when the prompt ran"
 _SHAPE = re.compile(r"\((\d+),\s*(\d+)\)|(\d+)\s*rows?\D{1,12}?(\d+)\s*col", re.I)
 # The first line of a read_file result: "Contents of a.txt (2 lines, 49 bytes):", "Only lines
 # 1-185 of README.md, which has 353 lines (22,613 bytes) in all. …:", "a.txt is empty (0 bytes)."
@@ -264,7 +265,9 @@ def _candidates(turn: _Turn) -> Iterator[_Call]:
         yield _Call("read_file", {"path": path}, f"read `{path}` to see what it contains")
     if wants_data:
         yield _Call("list_variables", {}, "list the variables in the kernel")
-        if name := _variable_to_inspect(turn):
+        # While a cell runs, inspecting would wait for it; the listing taken with the prompt will
+        # do, and python (which asks first) queues behind the cell.
+        if not _kernel_busy(turn) and (name := _variable_to_inspect(turn)):
             yield _Call("inspect_variable", {"name": name}, f"inspect `{name}` in detail")
     if python := _python_call(turn):
         yield python
@@ -294,6 +297,11 @@ def _variables(turn: _Turn) -> dict[str, str]:
         for match in filter(None, map(_VARIABLE.match, done.output.splitlines())):
             found.setdefault(match["name"], match["kind"].strip())
     return found
+
+
+def _kernel_busy(turn: _Turn) -> bool:
+    """``list_variables`` answered with the variables as of the prompt: a cell is running."""
+    return any(_AS_OF_PROMPT in d.output for d in turn.results("list_variables"))
 
 
 def _variable_to_inspect(turn: _Turn) -> str | None:
@@ -461,6 +469,9 @@ def _reasoning(turn: _Turn, call: _Call | None, unavailable: list[str]) -> str:
     text += f" So far I have used {steps}." if steps else ""
     for done in (d for d in turn.done if d.failed):
         text += f" The `{done.name}` call did not go through, so I won't retry it."
+    if _kernel_busy(turn):
+        text += " A cell is still running in your kernel, so I use the variables"
+        text += " from when you asked."
     if call is not None:
         lead = " Next I'll " if turn.done else " I'll first "
         return text + lead + call.purpose + ", then answer from what I find."

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..tools.permissions import DEFAULT_RULES, PermissionRule
+from ..tools.registry import DEFAULT_KERNEL_WAIT
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are neta, a data-science assistant working inside the user's Jupyter notebook. "
@@ -58,6 +59,8 @@ class RuntimeConfig:
     max_repeated_calls: int = 3
     """Steps in a row with exactly the same calls before the model is reminded; one more ends
     the run."""
+    kernel_wait: float = DEFAULT_KERNEL_WAIT
+    """Seconds ``list_variables`` / ``inspect_variable`` wait while the user's cell runs."""
 
     skill_catalogue: Callable[[Path], list[tuple[str, str]]] | None = None
     """(name, description) of the skills available under a root, for the system prompt."""

@@ -38,6 +38,7 @@ from ..providers.base import (
 from ..store import Entry, RunRecord, Store, new_id
 from ..tools import Tool, ToolContext, ToolError, decide
 from ..tools.agent import RUNTIME_TOOL_NAMES
+from ..tools.kernel_tools import variables_as_of_prompt
 from ..tools.registry import KernelBridge
 from . import context
 from .budget import BudgetExceeded, Estimate, estimate, publish_decision, reconcile
@@ -205,6 +206,11 @@ class RunLoop:
         tool = self._tools.get("list_variables")
         if self._kernel_summary is not None or tool is None or self._kernel is None:
             return
+        if (captured := self.run.options.get("kernelVariables")) is not None:
+            # What the prompt refers to: the variables when its cell ran (a later cell may be
+            # running now, and the kernel answers only when it ends).
+            self._kernel_summary = variables_as_of_prompt(captured)
+            return
         ctx = ToolContext(
             root_dir=self._config.root_dir,
             session_id=self.run.session_id,
@@ -359,6 +365,8 @@ class RunLoop:
             request_id=self.run.request_id,
             tool_call_id=call.id,
             kernel=self._kernel,
+            variables_at_prompt=self.run.options.get("kernelVariables"),
+            kernel_wait=self._config.kernel_wait,
         )
         return await self._runner.run_tool(call, tool, ctx)
 

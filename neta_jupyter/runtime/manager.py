@@ -110,8 +110,13 @@ class Runtime:
         kernel_id: str | None = None,
         notebook_path: str | None = None,
         thinking_level: str | None = None,
+        kernel_variables: list[str] | None = None,
     ) -> RunRecord:
-        """Create a run, persist the user message and start the loop."""
+        """Create a run, persist the user message and start the loop.
+
+        ``kernel_variables``: the kernel's variables when the prompt was written, one summary line
+        each; the model's context, and ``list_variables`` while a cell keeps the kernel busy.
+        """
         await self._admit_start()
         if not content.strip():
             raise BadRunRequest("content must not be empty", code="EMPTY_CONTENT")
@@ -149,6 +154,7 @@ class Runtime:
                 "kernelId": kernel_id,
                 "notebookPath": notebook_path,
                 "thinkingLevel": thinking_level,
+                "kernelVariables": kernel_variables,
             },
             state={
                 "step": 0,

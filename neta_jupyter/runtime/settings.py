@@ -21,6 +21,7 @@ from ..providers import ModelRegistry
 from ..store import Store
 from ..tools import PermissionRule, Tool, ToolRegistry, builtin_tools
 from ..tools.kernel_tools import kernel_tools
+from ..tools.registry import DEFAULT_KERNEL_WAIT
 from ..tools.skills import skill_catalogue
 from .config import RuntimeConfig
 from .manager import KernelFactory, Runtime
@@ -52,6 +53,11 @@ class NetaSettings(Configurable):
         config=True
     )
     demo_pace = Float(0.015, help="Seconds between the demo model's tokens.").tag(config=True)
+    kernel_wait = Float(
+        DEFAULT_KERNEL_WAIT,
+        help="Seconds list_variables and inspect_variable wait for the notebook's kernel while a "
+        "cell runs (python, once approved, waits as long as the run may).",
+    ).tag(config=True)
     endpoints = Dict(
         help="Named model endpoints: {name: {kind: openai|anthropic, base_url, api_key_env, "
         "models}}; select one as 'name:model'. Keys come from environment variables only.",
@@ -79,6 +85,7 @@ class NetaSettings(Configurable):
             llm_max_retries=self.llm_max_retries,
             max_tool_calls_per_step=self.max_tool_calls_per_step,
             skill_catalogue=skill_catalogue,
+            kernel_wait=self.kernel_wait,
         )
 
 

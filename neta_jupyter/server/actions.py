@@ -22,6 +22,7 @@ async def start_run(runtime: Runtime, principal: str, body: RunRequest) -> RunRe
         kernel_id=body.kernel_id,
         notebook_path=body.notebook_path,
         thinking_level=body.thinking_level,
+        kernel_variables=body.kernel_variables,
     )
 
 

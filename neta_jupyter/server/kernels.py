@@ -62,14 +62,22 @@ class ServerKernelBridge:
     async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
         """Run ``code`` silently: no execute_input broadcast, no result display, no history.
 
-        Introspection does not queue behind a running cell: its answer would be stale, and the
-        cell may be the one waiting for this run.
+        It does not queue behind a running cell in the kernel, where a stopped run could not take
+        it back (the tools wait for the cell first, with ``until_idle``).
         """
         if not await self._idle_within(BUSY_PATIENCE):
             raise ToolError(
                 "the kernel is busy running a cell, so its variables cannot be read right now"
             )
         return await self._run(code, timeout=timeout, silent=True)
+
+    def is_busy(self) -> bool:
+        """Whether a cell is running in the kernel, by the server's account."""
+        return bool(getattr(self._kernel(), "execution_state", "idle") == "busy")
+
+    async def until_idle(self, seconds: float | None) -> bool:
+        """Wait until no cell runs; False if one still runs after ``seconds`` (None: no limit)."""
+        return await self._idle_within(seconds)
 
     async def close(self) -> None:
         """Stop the reader tasks and the client's channels."""

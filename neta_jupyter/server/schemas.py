@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -84,6 +84,11 @@ class RunRequest(_Body):
     notebook_path: str | None = Field(default=None, max_length=4096)
     thinking_level: ThinkingLevel | None = None
     """Overrides the session's thinking level for this run."""
+    kernel_variables: list[Annotated[str, Field(max_length=2000)]] | None = Field(
+        default=None, max_length=1000
+    )
+    """The kernel's variables when the prompt was written, one summary line each (``%neta``
+    sends them): the model's context, and ``list_variables`` while a cell keeps the kernel busy."""
 
 
 class ThinkingLevelRequest(_Body):

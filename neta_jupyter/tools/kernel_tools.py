@@ -32,6 +32,12 @@ MAX_KEPT_CHARS = 2_000_000
 PYTHON_TIMEOUT = 600.0
 """Seconds the ``python`` tool's code may run before the kernel is interrupted."""
 INTROSPECTION_TIMEOUT = 60.0
+MAX_CAPTURED_VARIABLES = 200
+"""Variables the ``%neta`` cell sends with its prompt; the rest are counted."""
+MAX_CAPTURED_LINE = 1_000
+"""Characters of one captured variable's summary line."""
+WAITING_FOR_KERNEL = "Waiting for the kernel: a cell is running"
+AS_OF_PROMPT = "as of when the prompt ran"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 _IMAGE_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif"}
@@ -56,6 +62,19 @@ class QuietKernel(Protocol):
 
     async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
         """Execute ``code`` silently and collect its output."""
+        ...
+
+
+@runtime_checkable
+class BusyKernel(Protocol):
+    """A bridge that knows when the user's own cell is running (the server's kernels)."""
+
+    def is_busy(self) -> bool:
+        """Whether a cell is running in the kernel now."""
+        ...
+
+    async def until_idle(self, seconds: float | None) -> bool:
+        """Wait until no cell runs; False if one still runs after ``seconds`` (None: no limit)."""
         ...
 
 
@@ -275,6 +294,25 @@ def introspection_code(name: str | None) -> str:
     )
 
 
+def describe_variables(namespace: dict[str, Any]) -> list[str]:
+    """The lines ``list_variables`` shows, computed here (the magic runs in the user's kernel)."""
+    rows: list[str] = json.loads(_neta_describe_namespace(namespace, None))["rows"]
+    cut = [r if len(r) <= MAX_CAPTURED_LINE else r[: MAX_CAPTURED_LINE - 1] + "…" for r in rows]
+    if len(cut) > MAX_CAPTURED_VARIABLES:
+        more = len(cut) - MAX_CAPTURED_VARIABLES + 1
+        cut = [*cut[: MAX_CAPTURED_VARIABLES - 1], f"… and {more} more variables"]
+    return cut
+
+
+def variables_as_of_prompt(rows: list[str]) -> str:
+    """Captured variables for the model's context, saying when they were captured."""
+    return f"({AS_OF_PROMPT})\n{_listed(rows)}"
+
+
+def _listed(rows: list[str]) -> str:
+    return "\n".join(rows) if rows else "(no user variables were defined)"
+
+
 def _introspection_answer(output: str) -> dict[str, Any]:
     for line in reversed(output.splitlines()):
         if line.startswith(_JSON_MARKER):
@@ -283,8 +321,21 @@ def _introspection_answer(output: str) -> dict[str, Any]:
     raise ToolError(f"the kernel did not answer the introspection: {output[:500]}")
 
 
+async def _wait_for_kernel(ctx: ToolContext, kernel: KernelBridge, limit: float | None) -> None:
+    """While the user's cell runs, say so on the tool card and wait (up to ``limit`` seconds)."""
+    if not isinstance(kernel, BusyKernel) or not kernel.is_busy():
+        return
+    ctx.report(WAITING_FOR_KERNEL)
+    if not await kernel.until_idle(limit):
+        raise ToolError(
+            f"the kernel was still running a cell after {limit:g} s, so it could not be read; "
+            "try again once the cell has finished"
+        )
+
+
 async def _introspect(ctx: ToolContext, name: str | None) -> dict[str, Any]:
     kernel = _kernel_of(ctx)
+    await _wait_for_kernel(ctx, kernel, ctx.kernel_wait)
     code = introspection_code(name)
     if isinstance(kernel, QuietKernel):
         result = await kernel.execute_quietly(code, timeout=INTROSPECTION_TIMEOUT)
@@ -313,6 +364,7 @@ async def python(
     or IPython.display come back as images. The value of a last bare expression is shown.
     """
     kernel = _kernel_of(ctx)
+    await _wait_for_kernel(ctx, kernel, None)  # as long as the run may: the user approved it
     ctx.report("Running Python in your kernel")
     result = await kernel.execute(code, timeout=PYTHON_TIMEOUT)
     prefix = ctx.tool_call_id
@@ -330,7 +382,15 @@ async def list_variables(ctx: ToolContext) -> str:
     """List the user's variables in the notebook kernel: one line each, with type and shape.
 
     DataFrames show their columns and dtypes; modules, functions and private names are left out.
+    While a cell is running, the list is the one taken when the prompt ran.
     """
+    kernel = _kernel_of(ctx)
+    if ctx.variables_at_prompt is not None and isinstance(kernel, BusyKernel) and kernel.is_busy():
+        # Reading the kernel would wait for the cell; the variables the prompt refers to are the
+        # ones its own cell saw.
+        ctx.report("Listing your variables " + AS_OF_PROMPT)
+        lead = f"A cell is running in the kernel, so these are your variables {AS_OF_PROMPT}:"
+        return f"{lead}\n{_listed(ctx.variables_at_prompt)}"
     ctx.report("Listing your variables")
     answer = await _introspect(ctx, None)
     rows: list[str] = answer.get("rows", [])

@@ -108,6 +108,10 @@ class _NoProcess:
         """Drop the announcement."""
 
 
+DEFAULT_KERNEL_WAIT = 600.0
+"""Seconds ``list_variables`` and ``inspect_variable`` wait while the user's cell runs."""
+
+
 class KernelBridge(Protocol):
     """Runs code in the notebook's kernel (supplied by the host: ``kernel/``, ``server/``)."""
 
@@ -129,6 +133,10 @@ class ToolContext:
     kernel: KernelBridge | None = None
     process: ProcessSink = field(default_factory=_NoProcess)
     """Report progress of a long operation (PROCESS_EVENT) and skill lifecycle (SKILL_*)."""
+    variables_at_prompt: list[str] | None = None
+    """The kernel's variables, one summary line each, as the ``%neta`` cell saw them."""
+    kernel_wait: float = DEFAULT_KERNEL_WAIT
+    """Seconds introspection waits for a kernel that is running a cell."""
 
 
 ToolFunction = Callable[..., Awaitable[ToolResult | str]]
