@@ -142,7 +142,23 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     shown.add_argument(
         "--json", action="store_true", help="print each event envelope as one JSON line instead"
     )
-    local = run.add_argument_group("embedded runtime (without --server)")
+    _add_where_options(run)
+
+
+def _add_where_options(run: argparse.ArgumentParser) -> None:
+    """Options of the two places a run can live."""
+    _add_embedded_options(run.add_argument_group("embedded runtime (without --server)"))
+    remote = run.add_argument_group("on a Jupyter server")
+    remote.add_argument(
+        "--server",
+        metavar="URL",
+        help="follow the run on this Jupyter server, e.g. http://localhost:8888/",
+    )
+    remote.add_argument("--token", metavar="T", help="the server's token (default: $JUPYTER_TOKEN)")
+
+
+def _add_embedded_options(local: argparse._ArgumentGroup) -> None:
+    """Options of a run embedded in the command."""
     local.add_argument(
         "--root", metavar="DIR", help="folder the agent may read, the kernel's too (default: .)"
     )
@@ -166,13 +182,6 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
         metavar="TOOL",
         help="ask before every call of TOOL (repeatable), e.g. --ask read_file",
     )
-    remote = run.add_argument_group("on a Jupyter server")
-    remote.add_argument(
-        "--server",
-        metavar="URL",
-        help="follow the run on this Jupyter server, e.g. http://localhost:8888/",
-    )
-    remote.add_argument("--token", metavar="T", help="the server's token (default: $JUPYTER_TOKEN)")
 
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -198,6 +198,9 @@ def test_version_help_and_usage_errors(workdir: Path) -> None:
         "--pace",
         "--session",
         "--json",
+        "--plain",
+        "--answer",
+        "--config",
         "--ask",
         "--server",
         "--token",
@@ -328,6 +331,30 @@ def test_server_permission_ask_via_resume_task(server: ServerProcess) -> None:
     assert "  approved\n" in out and "│ quarterly revenue grew 12%" in out
     assert "12%" in out.split("■ completed")[0].split("│ quarterly")[-1]
     assert server.token not in out
+
+
+def test_server_question_is_answered_with_answer_or_left_waiting(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    question = {
+        "turns": [
+            {"toolCalls": [{"name": "clarify", "arguments": {"question": "Which region?"}}]},
+            {"text": "noted"},
+        ]
+    }
+    remote = ["--server", server.url, "--token", server.token]
+    # The server loads a script once and plays it across runs: one file per run here.
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    waiting = cli("run", "go", *remote, "--model", script(tmp_path / "first", question))
+    assert waiting.returncode == 3, waiting.stdout + waiting.stderr
+    assert "the agent asks: Which region?" in waiting.stdout and "--answer TEXT" in waiting.stdout
+    assert "through the server's run API" in waiting.stdout
+    model = script(tmp_path / "second", question)
+    answered = cli("run", "go", *remote, "--model", model, "--answer", "north")
+    assert answered.returncode == 0, answered.stdout + answered.stderr
+    assert "✓ clarify" in answered.stdout and "│ north" in answered.stdout
+    assert "\nnoted\n" in answered.stdout
 
 
 def test_server_ctrl_c_terminates_the_run(server: ServerProcess, tmp_path: Path) -> None:

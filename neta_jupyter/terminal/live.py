@@ -107,7 +107,9 @@ class LiveRenderer:
         self.console.file.flush()
 
     def notice(self, text: str) -> None:
-        """A message from the command itself."""
+        """A message from the command itself, after the text streamed so far (kept as it is)."""
+        self._settle_thinking()
+        self._settle_answer()
         self._print(Text(clean(text), style="yellow"))
 
     def prompt(self, text: str) -> None:
