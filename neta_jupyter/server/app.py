@@ -16,6 +16,7 @@ from ..runtime.settings import NetaSettings, build_runtime
 from ..store import Store
 from . import handlers
 from .kernels import ServerKernels, kernels_for
+from .principals import KernelOwners
 from .redaction import install_redaction
 from .sse import StreamHandler
 from .ws import RunSocket
@@ -74,7 +75,8 @@ class NetaApp(ExtensionApp, NetaSettings):
             self.log.warning("neta: %d run(s) were interrupted by a crash (SYSTEM_CRASH)", crashed)
         self.kernel_token = secrets.token_urlsafe(32)
         # Kernels inherit the server's environment: this is how a kernel finds its server and
-        # proves it was started by it (kernel/ reads these).
+        # proves it was started by it (kernel/ reads these). Kernels the kernel manager starts get
+        # a token of their own instead, bound to the user who started them (principals.py).
         os.environ["NETA_KERNEL_TOKEN"] = self.kernel_token
         if self.serverapp is not None:
             os.environ["NETA_SERVER_URL"] = self.serverapp.connection_url
@@ -82,12 +84,16 @@ class NetaApp(ExtensionApp, NetaSettings):
             # in a terminal of this server) and must not claim this server's kernel tools.
             os.environ["NETA_SERVER_PID"] = str(os.getpid())
         install_redaction(self.serverapp, self.store.events.redactor, self.kernel_token)
+        owners = KernelOwners(self.store.events.redactor)
+        if self.serverapp is not None:
+            owners.install(self.serverapp.kernel_manager)
         # The server's start-up objects live as long as it does: keep full collections from
         # rescanning them (measured: 120-180 ms pauses of the event loop under load).
         gc.freeze()
         self.settings.update(
             neta_runtime=self.runtime,
             neta_kernel_token=self.kernel_token,
+            neta_kernel_owners=owners,
             neta_redactor=self.store.events.redactor,
             neta_heartbeat_interval=self.heartbeat_interval,
             neta_max_body_bytes=self.max_body_bytes,

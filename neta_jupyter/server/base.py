@@ -6,40 +6,22 @@ import hmac
 import json
 from typing import Any, TypeVar
 
-from jupyter_server.auth.identity import (
-    IdentityProvider,
-    LegacyIdentityProvider,
-    PasswordIdentityProvider,
-    User,
-)
+from jupyter_server.auth.identity import User
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from pydantic import BaseModel, ValidationError
 from tornado import web
 
 from ..runtime import RunApiError, Runtime
 from .errors import ApiError, describe_validation, error_body
+from .principals import OWNER, KernelOwners, principal_of
 from .schemas import parse_json_object
 
+__all__ = ["AUTH_RESOURCE", "NetaHandler", "principal_of"]
+
 AUTH_RESOURCE = "neta"
-OWNER = "owner"
-
-
-def principal_of(handler: JupyterHandler) -> str:
-    """The principal of a request.
-
-    Jupyter's stock identity providers authenticate a single shared secret (token or password)
-    and invent a random anonymous user per browser; everyone holding that secret is the server's
-    owner, so runs started from a kernel, a terminal or any browser are one principal's. Providers
-    that know real users (JupyterHub, custom ones) keep users apart by username.
-    """
-    user = handler.current_user
-    if type(handler.identity_provider) in _SHARED_SECRET_PROVIDERS:
-        return str(handler.settings.get("neta_owner", OWNER))
-    return str(getattr(user, "username", None) or user)
 
 
 B = TypeVar("B", bound=BaseModel)
-_SHARED_SECRET_PROVIDERS = (IdentityProvider, PasswordIdentityProvider, LegacyIdentityProvider)
 
 _STATUS_CODES = {
     400: "BAD_REQUEST",
@@ -81,10 +63,9 @@ class NetaHandler(APIHandler):
         declared = self.request.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self._body_limit:
             raise self._too_large()
-        if self._kernel_authenticated():
-            self.current_user = self._jupyter_current_user = User(
-                username=str(self.settings.get("neta_owner", OWNER))
-            )
+        kernel_user = self._kernel_principal()
+        if kernel_user is not None:
+            self.current_user = self._jupyter_current_user = User(username=kernel_user)
             return
         await super().prepare()
 
@@ -106,19 +87,24 @@ class NetaHandler(APIHandler):
 
     def check_xsrf_cookie(self) -> None:
         """A kernel-token request carries no cookie, so XSRF does not apply to it."""
-        if self._kernel_authenticated():
+        if self._kernel_principal() is not None:
             return
         super().check_xsrf_cookie()
 
-    def _kernel_authenticated(self) -> bool:
-        expected = self.settings.get("neta_kernel_token")
-        header = self.request.headers.get("Authorization", "")
-        scheme, _, value = header.partition(" ")
-        return (
-            bool(expected)
-            and scheme.lower() == "neta-kernel"
-            and hmac.compare_digest(value.strip(), str(expected))
-        )
+    def _kernel_principal(self) -> str | None:
+        """The user whose kernel sent this request (``Authorization: neta-kernel <token>``)."""
+        scheme, _, value = self.request.headers.get("Authorization", "").partition(" ")
+        token = value.strip()
+        if scheme.lower() != "neta-kernel" or not token:
+            return None
+        owners: KernelOwners | None = self.settings.get("neta_kernel_owners")
+        found = owners.principal(token) if owners is not None else None
+        if found is not None:
+            return found
+        shared = self.settings.get("neta_kernel_token")
+        if shared and hmac.compare_digest(token, str(shared)):
+            return str(self.settings.get("neta_owner", OWNER))
+        return None
 
     def set_default_headers(self) -> None:
         """No caching of API answers."""

@@ -25,9 +25,8 @@ def install_redaction(serverapp: Any, redactor: Redactor, *extra: str) -> None:
     loggers = [logging.getLogger(), logging.getLogger("neta_jupyter")]
     if serverapp is not None:
         loggers.append(serverapp.log)
-    for logger in loggers:
-        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
-            logger.addFilter(log_filter)
-        for handler in logger.handlers:
-            if not any(isinstance(f, RedactingFilter) for f in handler.filters):
-                handler.addFilter(log_filter)
+    for target in [*loggers, *(h for logger in loggers for h in logger.handlers)]:
+        # Loggers are process-wide: a server started earlier in this process left its own filter.
+        for stale in [f for f in target.filters if isinstance(f, RedactingFilter)]:
+            target.removeFilter(stale)
+        target.addFilter(log_filter)
