@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ..events import TERMINAL_EVENT_TYPES
-from ..runtime import RunApiError, Runtime, RuntimeConfig
+from ..runtime import RunApiError
+from ..runtime.settings import NetaSettings, build_runtime
 from ..store import RunRecord, SessionRecord, Store
-from ..tools import ToolRegistry, builtin_tools
-from ..tools.kernel_tools import kernel_tools
 from .host import PRINCIPAL, HostError, Mode, RunOptions, Started
 from .inprocess import InProcessKernelBridge
 
@@ -73,17 +72,16 @@ class EmbeddedHost:
         if not chosen:
             atexit.register(shutil.rmtree, self.data_dir, ignore_errors=True)
         self.store = Store(self.data_dir / "neta.sqlite3")
-        config = RuntimeConfig(
-            root_dir=Path(root_dir or os.getcwd()),
-            data_dir=self.data_dir,
-            default_model=env.get("NETA_MODEL") or "demo",
+        settings = NetaSettings(
+            model=env.get("NETA_MODEL") or "demo",
             demo_pace=float(env.get("NETA_DEMO_PACE") or 0.015),
         )
         self.bridge = InProcessKernelBridge(shell)
-        self.runtime = Runtime(
+        self.runtime = build_runtime(
+            settings,
             self.store,
-            config,
-            tools=ToolRegistry(builtin_tools() + kernel_tools()),
+            root_dir=Path(root_dir or os.getcwd()),
+            data_dir=self.data_dir,
             kernels=lambda _run: self.bridge,
         )
 
