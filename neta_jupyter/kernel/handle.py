@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from ..widgets.transcript import RunDigest, render_markdown
+from ..widgets.transcript import RunDigest, render_markdown, render_text
 from .host import Host, HostError, RunOptions, Started
 
 _FOLLOW_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
@@ -142,8 +142,12 @@ class RunHandle:
         return self._rest.is_set()
 
     def markdown(self) -> str:
-        """The static transcript."""
+        """The static transcript (markdown in which nothing from the run can run or load)."""
         return render_markdown(self.prompt, self.digest)
+
+    def plain_transcript(self) -> str:
+        """The static transcript as plain text."""
+        return render_text(self.prompt, self.digest)
 
     def _repr_markdown_(self) -> str:
         return self.markdown()
@@ -415,8 +419,11 @@ class RunHandle:
 
     def bundle(self) -> dict[str, Any]:
         """The output: the widget view, with the transcript for where widgets do not render."""
-        markdown = self.markdown()
-        data: dict[str, Any] = {"text/plain": markdown, "text/markdown": markdown}
+        # Never text/html: a notebook is saved with this, and opened where HTML would run.
+        data: dict[str, Any] = {
+            "text/plain": self.plain_transcript(),
+            "text/markdown": self.markdown(),
+        }
         if self.widget is not None:
             view, _metadata = self.widget._repr_mimebundle_()
             data["application/vnd.jupyter.widget-view+json"] = view[

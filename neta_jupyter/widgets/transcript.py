@@ -1,7 +1,9 @@
-"""What a run amounts to, read from its envelopes: a digest, and a static markdown transcript.
+"""What a run amounts to, read from its envelopes: a digest, and a static transcript.
 
-The transcript travels beside the live widget in the same output (``text/markdown``), so a saved
-notebook reads well where widgets do not render (GitHub, nbviewer, nbconvert).
+The transcript travels beside the live widget in the same output (``text/markdown``, and
+``text/plain``), so a saved notebook reads well where widgets do not render (GitHub, nbviewer,
+nbconvert). Everything in it that came from the run or the prompt goes through :mod:`.inert`: the
+saved notebook shows text and markdown, never HTML that could run or load something.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from .inert import code_span, inert_markdown, inert_text, plain_text
 
 RunStatus = Literal["starting", "running", "suspended", "completed", "failed"]
 
@@ -150,23 +154,45 @@ def transcript_markdown(prompt: str, envelopes: Iterable[dict[str, Any]]) -> str
 
 
 def render_markdown(prompt: str, run: RunDigest) -> str:
-    """The transcript of an already folded run."""
-    quoted = "\n".join(f"> {line}" if line else ">" for line in prompt.strip().splitlines())
+    """The transcript of an already folded run (``text/markdown``, inert)."""
+    quoted = "\n".join(
+        f"> {line}" if line else ">" for line in inert_markdown(prompt.strip()).splitlines()
+    )
     parts = [f"**neta** \u00b7 prompt:\n\n{quoted or '> (empty prompt)'}"]
     if run.tools:
         parts.append("\n".join(_tool_line(line) for line in run.tools.values()))
     if run.text.strip():
-        parts.append(run.text.strip())
-    parts.append(f"*{_ending(run)}*")
+        parts.append(inert_markdown(run.text.strip()))
+    parts.append(f"*{inert_text(_ending(run))}*")
+    return "\n\n".join(parts) + "\n"
+
+
+def render_text(prompt: str, run: RunDigest) -> str:
+    """The same transcript as plain text (``text/plain``): shown as written, never rendered."""
+    quoted = "\n".join(f"> {line}" for line in plain_text(prompt.strip()).splitlines())
+    parts = [f"neta \u00b7 prompt:\n{quoted or '> (empty prompt)'}"]
+    if run.tools:
+        parts.append("\n".join(_tool_text(line) for line in run.tools.values()))
+    if run.text.strip():
+        parts.append(plain_text(run.text.strip()))
+    parts.append(plain_text(_ending(run)))
     return "\n\n".join(parts) + "\n"
 
 
 def _tool_line(line: ToolLine) -> str:
-    mark = {"completed": "\u2713", "failed": "\u2717", "running": "\u2026"}[line.state]
-    text = f"- `{line.name}`"
+    text = f"- {code_span(line.name)}"
     if args := _short_arguments(line.arguments):
-        text += f" {args}"
-    text += f" {mark}"
+        text += f" {code_span(args)}"
+    return f"{text} {inert_text(_tool_outcome(line))}"
+
+
+def _tool_text(line: ToolLine) -> str:
+    args = _short_arguments(line.arguments)
+    return plain_text(f"- {line.name}{f' {args}' if args else ''} {_tool_outcome(line)}")
+
+
+def _tool_outcome(line: ToolLine) -> str:
+    text = {"completed": "\u2713", "failed": "\u2717", "running": "\u2026"}[line.state]
     if line.images:
         text += f" ({line.images} image{'s' if line.images > 1 else ''})"
     if line.state == "failed" and line.detail:
@@ -178,14 +204,13 @@ def _short_arguments(arguments: str) -> str:
     try:
         value = json.loads(arguments) if arguments.strip() else {}
     except json.JSONDecodeError:
-        return f"`{_one_line(arguments, _ARG_WIDTH)}`" if arguments.strip() else ""
+        return _one_line(arguments, _ARG_WIDTH) if arguments.strip() else ""
     if not isinstance(value, dict) or not value:
         return ""
-    shown = ", ".join(
+    return ", ".join(
         f"{key}={_one_line(v if isinstance(v, str) else json.dumps(v), _ARG_WIDTH)}"
         for key, v in value.items()
     )
-    return f"`{shown}`"
 
 
 def _one_line(text: str, width: int) -> str:
