@@ -239,7 +239,9 @@ def test_configured_key_and_jupyter_token_are_absent_everywhere(
     provider.reply(
         _echo_stream(reasoning=echo, text=echo, call=("call_1", "read_file", arguments)),
         _echo_stream(
-            reasoning="again", text="", call=("call_2", "read_file", '{"path": "creds.txt"}')
+            reasoning="again",
+            text="",
+            call=("call_2", "read_file", '{"path": "creds.txt", "max_bytes": 60000}'),
         ),
         _echo_stream(reasoning="done", text=f"Read it: {echo}.", call=None),
     )
