@@ -30,6 +30,8 @@ __all__ = ["workdir"]  # a fixture, imported for the tests below
 ROWS, COLS = 300, 100
 COLOUR = re.compile(r"\x1b\[[0-9;]*(?:3[0-9]|4[0-9]|9[0-7])(?:;[0-9;]*)?m")
 """An SGR sequence that sets a colour (bold and dim alone are not colours)."""
+SPINNER = set("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+"""The frames of the spinner on a running call's card."""
 
 MARKDOWN_ANSWER = (
     "# Quarterly report\n\n"
@@ -165,8 +167,15 @@ def test_python_runs_in_a_local_kernel_on_the_terminal(workdir: Path) -> None:
     term.expect(r"\[y\]es / \[a\]lways / \[n\]o: ")
     assert line_with(term, "? python needs approval").startswith("╭─")
     assert re.search(r"│ print\(17\*23\)\s+│", term.text)  # the code as code, not as JSON
+    assert re.search(r"\x1b\[[0-9;]*38;5;[0-9]+[0-9;]*mprint", term.raw)  # highlighted
     term.type("y")
     assert term.finish() == 0, term.text
+    # While the kernel starts and runs the code, its card is redrawn with a spinner.
+    running = term.raw[term.raw.index("approved") :].split("✓ python")[0]
+    assert "Running Python in your kernel" in running and "running python" in running
+    assert set(running) & SPINNER
+    # ... and that live card never stays on the screen: only the finished one does.
+    assert "Running Python in your kernel" not in term.text and not set(term.text) & SPINNER
     assert line_with(term, "✓ python").startswith("╭─ ✓ python")
     assert re.search(r"│ 391\s+│", term.text)
     assert "17*23 = 391" in term.text and "works out to 391" in term.text

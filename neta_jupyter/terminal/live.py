@@ -10,6 +10,7 @@ step and the tokens used. The region never grows past the screen, so redrawing i
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TextIO
 
@@ -54,6 +55,8 @@ from .views import (
     split_settled,
 )
 
+_TICK = 0.1
+"""Seconds between redraws of the live region (spinners, elapsed time, streamed text)."""
 _ENDED = frozenset({"completed", "failed", "cancelled", "skipped"})
 _STATUS_STYLE = {"ERROR": "red", "WARN": "yellow"}
 
@@ -74,6 +77,7 @@ class LiveRenderer:
         )
         self._locate = locate_attachment or (lambda path: path)
         self._live: Live | None = None
+        self._ticker: asyncio.TimerHandle | None = None
         self._started = time.monotonic()
         self._spinner = Spinner("dots", style="cyan")
         self._answer = ""
@@ -136,7 +140,8 @@ class LiveRenderer:
         is now, so it never repeats what was just printed.
         """
         if self._live is not None:
-            self._live.update(self.view())
+            # Printing redraws the region below from what was last refreshed: refresh it first.
+            self._live.update(self.view(), refresh=True)
         if one_row:
             self.console.print(renderable, no_wrap=True, overflow="ellipsis")
         else:
@@ -144,24 +149,45 @@ class LiveRenderer:
         self._printed = True
 
     def _stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         if self._live is not None:
             self._live.stop()  # transient: the region is erased, what was printed stays
             self._live = None
 
     def _redraw(self) -> None:
+        """Take the new state; the region itself is redrawn by the next tick."""
         view = self.view()
-        if self._live is None:
-            self._live = Live(
-                view,
-                console=self.console,
-                refresh_per_second=10,
-                transient=True,
-                redirect_stdout=False,
-                redirect_stderr=False,
-            )
-            self._live.start()
-        else:
+        if self._live is not None:
             self._live.update(view)
+            return
+        # No refresh thread: rich's would redraw while this thread prints, and a redraw that
+        # interleaves with a print leaves a stale copy of the region in the scrollback. All
+        # drawing happens on the event loop, ticking for the spinners.
+        self._live = Live(
+            view,
+            console=self.console,
+            auto_refresh=False,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._live.start(refresh=True)
+        self._schedule_tick()
+
+    def _schedule_tick(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # fed outside an event loop: redrawn when something is printed
+            return
+        self._ticker = loop.call_later(_TICK, self._tick)
+
+    def _tick(self) -> None:
+        self._ticker = None
+        if self._live is not None:
+            self._live.update(self.view(), refresh=True)
+            self._schedule_tick()
 
     def view(self) -> RenderableType:
         """What is going on now, no taller than the screen."""
