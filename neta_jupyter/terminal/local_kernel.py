@@ -84,7 +84,7 @@ class LocalKernel:
         output: int | IO[bytes] = subprocess.DEVNULL
         if self._log_path is not None:
             with contextlib.suppress(OSError):
-                self._log = output = self._log_path.open("ab")
+                self._log = output = self._log_path.open("wb")
         try:
             await manager.start_kernel(cwd=str(self.cwd), stdout=output, stderr=output)
         except Exception as exc:
