@@ -157,16 +157,14 @@ class LiveRenderer:
             self._live = None
 
     def _redraw(self) -> None:
-        """Take the new state; the region itself is redrawn by the next tick."""
-        view = self.view()
+        """Show the region; once shown, each tick redraws it from the state as it is then."""
         if self._live is not None:
-            self._live.update(view)
             return
         # No refresh thread: rich's would redraw while this thread prints, and a redraw that
         # interleaves with a print leaves a stale copy of the region in the scrollback. All
         # drawing happens on the event loop, ticking for the spinners.
         self._live = Live(
-            view,
+            self.view(),
             console=self.console,
             auto_refresh=False,
             transient=True,
