@@ -104,6 +104,7 @@ def test_links_that_lead_nowhere_or_in_circles_are_listed_and_refused(root: Path
     os.mkfifo(root / "pipe")
     listing = call_in_thread(lambda: list_files.run("{}", ctx(root)), release_fifo(root / "pipe"))
     assert listing.output.splitlines() == [
+        "Files in the notebook folder (7 entries; folders end with /):",
         "sub/",
         "dangling\t(broken link)",
         "data.csv\t4 bytes",

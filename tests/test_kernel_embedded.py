@@ -141,7 +141,8 @@ async def test_ask_runs_the_demo_agent_in_the_kernel_itself(tmp_path: Path) -> N
             "print(json.dumps([e['data'].get('output') for e in run.events"
             " if e['eventType'] == 'TOOL_COMPLETED'][0]))"
         )
-        assert listing.startswith("df: DataFrame (3, 2)") and "run:" not in listing
+        assert listing.startswith("Variables in the kernel (1):\ndf: DataFrame (3, 2)")
+        assert "run:" not in listing
 
 
 async def test_python_tool_changes_the_users_namespace_and_captures_figures(

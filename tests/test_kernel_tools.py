@@ -130,7 +130,8 @@ async def test_agent_inspects_data_runs_code_and_sees_errors(
         done = [e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED"]
         assert [d["toolName"] for d in done] == ["list_variables", "inspect_variable", "python"]
         listing, inspection, plot = (d["output"] for d in done)
-        assert listing.splitlines()[0].startswith("df: DataFrame (4, 2)")
+        assert listing.splitlines()[0] == "Variables in the kernel (1):"
+        assert listing.splitlines()[1].startswith("df: DataFrame (4, 2)")
         assert "bridge" not in listing and "pd:" not in listing
         assert "  x: float64, 1 missing" in inspection
         assert "head(5):" in inspection

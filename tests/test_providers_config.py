@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from neta_jupyter.providers import ModelRegistry, UnknownModel
+from neta_jupyter.providers import ModelProfile, ModelRegistry, UnknownModel
 from neta_jupyter.providers.anthropic import AnthropicModel
 from neta_jupyter.providers.base import Message, ModelRequest, TextPart
 from neta_jupyter.providers.config import parse_endpoints
@@ -150,6 +150,9 @@ def test_unknown_names_still_list_what_is_configured() -> None:
         ({"x": {"base_url": "http://h/v1", "thinking_budget": 2048}}, "anthropic kind only"),
         ({"x": {"kind": "anthropic", "base_url": "http://h", "thinking_budget": 5}}, "1024"),
         ({"x": "http://h/v1"}, "dict of settings"),
+        ({"x": {"base_url": "http://h/v1", "compact": "yes"}}, "compact must be true or false"),
+        ({"x": {"base_url": "http://h/v1", "tools": "read_file"}}, "list of tool names"),
+        ({"x": {"base_url": "http://h/v1", "max_tokens": 0}}, "max_tokens must be positive"),
     ],
 )
 def test_bad_endpoint_configuration_says_what_is_wrong(
@@ -184,3 +187,16 @@ async def test_keys_go_only_to_their_own_endpoint(
     assert "authorization" not in open_.headers, "no OPENAI_API_KEY sent to another server"
     for received in server.requests:
         assert OPENAI_KEY not in received.raw
+
+
+def test_an_endpoint_says_how_runs_talk_to_its_models() -> None:
+    registry = ModelRegistry(
+        environ={},
+        endpoints={
+            "small": {"base_url": "http://127.0.0.1:8080/v1", "compact": True},
+            "picked": {"base_url": "http://127.0.0.1:8081/v1", "tools": ["read_file", "python"]},
+        },
+    )
+    assert registry.profile("small:qwen2.5-coder-1.5b") == ModelProfile(compact=True)
+    assert registry.profile("picked:m") == ModelProfile(tools=("read_file", "python"))
+    assert registry.profile("demo") == ModelProfile() == registry.profile("openai:gpt-4.1")

@@ -13,6 +13,7 @@ import pytest
 from neta_jupyter.providers import ModelRegistry
 from neta_jupyter.providers.anthropic import AnthropicModel
 from neta_jupyter.runtime import Runtime, RuntimeConfig
+from neta_jupyter.runtime.config import COMPACT_SYSTEM_PROMPT, COMPACT_TOOLS, DEFAULT_SYSTEM_PROMPT
 from neta_jupyter.store import Store
 from tests.provider_server import (
     ProviderServer,
@@ -263,3 +264,35 @@ async def test_a_file_read_in_parts_says_so_and_the_model_reads_on(
     assert head.startswith(f"Only lines {shown + 1}-")
     assert text.startswith(body + rest), "the second part goes on where the first stopped"
     assert "trimmed" not in first + second, "each part reaches the model whole"
+
+
+@pytest.mark.parametrize(
+    ("settings", "offered", "compact"),
+    [
+        ({"compact": True}, list(COMPACT_TOOLS), True),
+        ({"tools": ["read_file", "python"]}, ["read_file"], False),
+        ({}, ["list_files", "read_file", "clarify", "todo", "run_skill"], False),
+    ],
+    ids=["compact", "tools", "default"],
+)
+async def test_an_endpoint_for_small_models_gets_a_short_prompt_and_few_tools(
+    tmp_path: Path,
+    server: ProviderServer,
+    client: httpx.AsyncClient,
+    settings: dict[str, Any],
+    offered: list[str],
+    compact: bool,
+) -> None:
+    """A small model drowns in eight tools and a long system prompt."""
+    endpoints = {"local": {"base_url": f"{server.url}/v1", **settings}}
+    registry = ModelRegistry(http_client=client, environ={}, endpoints=endpoints)
+    server.reply(Reply(body=openai_stream(text=["Hello."])))
+    await run_through_runtime(tmp_path, registry, "local:qwen")
+    sent = server.requests[0].json
+    # No kernel in this runtime: the kernel tools are never offered without one.
+    kernel_free = [
+        name for name in offered if name not in ("list_variables", "inspect_variable", "python")
+    ]
+    assert [t["function"]["name"] for t in sent["tools"]] == kernel_free
+    system = sent["messages"][0]["content"]
+    assert system.startswith(COMPACT_SYSTEM_PROMPT if compact else DEFAULT_SYSTEM_PROMPT)

@@ -106,6 +106,33 @@ async def test_parquet_without_an_engine_is_a_clear_error(tmp_path: Path) -> Non
         await run_skill.run(arguments, context(tmp_path))
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "why"),
+    [
+        ("notes.txt", "Meeting moved to Thursday.\nBring the Q3 numbers.\n", "it is text"),
+        ("README.md", "# Title\n\nSome words.\n", ".md files are not tables"),
+    ],
+)
+async def test_a_file_that_is_not_a_table_is_refused_with_a_hint(
+    tmp_path: Path, name: str, text: str, why: str
+) -> None:
+    """A small model once profiled notes.txt and answered that it held nothing meaningful."""
+    (tmp_path / name).write_text(text)
+    arguments = json.dumps({"name": "profile_data", "args": {"path": name}})
+    with pytest.raises(ToolError) as refused:
+        await run_skill.run(arguments, context(tmp_path))
+    message = str(refused.value)
+    assert f"cannot profile {name}: {why}" in message
+    assert "To see what a text file says, use read_file instead." in message
+
+
+async def test_a_text_file_holding_a_table_is_profiled(tmp_path: Path) -> None:
+    (tmp_path / "export.txt").write_text("city,price\nParis,3\nOslo,4\nLima,5\n")
+    arguments = json.dumps({"name": "profile_data", "args": {"path": "export.txt"}})
+    result = await run_skill.run(arguments, context(tmp_path))
+    assert "3 rows" in result.output and "price" in result.output
+
+
 async def test_secret_environment_stays_out_of_a_skill(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -33,7 +33,13 @@ async def test_read_and_list_inside_the_root(tmp_path: Path) -> None:
     read = await read_file.run('{"path": "sub/a.txt"}', ctx(tmp_path))
     assert read == read_file_result("Contents of sub/a.txt (1 line, 5 bytes):\nhello")
     listing = (await list_files.run("{}", ctx(tmp_path))).output
-    assert listing.splitlines() == ["sub/"]
+    assert listing.splitlines() == [
+        "Files in the notebook folder (1 entry; folders end with /):",
+        "sub/",
+    ]
+    (tmp_path / "sub" / "a.txt").unlink()
+    empty = (await list_files.run('{"path": "sub"}', ctx(tmp_path))).output
+    assert empty == "Files in folder sub: none, the folder is empty."
 
 
 def read_file_result(text: str) -> Any:

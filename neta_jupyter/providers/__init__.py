@@ -9,6 +9,7 @@ from .base import (
     ContextTooLong,
     Message,
     Model,
+    ModelProfile,
     ModelRequest,
     ProviderError,
     ProviderInvalidRequest,
@@ -62,6 +63,12 @@ class ModelRegistry:
         """Secrets this configuration names (endpoint keys), by value, to redact everywhere."""
         return self.selector.secrets()
 
+    def profile(self, spec: str) -> ModelProfile:
+        """How runs talk to the model ``spec`` (its endpoint's ``compact`` and ``tools``)."""
+        if spec in self._models or spec == "demo" or spec.startswith("scripted:"):
+            return ModelProfile()
+        return self.selector.profile(spec) or ModelProfile()
+
     def resolve(self, spec: str) -> Model:
         """The model for ``spec``; :class:`UnknownModel` when nothing matches."""
         if spec in self._models:
@@ -89,6 +96,7 @@ __all__ = [
     "ContextTooLong",
     "Message",
     "Model",
+    "ModelProfile",
     "ModelRegistry",
     "ModelRequest",
     "ProviderError",

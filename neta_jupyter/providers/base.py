@@ -91,6 +91,16 @@ class ToolDefinition:
     """JSON Schema of the arguments object."""
 
 
+@dataclass(frozen=True, slots=True)
+class ModelProfile:
+    """How runs talk to a model, from its endpoint's settings."""
+
+    compact: bool = False
+    """A short system prompt and only the core tools, for small models and context windows."""
+    tools: tuple[str, ...] | None = None
+    """The tools offered to the model; None: the runtime's choice."""
+
+
 @dataclass(slots=True)
 class ModelRequest:
     """Everything a provider needs for one attempt."""

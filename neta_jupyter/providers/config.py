@@ -20,6 +20,8 @@ More come from configuration, ``c.NetaApp.endpoints``, passed to
             "models": ["qwen2.5"],                 # optional: offered models; others are refused
             "max_tokens": 4096,                    # optional: output cap of one reply (4096)
             "thinking_budget": 2048,               # optional, anthropic kind
+            "compact": True,                       # optional: short prompt, core tools only
+            "tools": ["read_file", "python"],      # optional: the tools offered
         },
     }
 
@@ -34,10 +36,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .base import Model
+from .base import Model, ModelProfile
 
 if TYPE_CHECKING:
     import httpx
@@ -52,7 +54,16 @@ DEFAULT_MAX_TOKENS = 4096
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _RESERVED = frozenset({"demo", "scripted"})
 _SETTINGS = frozenset(
-    {"kind", "base_url", "api_key_env", "models", "max_tokens", "thinking_budget"}
+    {
+        "kind",
+        "base_url",
+        "api_key_env",
+        "models",
+        "max_tokens",
+        "thinking_budget",
+        "compact",
+        "tools",
+    }
 )
 
 
@@ -75,6 +86,8 @@ class Endpoint:
     max_tokens: int | None = None
     """Output cap of one reply; None: :data:`DEFAULT_MAX_TOKENS`."""
     thinking_budget: int | None = None
+    profile: ModelProfile = field(default_factory=ModelProfile)
+    """How runs talk to the endpoint's models (``compact``, ``tools``)."""
 
 
 def builtin_endpoints() -> dict[str, Endpoint]:
@@ -143,7 +156,20 @@ def _endpoint(name: str, settings: Mapping[str, Any], where: str) -> Endpoint:
         tuple(models),
         max_tokens=numbers["max_tokens"],
         thinking_budget=numbers["thinking_budget"],
+        profile=_profile(settings, where),
     )
+
+
+def _profile(settings: Mapping[str, Any], where: str) -> ModelProfile:
+    compact = settings.get("compact", False)
+    if not isinstance(compact, bool):
+        raise ValueError(f"{where}: compact must be true or false")
+    tools = settings.get("tools")
+    if tools is not None and (
+        isinstance(tools, str) or not all(isinstance(t, str) and t for t in tools)
+    ):
+        raise ValueError(f"{where}: tools must be a list of tool names")
+    return ModelProfile(compact=compact, tools=None if tools is None else tuple(tools))
 
 
 class ModelSelector:
@@ -189,6 +215,11 @@ class ModelSelector:
                 f"{spec} needs an API key: set {missing} or configure c.NetaApp.endpoints"
             )
         return self._build(endpoint, model_name, spec)
+
+    def profile(self, spec: str) -> ModelProfile | None:
+        """The settings of the endpoint ``spec`` names; None when it names none."""
+        endpoint = self.endpoints.get(spec.partition(":")[0])
+        return endpoint.profile if endpoint is not None and ":" in spec else None
 
     def _missing_key(self, endpoint: Endpoint) -> str | None:
         env = endpoint.api_key_env

@@ -62,6 +62,7 @@ _SHAPE = re.compile(r"\((\d+),\s*(\d+)\)|(\d+)\s*rows?\D{1,12}?(\d+)\s*col", re.
 # 1-185 of README.md, which has 353 lines (22,613 bytes) in all. …:", "a.txt is empty (0 bytes)."
 _READ_HEADER = re.compile(r"^(?:Contents of |Only lines? \d).*:$|^.+ is empty \(0 bytes\)\.$")
 _READ_TOTALS = re.compile(r"([\d,]+) lines?(?: or more)?(?:, | \()([\d,]+) bytes?")
+_NOTHING_PRINTED = re.compile(r"^\(the code ran and printed nothing")
 _READ_SPAN = re.compile(r"^Only lines? (\d+)(?:-(\d+))?")
 
 
@@ -279,7 +280,7 @@ def _entries(turn: _Turn) -> list[tuple[str, int | None]]:
     for done in turn.results("list_files"):
         for raw in done.output.splitlines():
             line = raw.strip().lstrip("-* ")
-            if line and not line.startswith(("\u2026", "(", "...")):
+            if line and not line.startswith(("\u2026", "(", "...", "Files in ")):
                 match = _ENTRY.match(line)
                 size = int(match["size"].replace(",", "")) if match else None
                 entries.append((match["name"].strip() if match else line.split("\t")[0], size))
@@ -548,7 +549,7 @@ def _facts(done: _Done) -> list[str]:
         case "python":
             code = str(done.args.get("code", ""))
             out = ["- I ran this code in your kernel:", *_fenced(code, "python")]
-            if not done.output.strip():
+            if not done.output.strip() or _NOTHING_PRINTED.match(done.output):
                 return [*out, "- It printed nothing; any figure it drew is shown with the call."]
             return [*out, "- It printed:", *_fenced(done.output)]
         case "run_skill":

@@ -11,9 +11,23 @@ from ..tools.registry import DEFAULT_KERNEL_WAIT
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are neta, a data-science assistant working inside the user's Jupyter notebook. "
-    "Use the tools to look at files and at the user's variables before answering; run code "
-    "only when it helps. Answer in concise markdown."
+    "Use the tools to look at files and at the user's variables before answering: read_file "
+    "for what a file says, list_files to find a file, list_variables and inspect_variable for "
+    "the user's variables, python to compute or plot. Answer from what the tools return, in "
+    "concise markdown."
 )
+
+COMPACT_SYSTEM_PROMPT = (
+    "You help with files and data in a Jupyter notebook. To answer, call a tool only for facts "
+    "you do not have yet: read_file to read a file, list_files to find files, list_variables "
+    "or inspect_variable for the user's variables, python to compute or plot (print the "
+    "result). As soon as a tool result answers the question, reply in one or two sentences "
+    "that state the answer."
+)
+"""For small models and context windows (an endpoint's ``compact: true``)."""
+
+COMPACT_TOOLS = ("list_files", "read_file", "list_variables", "inspect_variable", "python")
+"""The tools a compact endpoint's models are offered."""
 
 TOOL_FAILURE_REMINDER = (
     "Several steps in a row had only failing tool calls. Do not repeat the same call: read the "
@@ -40,6 +54,8 @@ class RuntimeConfig:
     """Seconds one activation of a run may take before TASK_TIMEOUT."""
     permission_rules: list[PermissionRule] = field(default_factory=lambda: list(DEFAULT_RULES))
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    compact_system_prompt: str = COMPACT_SYSTEM_PROMPT
+    """The system prompt of models whose endpoint says ``compact: true``."""
     max_event_output: int = 16_000
     """Characters of tool output carried in one event; the rest goes to an attachment."""
     demo_pace: float = 0.015

@@ -101,6 +101,7 @@ class RunLoop:
         virtual_tools: list[VirtualTool],
         kernel: KernelBridge | None,
         emitter: RunEmitter,
+        system_prompt: str | None = None,
     ) -> None:
         self.run = run
         self.state = run.state
@@ -111,6 +112,7 @@ class RunLoop:
         self._virtual = {v.name: v for v in virtual_tools}
         self._kernel = kernel
         self._emitter = emitter
+        self._system_prompt = system_prompt or config.system_prompt
         self._kernel_summary: str | None = None
         self._runner = ToolRunner(
             run,
@@ -184,7 +186,7 @@ class RunLoop:
             conversation.append(Message(role="user", content=text))
         session = self._records.get_session(self.run.session_id)
         system = context.system_prompt(
-            self._config.system_prompt,
+            self._system_prompt,
             root=self._config.root_dir,
             notebook_path=self.run.options.get("notebookPath"),
             session=session,

@@ -30,7 +30,7 @@ from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
 from .admission import StartGate
 from .compaction import compact
-from .config import RuntimeConfig
+from .config import COMPACT_TOOLS, RuntimeConfig
 from .emitter import RunEmitter
 from .endings import close_open_calls, end_run, fail_run, usage_snapshot
 from .errors import BadRunRequest, RunConflict, RunNotFound
@@ -552,16 +552,25 @@ class Runtime:
 
     def _loop(self, run: RunRecord, virtual: list[VirtualTool], emitter: RunEmitter) -> RunLoop:
         kernel = self.kernels(run) if self.kernels is not None else None
-        tools = self.tools.select(run.options.get("tools"), kernel_attached=kernel is not None)
+        profile = self.models.profile(run.model)
+        # The run's own choice first, then the endpoint's: a small model gets fewer tools.
+        names = run.options.get("tools") or (
+            list(profile.tools)
+            if profile.tools is not None
+            else list(COMPACT_TOOLS)
+            if profile.compact
+            else None
+        )
         return RunLoop(
             run,
             store=self.store,
             config=self.config,
             model=self.models.resolve(run.model),
-            tools=tools,
+            tools=self.tools.select(names, kernel_attached=kernel is not None),
             virtual_tools=virtual,
             kernel=kernel,
             emitter=emitter,
+            system_prompt=self.config.compact_system_prompt if profile.compact else None,
         )
 
     async def _end(self, run: RunRecord, emitter: RunEmitter, outcome: Suspend | Finish) -> None:

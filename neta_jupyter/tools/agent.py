@@ -42,8 +42,9 @@ async def todo(
     ctx: ToolContext,
     items: Annotated[list[TodoEntry], Field(description="the whole list, in order")],
 ) -> ToolResult:
-    """Write down the plan for a multi-step task as a todo list.
+    """Write down the plan for a task of several steps as a todo list.
 
     Send the whole list each time and keep it updated as items are done; the user sees it live.
+    Not for a question that one or two tool calls answer.
     """
     return await _runtime_only(ctx)

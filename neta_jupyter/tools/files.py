@@ -27,6 +27,7 @@ DEFAULT_READ_BYTES = 10_000
 MAX_SCAN_BYTES = 16 * 1024 * 1024
 """Bytes read to count a file's lines; a larger file's count says "or more"."""
 MAX_LIST_ENTRIES = 500
+EMPTY_FOLDER = "(empty directory)"
 FILE_TOOL_TIMEOUT = 10.0
 """Seconds a file tool may wait for the file system before it gives up (a hung network mount)."""
 
@@ -129,11 +130,13 @@ async def read_file(
         int, Field(ge=1, le=MAX_READ_BYTES, description="most bytes of the file to show")
     ] = DEFAULT_READ_BYTES,
 ) -> str:
-    """Read a text file under the notebook root (notes, CSV, code, Markdown, JSON).
+    """Read a text file under the notebook root: notes, CSV, code, Markdown, JSON, settings.
 
-    The first line of the result says what is shown: the whole file, or which of its lines,
-    with the file's total lines and bytes. A long file comes in parts: read the rest with
-    offset (the first line to show) and limit (how many lines).
+    Use it to answer what a file says or contains, e.g. read_file(path="notes.txt"). The first
+    line of the result says what is shown: the whole file, or which of its lines, with the
+    file's total lines and bytes; read a long file's rest with offset (the first line to show)
+    and limit (how many lines). For sums, counts or averages over a table, use python instead.
+    Not for folders (list_files) or binary files.
     """
     ctx.report(f"Reading {path}")
 
@@ -274,15 +277,19 @@ def _listing(root: Path, target: Path) -> list[str]:
     lines = [_entry_line(e, base) for e in entries[:MAX_LIST_ENTRIES]]
     if len(entries) > MAX_LIST_ENTRIES:
         lines.append(f"… and {len(entries) - MAX_LIST_ENTRIES} more")
-    return lines or ["(empty directory)"]
+    return lines or [EMPTY_FOLDER]
 
 
 @tool(readonly=True)
 async def list_files(
     ctx: ToolContext,
-    path: Annotated[str, Field(description="directory relative to the notebook root")] = ".",
+    path: Annotated[str, Field(description="folder relative to the notebook root")] = ".",
 ) -> str:
-    """List a directory under the notebook root: one entry a line, directories end with '/'."""
+    """List the files and folders in a folder under the notebook root, with their sizes.
+
+    Use it to find out which files exist or how a file is named exactly. It does not show what
+    is in a file: read_file does.
+    """
 
     def listing() -> list[str]:
         return _listing(ctx.root_dir, resolve_inside(ctx.root_dir, path))
@@ -290,4 +297,16 @@ async def list_files(
     lines = await _off_loop(listing, path)
     if not lines:
         raise ToolError(f"no such directory: {path}")
-    return "\n".join(lines)
+    header = _listing_header(path, lines)
+    return header if lines == [EMPTY_FOLDER] else "\n".join([header, *lines])
+
+
+def _listing_header(path: str, lines: list[str]) -> str:
+    """What the listing is: the model must know a name from a line of the file."""
+    where = "the notebook folder" if path.strip() in ("", ".", "./") else f"folder {path}"
+    if lines == [EMPTY_FOLDER]:
+        return f"Files in {where}: none, the folder is empty."
+    more = lines[-1].removeprefix("… and ").removesuffix(" more") if lines[-1][0] == "…" else ""
+    count = len(lines) - 1 + int(more) if more.isdigit() else len(lines)
+    noun = "entry" if count == 1 else "entries"
+    return f"Files in {where} ({count} {noun}; folders end with /):"

@@ -32,6 +32,8 @@ MAX_KEPT_CHARS = 2_000_000
 PYTHON_TIMEOUT = 600.0
 """Seconds the ``python`` tool's code may run before the kernel is interrupted."""
 INTROSPECTION_TIMEOUT = 60.0
+NOTHING_PRINTED = "(the code ran and printed nothing; print() the values you want to see)"
+"""The ``python`` tool's result when the code printed and displayed nothing."""
 MAX_CAPTURED_VARIABLES = 200
 """Variables the ``%neta`` cell sends with its prompt; the rest are counted."""
 MAX_CAPTURED_LINE = 1_000
@@ -360,8 +362,10 @@ async def python(
 ) -> ToolResult:
     """Run Python code in the user's notebook kernel and return what it printed and displayed.
 
-    The code sees and changes the user's variables. Figures shown with matplotlib (plt.show())
-    or IPython.display come back as images. The value of a last bare expression is shown.
+    Use it to compute (sums, counts, means, filters: pandas reads a CSV with pd.read_csv),
+    to change data or to plot; print() the values you need. The code sees and changes the
+    user's variables. Figures shown with matplotlib (plt.show()) come back as images. Not for
+    reading what a file says (read_file) or listing variables (list_variables).
     """
     kernel = _kernel_of(ctx)
     await _wait_for_kernel(ctx, kernel, None)  # as long as the run may: the user approved it
@@ -374,6 +378,8 @@ async def python(
 
     result.images = [renamed(f) for f in result.images]
     result.files = [renamed(f) for f in result.files]
+    if not result.output.strip():
+        result.output = NOTHING_PRINTED  # an empty result reads as a failure to a small model
     return result
 
 
@@ -381,8 +387,9 @@ async def python(
 async def list_variables(ctx: ToolContext) -> str:
     """List the user's variables in the notebook kernel: one line each, with type and shape.
 
-    DataFrames show their columns and dtypes; modules, functions and private names are left out.
-    While a cell is running, the list is the one taken when the prompt ran.
+    Use it when the user mentions a variable or a dataframe. DataFrames show their columns and
+    dtypes; modules, functions and private names are left out. While a cell is running, the
+    list is the one taken when the prompt ran.
     """
     kernel = _kernel_of(ctx)
     if ctx.variables_at_prompt is not None and isinstance(kernel, BusyKernel) and kernel.is_busy():
@@ -396,7 +403,7 @@ async def list_variables(ctx: ToolContext) -> str:
     rows: list[str] = answer.get("rows", [])
     if not rows:
         return "(no user variables defined in the kernel yet)"
-    return "\n".join(rows)
+    return "\n".join([f"Variables in the kernel ({len(rows)}):", *rows])
 
 
 @tool(readonly=True, host="kernel")
@@ -406,8 +413,8 @@ async def inspect_variable(
 ) -> str:
     """Describe one variable of the notebook kernel in detail.
 
-    DataFrames: shape, dtype and missing count per column, and the first rows. Arrays: shape,
-    dtype and values. Anything else: its type and value.
+    Use it before computing on a dataframe: shape, dtype and missing count per column, and the
+    first rows. Arrays: shape, dtype and values. Anything else: its type and value.
     """
     if not name.isidentifier():
         raise ToolError(f"{name!r} is not a variable name")

@@ -201,10 +201,12 @@ def _listing(skills: dict[str, Skill]) -> str:
 
 @tool()
 async def run_skill(ctx: ToolContext, name: str, args: dict[str, Any] | None = None) -> ToolResult:
-    """Run a skill, a packaged program for a larger job that reports progress as it runs.
+    """Run a skill: a packaged program for a larger job that reports progress as it runs.
 
-    `args` is a JSON object (paths relative to the notebook root). An unknown name fails with
-    the list of skills (project ones live in .neta/skills/).
+    Use a skill only for the job it is named for (profile_data: a statistical profile of a
+    CSV or Parquet table). To read or summarise a file use read_file; to compute one value use
+    python. `args` is a JSON object (paths relative to the notebook root). An unknown name
+    fails with the list of skills (project ones live in .neta/skills/).
     """
     skills = discover_skills(ctx.root_dir)
     skill = skills.get(name)

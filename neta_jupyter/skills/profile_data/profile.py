@@ -81,8 +81,28 @@ def resolve(root: Path, raw: object) -> Path:
     if not path.is_relative_to(root):
         raise ProfileError(f"{raw} is outside the notebook root")
     if not path.is_file():
-        raise ProfileError(f"no file {raw} under the notebook root")
+        raise ProfileError(f"no file {raw} under the notebook root; list_files shows the files")
     return path
+
+
+NOT_A_TABLE = (
+    "cannot profile {name}: {why}. profile_data profiles tables (CSV, TSV or Parquet files). "
+    "To see what a text file says, use read_file instead."
+)
+
+
+def looks_like_a_table(path: Path) -> bool:
+    """Whether a text file holds delimited rows: the same number of commas or tabs per line."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            lines = [line for line in (fh.readline() for _ in range(20)) if line.strip()]
+    except OSError:
+        return False
+    for delimiter in (",", "\t", ";"):
+        counts = {line.count(delimiter) for line in lines}
+        if len(lines) >= 2 and len(counts) == 1 and counts != {0}:
+            return True
+    return False
 
 
 def load(path: Path) -> Any:
@@ -99,7 +119,10 @@ def load(path: Path) -> Any:
                 "reading Parquet files needs pyarrow (pip install pyarrow) or fastparquet"
             )
     elif suffix not in (".csv", ".tsv", ".txt"):
-        raise ProfileError(f"cannot profile {suffix or 'extension-less'} files; use CSV or Parquet")
+        kind = f"{suffix} files are not tables" if suffix else "it has no table extension"
+        raise ProfileError(NOT_A_TABLE.format(name=path.name, why=kind))
+    elif suffix == ".txt" and not looks_like_a_table(path):
+        raise ProfileError(NOT_A_TABLE.format(name=path.name, why="it is text, not a table"))
     try:
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
