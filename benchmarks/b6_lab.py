@@ -76,7 +76,12 @@ class JupyterProcess:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"token {self.token}"}
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 180.0) -> None:
+        """Start the server and wait until it answers.
+
+        The timeout only catches a hang: on a loaded machine, importing JupyterLab alone can take
+        a minute.
+        """
         self.starts += 1
         log = (self.workdir / f"server-{self.starts}.log").open("wb")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NETA_", "JPY_"))}

@@ -210,7 +210,7 @@ def test_run_all_answers_from_the_prompts_variables_while_a_long_cell_runs(
     listing.wait_for(timeout=90_000)
     page.wait_for_function(
         "document.querySelector('[data-testid=neta-tool-card][data-tool-name=list_variables]')"
-        ".dataset.status === 'completed'",
+        "?.dataset.status === 'completed'",
         timeout=60_000,
     )
     shown = listing.inner_text()
@@ -232,7 +232,7 @@ def test_run_all_answers_from_the_prompts_variables_while_a_long_cell_runs(
 
     release.touch()
     page.wait_for_function(
-        "document.querySelector('[data-testid=neta-run]').dataset.status === 'completed'",
+        "document.querySelector('[data-testid=neta-run]')?.dataset.status === 'completed'",
         timeout=120_000,
     )
     assert "long cell done" in sleep_output(page)
