@@ -34,6 +34,7 @@ from .events import (
     decode_event,
 )
 from .terminal.text import (
+    CUT_OFF_NOTE,
     PREVIEW_WIDTH,
     clean,
     compact_arguments,
@@ -188,8 +189,11 @@ class TerminalRenderer:
 
     def _text(self, kind: EventType, data: TextData) -> None:
         if kind == EventType.TEXT_START:
-            # A blank line sets the answer apart from the reasoning and tool cards above it.
-            self._write("\n" if self._at_line_start else "\n\n")
+            if data.replaces:
+                self._line(self.style.dim(CUT_OFF_NOTE))
+            if not data.continues:  # a reply taken up again goes on where it was cut off
+                # A blank line sets the answer apart from the reasoning and tool cards above it.
+                self._write("\n" if self._at_line_start else "\n\n")
             self._write(clean(data.text))
         elif kind == EventType.TEXT_DELTA:
             self._write(clean(data.text))

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
+from neta_jupyter.widgets.transcript import RunDigest
 from tests.server_process import ServerProcess
 
 
@@ -94,6 +95,38 @@ def test_graceful_shutdown_suspends_and_the_run_resumes_after_restart(
     rest = read(server, rid, after=log[-1]["seq"])
     assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
     assert [e["seq"] for e in log + rest] == list(range(len(log) + len(rest)))
+
+
+def test_resume_after_graceful_shutdown_repeats_no_text(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    words = [f"w{i} " for i in range(1500)]
+    script = tmp_path / "long.json"
+    script.write_text(json.dumps({"turns": [{"text": words, "delay": 0.005}]}))
+    rid = start(server, content="write a long answer", model=f"scripted:{script}")
+    read(server, rid, limit=150)  # well into the answer
+    server.shutdown()
+    server.start()
+    first = read(server, rid)
+    assert first[-1]["data"]["suspendReason"]["type"] == "SHUTDOWN_INTERRUPT"
+    streamed = "".join(e["data"]["text"] for e in first if e["eventType"] == "TEXT_DELTA")
+    assert 0 < len(streamed) < len("".join(words)), "the shutdown came in the middle of the answer"
+    with client(server) as http:
+        assert http.post("neta/api/agent/run/resumeTask", json={"requestId": rid}).is_success
+    log = first + read(server, rid, after=first[-1]["seq"])
+    assert log[-1]["eventType"] == "MESSAGE_COMPLETED"
+    answer = "".join(words)
+    deltas = "".join(e["data"]["text"] for e in log if e["eventType"] == "TEXT_DELTA")
+    assert deltas == answer, "the log holds the answer once"
+    digest = RunDigest()
+    for envelope in log:
+        digest.apply(envelope)
+    assert digest.text == answer, "a client folding the log shows the answer once, in one piece"
+    with client(server) as http:
+        session = http.get("neta/api/agent/run/status", params={"requestId": rid}).json()
+        tree = http.get("neta/api/sessions/tree", params={"sessionId": session["sessionId"]})
+    [saved] = [e for e in tree.json()["entries"] if e["role"] == "assistant"]
+    assert saved["message"]["content"] == answer
 
 
 @pytest.mark.parametrize(

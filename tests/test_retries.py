@@ -17,6 +17,7 @@ from neta_jupyter.providers import (
 )
 from neta_jupyter.providers.openai_compat import OpenAIChatModel
 from neta_jupyter.runtime import Runtime
+from neta_jupyter.widgets.transcript import RunDigest
 from tests.helpers import ApiClient, types
 from tests.provider_server import (
     ProviderServer,
@@ -38,6 +39,13 @@ def script(runtime: Runtime, *turns: ScriptedTurn) -> ScriptedModel:
 
 def statuses(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e["data"] for e in events if e["eventType"] == "AGENT_STATUS"]
+
+
+def digest(events: list[dict[str, Any]]) -> RunDigest:
+    folded = RunDigest()
+    for event in events:
+        folded.apply(event)
+    return folded
 
 
 def answer(events: list[dict[str, Any]]) -> str:
@@ -91,6 +99,39 @@ async def test_stream_cut_after_output_continues_without_duplicating(
     reasoning = "".join(e["data"]["text"] for e in events if e["eventType"] == "REASONING_DELTA")
     assert reasoning == "Let me think."
     assert events[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert digest(events).segments == ["The answer is 42."], "one answer, in one piece"
+
+
+@pytest.mark.parametrize(
+    "again",
+    [["It ", "is ", "42."], ["The ", "reply ", "differs."], ["The answer "], []],
+    ids=["different", "different later", "shorter", "no text"],
+)
+async def test_a_cut_reply_that_comes_out_differently_replaces_the_cut_text(
+    api: ApiClient, runtime: Runtime, again: list[str]
+) -> None:
+    script(
+        runtime,
+        ScriptedTurn(
+            text=["The answer ", "is "], error=ProviderUnavailable("reset", network_error=True)
+        ),
+        ScriptedTurn(text=again, tool_calls=[] if again else [ScriptedToolCall("todo_nope")]),
+        ScriptedTurn(text="Done."),
+    )
+    rid = (await api.start("q", model="scripted"))["requestId"]
+    events = await api.segment(rid)
+    assert events[-1]["eventType"] == "MESSAGE_COMPLETED"
+    step_one = [e for e in events if e.get("step") == 1]
+    assert [e["data"].get("replaces") for e in step_one if e["eventType"] == "TEXT_START"] == [
+        None,
+        True,
+    ]
+    shown = digest(step_one).text
+    assert shown == "".join(again), "the cut-off text is gone, the new reply shows once"
+    session = (await api.status(rid))["sessionId"]
+    tree = (await api.http.get("neta/api/sessions/tree", params={"sessionId": session})).json()
+    saved = [e["message"]["content"] for e in tree["entries"] if e["role"] == "assistant"]
+    assert saved[0] == shown, "what clients show is what the conversation keeps"
 
 
 async def test_cut_tool_call_keeps_its_id(api: ApiClient, runtime: Runtime) -> None:

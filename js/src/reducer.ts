@@ -128,9 +128,14 @@ function continueRun(state: RunState, eventType: string): RunState {
 
 // --- text and reasoning segments -----------------------------------------------------------
 
+/** A new segment; after a cut-off reply, the one before it taken up again (or replaced). */
 function startSegment(segments: readonly TextSegment[], data: Data): readonly TextSegment[] {
-  const segment: TextSegment = { text: str(data["text"]) ?? "", open: true, synthetic: bool(data["synthetic"]) ?? false };
-  return [...closeAll(segments), segment];
+  const text = str(data["text"]) ?? "";
+  const closed = closeAll(segments);
+  const last = closed[closed.length - 1];
+  if (last && bool(data["continues"])) return [...closed.slice(0, -1), { ...last, text: last.text + text, open: true }];
+  const kept = last && bool(data["replaces"]) ? closed.slice(0, -1) : closed;
+  return [...kept, { text, open: true, synthetic: bool(data["synthetic"]) ?? false }];
 }
 
 function appendSegment(segments: readonly TextSegment[], data: Data): readonly TextSegment[] {

@@ -242,6 +242,45 @@ describe("process events", () => {
   });
 });
 
+describe("a reply cut off and taken up again (a server restart mid-answer)", () => {
+  const cut = [
+    envelope("TEXT_START", 0, { type: "text" }),
+    envelope("TEXT_DELTA", 1, { type: "text", text: "The answer " }),
+    envelope("TEXT_END", 2, { type: "text" }),
+    envelope("MESSAGE_SUSPENDED", 3, { type: "message", suspendReason: { type: "SHUTDOWN_INTERRUPT" } }),
+  ];
+
+  it("continues the segment it was cut off in: the answer shows once, in one piece", () => {
+    const state = reduceAll([
+      ...cut,
+      envelope("TEXT_START", 4, { type: "text", continues: true }),
+      envelope("TEXT_DELTA", 5, { type: "text", text: "is 42." }),
+      envelope("TEXT_END", 6, { type: "text" }),
+    ]);
+    expect(state.answer).toEqual([{ text: "The answer is 42.", open: false, synthetic: false }]);
+  });
+
+  it("drops the cut-off text when the reply came out differently", () => {
+    const state = reduceAll([
+      ...cut,
+      envelope("TEXT_START", 4, { type: "text", replaces: true }),
+      envelope("TEXT_DELTA", 5, { type: "text", text: "It is 42." }),
+    ]);
+    expect(finalText(state)).toBe("It is 42.");
+  });
+
+  it("works for reasoning too, and only on the segment before", () => {
+    const state = reduceAll([
+      envelope("REASONING_START", 0, { type: "reasoning", text: "First " }),
+      envelope("REASONING_END", 1, { type: "reasoning" }),
+      envelope("REASONING_START", 2, { type: "reasoning", text: "then" }),
+      envelope("REASONING_END", 3, { type: "reasoning" }),
+      envelope("REASONING_START", 4, { type: "reasoning", text: " more", continues: true }),
+    ]);
+    expect(state.reasoning.map((s) => s.text)).toEqual(["First ", "then more"]);
+  });
+});
+
 describe("the step limit", () => {
   const state = reduceAll(fixture("max_steps"));
 

@@ -47,7 +47,7 @@ from .config import MAX_STEPS_TEXT, TOOL_FAILURE_REMINDER, RuntimeConfig
 from .emitter import RunEmitter
 from .guards import announce_repeats, screen_step
 from .retries import status, stream_with_retries
-from .streaming import Reply
+from .streaming import Reply, SentSoFar, kept_across_activations
 from .tooling import ToolRunner, VirtualTool
 
 KERNEL_SUMMARY_WAIT = 1.5
@@ -146,7 +146,8 @@ class RunLoop:
         await self._summarise_kernel()
         step = self.state["step"] + 1
         self._emitter.step = step
-        reply = await self._reply(f"call_{self.run.request_id[-6:]}_{step}")
+        with kept_across_activations(self.state, step) as sent:
+            reply = await self._reply(f"call_{self.run.request_id[-6:]}_{step}", sent)
         entry = self._add_entry("assistant", _assistant_message(reply))
         self.state.update(step=step, last_assistant=entry.entry_id)
         self.state["phase"] = "tools" if reply.tool_calls else "model"
@@ -230,14 +231,14 @@ class RunLoop:
         except Exception as exc:  # a dead kernel must not stop the run
             self._kernel_summary = f"(could not list the kernel's variables: {exc})"
 
-    async def _reply(self, call_id_prefix: str) -> Reply:
+    async def _reply(self, call_id_prefix: str, sent: SentSoFar) -> Reply:
         """Budget gate, stream with retries, reactive compaction once, reconcile usage."""
         reactive_done = False
         while True:
             request, est = await self._gated_request()
             try:
                 reply = await stream_with_retries(
-                    self._model, request, self._emitter, self._config, call_id_prefix
+                    self._model, request, self._emitter, self._config, call_id_prefix, sent
                 )
             except ContextTooLong:
                 if reactive_done:

@@ -17,7 +17,7 @@ from ..events import AgentStatusData, EventType, StatusCode
 from ..providers.base import Model, ModelRequest, ProviderUnavailable, RateLimited
 from .config import RuntimeConfig
 from .emitter import RunEmitter
-from .streaming import Reply, ReplyStreamer
+from .streaming import Reply, ReplyStreamer, SentSoFar
 
 
 class EmptyReply(ProviderUnavailable):
@@ -30,13 +30,14 @@ async def stream_with_retries(
     emitter: RunEmitter,
     config: RuntimeConfig,
     call_id_prefix: str,
+    sent: SentSoFar | None = None,
 ) -> Reply:
-    """One model reply, retried per the policy above."""
-    sent: Reply | None = None
+    """One model reply, retried per the policy above; ``sent`` tracks what clients have seen."""
+    sent = sent or SentSoFar()
     attempt = 0
     last_failure: str | None = None
     while True:
-        streamer = ReplyStreamer(emitter, call_id_prefix, sent)
+        streamer = sent.streamer = ReplyStreamer(emitter, call_id_prefix, sent.reply())
         try:
             reply = await streamer.consume(model.stream(request))
         except ProviderUnavailable as exc:
@@ -50,7 +51,6 @@ async def stream_with_retries(
                 ) from exc
             last_failure = None if exc.transient else str(exc)
             partial = streamer.produced_output
-            sent = streamer.sent()
             await _announce_and_wait(emitter, config, exc, attempt, partial)
             continue
         if not reply.empty:

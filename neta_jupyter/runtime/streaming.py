@@ -1,16 +1,20 @@
 """One shared translation of provider stream parts into events, accumulating the reply.
 
-When a step is retried after a stream broke off, the new attempt is given what the broken one
-already sent: text, reasoning and argument fragments the client has seen are not sent twice, and
-tool calls keep the ids the client already knows.
+When a step is asked for again after its stream broke off (a retry, or the run resumed after the
+server shut down mid-reply), the new attempt is given what the broken one already sent: text,
+reasoning and argument fragments the client has seen are not sent twice, and tool calls keep the
+ids the client already knows. The first segment after the break says how it relates to the one
+the client has: it ``continues`` it, or, when the reply came out differently, ``replaces`` it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..events import EventType, ReasoningData, TextData, ToolData
 from ..events.redact import StreamRedactor
@@ -54,6 +58,56 @@ class Reply:
         """No answer and no tool call: nothing the run can use."""
         return not self.text.strip() and not self.tool_calls
 
+    def to_json(self) -> dict[str, Any]:
+        """What the run's state keeps of a reply cut off (usage is not kept)."""
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls]
+        return {"text": self.text, "reasoning": self.reasoning, "toolCalls": calls}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Reply:
+        """The reply :meth:`to_json` kept."""
+        return cls(
+            text=str(value.get("text") or ""),
+            reasoning=str(value.get("reasoning") or ""),
+            tool_calls=[ToolCall(**c) for c in value.get("toolCalls") or []],
+        )
+
+
+_KEPT = "shown_of_step"
+"""Key in the run's state of what clients saw of the step's reply before its activation ended."""
+
+
+class SentSoFar:
+    """What clients have seen of one step's reply, across its attempts."""
+
+    def __init__(self, before: Reply | None = None) -> None:
+        self.before = before
+        self.streamer: ReplyStreamer | None = None
+        """The attempt streaming now (or last)."""
+
+    def reply(self) -> Reply | None:
+        """All of it, as the clients have it."""
+        return self.streamer.sent() if self.streamer is not None else self.before
+
+
+@contextmanager
+def kept_across_activations(state: dict[str, Any], step: int) -> Iterator[SentSoFar]:
+    """What the step's reply showed before its activation ended is kept in the run's state.
+
+    A shutdown (or a failure that can be retried) may cut a reply off mid-stream; when the run
+    goes on, the step is asked for again and sends only what its clients have not seen.
+    """
+    kept = state.get(_KEPT)
+    sent = SentSoFar(Reply.from_json(kept) if kept and kept.get("step") == step else None)
+    try:
+        yield sent
+    except BaseException:
+        shown = sent.reply()
+        if shown is not None and (shown.text or shown.reasoning or shown.tool_calls):
+            state[_KEPT] = {"step": step, **shown.to_json()}
+        raise
+    state.pop(_KEPT, None)
+
 
 class _Fresh:
     """Passes through only what goes beyond text a previous attempt already sent."""
@@ -64,6 +118,10 @@ class _Fresh:
         # Once the text has gone past (or away from) what was sent, every chunk is fresh; from
         # then on nothing is accumulated, so a long answer costs the same per chunk throughout.
         self.past = not sent
+        self.replaced = False
+        """The text went away from what was sent: all of it is sent anew, replacing that."""
+        self.linked = not sent
+        """The first segment after the break said how it relates to the one sent before."""
 
     def __call__(self, chunk: str) -> str:
         if self.past:
@@ -75,7 +133,28 @@ class _Fresh:
         self.past, seen, self.seen = True, self.seen, ""
         if seen.startswith(self.sent):
             return seen[max(start, len(self.sent)) :]
-        return chunk
+        self.replaced = True
+        return seen
+
+    def ended_short(self, received: str) -> bool:
+        """At the end: the text stopped inside what was sent, so what was sent must be replaced."""
+        if self.past or received == self.sent:
+            return False
+        self.past = self.replaced = True
+        return True
+
+    def link(self) -> tuple[bool | None, bool | None]:
+        """``(continues, replaces)`` of the segment opening now: set once after a break."""
+        if self.linked:
+            return None, None
+        self.linked = True
+        return (None, True) if self.replaced else (True, None)
+
+    def shown(self, received: str) -> str:
+        """The text as the client has it."""
+        if self.replaced or len(received) >= len(self.sent):
+            return received
+        return self.sent
 
 
 @dataclass(slots=True)
@@ -121,6 +200,7 @@ class ReplyStreamer:
                     # commit and send what was emitted, and serve other runs, between slices.
                     await asyncio.sleep(0)
                     deadline = clock() + _slice()
+            self._replace_if_short()
         finally:
             _streaming -= 1
             self._close_segment()
@@ -142,10 +222,21 @@ class ReplyStreamer:
         """Everything the client has seen of this step, across attempts."""
         mine = self.reply()
         return Reply(
-            text=max(self._before.text, mine.text, key=len),
-            reasoning=max(self._before.reasoning, mine.reasoning, key=len),
+            text=self._fresh_text.shown(mine.text),
+            reasoning=self._fresh_reasoning.shown(mine.reasoning),
             tool_calls=mine.tool_calls or self._before.tool_calls,
         )
+
+    def _replace_if_short(self) -> None:
+        """A reply that ended within what an earlier attempt sent replaces that text."""
+        if self._fresh_text.ended_short(text := "".join(self._text)):
+            self._segment(_TEXT_START)
+            if fresh := self._redact_text.feed(text):
+                self._emitter.emit_text(_TEXT_DELTA, fresh)
+        if self._fresh_reasoning.ended_short(reasoning := "".join(self._reasoning)):
+            self._segment(EventType.REASONING_START)
+            if fresh := self._redact_reasoning.feed(reasoning):
+                self._emitter.emit_text(EventType.REASONING_DELTA, fresh)
 
     @property
     def produced_output(self) -> bool:
@@ -218,9 +309,11 @@ class ReplyStreamer:
         self._close_segment()
         self._open = start
         if start == EventType.TEXT_START:
-            self._emitter.emit(start, TextData())
+            continues, replaces = self._fresh_text.link()
+            self._emitter.emit(start, TextData(continues=continues, replaces=replaces))
         else:
-            self._emitter.emit(start, ReasoningData())
+            continues, replaces = self._fresh_reasoning.link()
+            self._emitter.emit(start, ReasoningData(continues=continues, replaces=replaces))
 
     def _close_segment(self) -> None:
         if self._open == EventType.TEXT_START:

@@ -42,7 +42,7 @@ from ..events import (
     ToolSideData,
     decode_event,
 )
-from .text import clean, one_line, usage_text
+from .text import CUT_OFF_NOTE, clean, one_line, usage_text
 from .views import (
     StatusLine,
     Tail,
@@ -276,6 +276,8 @@ class LiveRenderer:
     def _text(self, kind: EventType, data: TextData) -> None:
         if kind == EventType.TEXT_START:
             self._settle_thinking()
+            if data.replaces:
+                self._print(Text(CUT_OFF_NOTE, style="dim"))
             self._answer_open = True
         self._answer += clean(data.text)
         settled, self._answer = split_settled(self._answer)

@@ -20,6 +20,8 @@ _SEQUENCES = re.compile(
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 PREVIEW_WIDTH = 160
+CUT_OFF_NOTE = "↻ the reply was cut off and came out differently when asked again; in full:"
+"""Shown before a segment that replaces a cut-off one (what was printed cannot be taken back)."""
 
 
 def clean(text: str) -> str:

@@ -77,7 +77,7 @@ class RunDigest:
             self.status = "running"
         match kind:
             case "TEXT_START":
-                self.segments.append(str(data.get("text") or ""))
+                self._start_segment(data)
             case "TEXT_DELTA":
                 if not self.segments:
                     self.segments.append("")
@@ -91,6 +91,16 @@ class RunDigest:
             case "MESSAGE_COMPLETED" | "MESSAGE_SUSPENDED" | "MESSAGE_FAILED":
                 self._terminal(kind, data)
         return True
+
+    def _start_segment(self, data: dict[str, Any]) -> None:
+        """A new text segment, or the one before it taken up again after a break (or replaced)."""
+        text = str(data.get("text") or "")
+        if self.segments and data.get("continues"):
+            self.segments[-1] += text
+        elif self.segments and data.get("replaces"):
+            self.segments[-1] = text
+        else:
+            self.segments.append(text)
 
     def _tool(self, kind: str, data: dict[str, Any]) -> None:
         call_id = str(data.get("toolCallId") or "")
