@@ -190,8 +190,10 @@ async def test_retry_after_recoverable_failure_does_not_rerun_finished_tools(
     assert [e["seq"] for e in all_events] == list(range(len(all_events)))
     starts = [e for e in all_events if e["eventType"] == "TOOL_START"]
     assert len(starts) == 1, "the finished read_file call must not run again"
+    read = [m.content for m in model.requests[1].messages if m.role == "tool"]
+    assert len(read) == 1 and read[0].endswith("\nalpha"), read
     retried = model.requests[2].messages
-    assert [m.content for m in retried if m.role == "tool"] == ["alpha"]
+    assert [m.content for m in retried if m.role == "tool"] == read
     model.assert_complete()
     again = await api.post("retryTask", {"requestId": rid})
     assert again.status_code == 409 and again.json()["errCode"] == "RUN_NOT_RETRYABLE"
