@@ -164,7 +164,7 @@ def test_pending_permission_ask_survives_a_restart(server: ServerProcess, tmp_pa
     names = [e["eventType"] for e in rest]
     assert names[0] == "PERMISSION_ASK_RESOLVED"
     completed = next(e for e in rest if e["eventType"] == "TOOL_COMPLETED")
-    assert completed["data"]["output"] == "forty-two"
+    assert completed["data"]["output"] == "Contents of data.txt (1 line, 9 bytes):\nforty-two"
     assert names[-1] == "MESSAGE_COMPLETED"
 
 
