@@ -4,5 +4,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     environment: "jsdom",
+    // A safety timeout against hangs, not a speed check: long-answer tests take seconds on a
+    // shared, busy machine.
+    testTimeout: 60_000,
   },
 });
