@@ -7,7 +7,10 @@
  *   custom messages; actions go back as `{"kind": "action", ...}`.
  */
 import type { Action } from "./actions";
+import type { ImagePolicy } from "./sanitize";
 import { isRecord, str } from "./wire";
+
+const DOWNLOAD = "neta/api/agent/attachment/download";
 
 export type EventsHandler = (events: readonly unknown[]) => void;
 /** A message about the connection or an action (null clears the previous one). */
@@ -45,6 +48,8 @@ export interface PageConfig {
   readonly wsUrl?: string;
   /** Token from the page config, when the page uses token auth rather than cookies. */
   readonly token?: string;
+  /** Hosts whose images in model output load without a click (`c.NetaApp.image_hosts`). */
+  readonly imageHosts?: readonly string[];
 }
 
 /** The `jupyter-config-data` script of a page served by Jupyter, or null (VS Code, static HTML). */
@@ -58,10 +63,15 @@ export function readPageConfig(doc: Document = document): PageConfig | null {
       baseUrl: withSlash(str(data["baseUrl"]) || "/"),
       wsUrl: str(data["wsUrl"]) ? withSlash(str(data["wsUrl"]) ?? "") : undefined,
       token: str(data["token"]) || undefined,
+      imageHosts: stringList(data["netaImageHosts"]),
     };
   } catch {
     return null;
   }
+}
+
+function stringList(value: unknown): string[] | undefined {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : undefined;
 }
 
 function withSlash(url: string): string {
@@ -75,7 +85,14 @@ function withSlash(url: string): string {
 export function attachmentUrl(path: string, config: PageConfig | null): string | null {
   if (/^(data|blob):/i.test(path)) return path;
   if (!config) return null;
-  return `${config.baseUrl}neta/api/agent/attachment/download?virtualPath=${encodeURIComponent(path)}`;
+  return `${config.baseUrl}${DOWNLOAD}?virtualPath=${encodeURIComponent(path)}`;
+}
+
+/** What may load in model output on this page (see sanitize.ts). */
+export function imagePolicy(config: PageConfig | null): ImagePolicy {
+  if (!config) return { attachmentPath: null, hosts: [] };
+  const base = new URL(config.baseUrl, document.baseURI).pathname;
+  return { attachmentPath: `${withSlash(base)}${DOWNLOAD}`, hosts: config.imageHosts ?? [] };
 }
 
 // --- REST actions ----------------------------------------------------------------------------

@@ -8,7 +8,8 @@
 import { reduceAll } from "./reducer";
 import { SnapshotWriter, stateFromSnapshot } from "./snapshot";
 import { hasEnded, initialState, type RunState } from "./state";
-import { attachmentUrl, createCommTransport, readPageConfig, type CommModel, type PageConfig, type Transport } from "./transport";
+import { setImagePolicy } from "./sanitize";
+import { attachmentUrl, createCommTransport, imagePolicy, readPageConfig, type CommModel, type PageConfig, type Transport } from "./transport";
 import { createServerTransport } from "./transport-server";
 import { RunView } from "./view/run-view";
 
@@ -61,6 +62,7 @@ class RunWidget {
   private readonly onPrompt = () => this.view.setPrompt(text(this.model.get("prompt")));
 
   constructor(private readonly model: WidgetModel, el: HTMLElement) {
+    setImagePolicy(imagePolicy(this.config));
     this.state = startState(this.requestId());
     this.view = new RunView(el, {
       prompt: text(model.get("prompt")),

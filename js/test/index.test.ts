@@ -3,6 +3,7 @@ import widget from "../src/index";
 import { mount, type WidgetModel } from "../src/widget";
 import { SnapshotWriter, snapshotOf, stateFromSnapshot } from "../src/snapshot";
 import { reduceAll } from "../src/reducer";
+import { ARM_DELAY_MS, browserGuard } from "../src/view/guard";
 import { fixture } from "./helpers";
 
 type Callback = (...args: unknown[]) => void;
@@ -57,6 +58,7 @@ beforeEach(() => {
 
 afterEach(() => {
   vi.useRealTimers();
+  vi.restoreAllMocks();
 });
 
 const root = () => el.querySelector<HTMLElement>('[data-testid="neta-run"]')!;
@@ -106,6 +108,9 @@ describe("the run widget (embedded mode)", () => {
     const events = fixture("permission_resume");
     model.emit("msg:custom", { kind: "events", events: events.slice(0, events.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1) });
     frame();
+    // jsdom lays nothing out, so no click of a script passes the browser's checks: let this one.
+    vi.spyOn(browserGuard, "deliberate").mockReturnValue(true);
+    vi.advanceTimersByTime(ARM_DELAY_MS);
     el.querySelector<HTMLElement>('[data-testid="neta-always"]')!.click();
     expect(model.sent[1]).toEqual({ kind: "action", action: "resume", requestId: "r_perm", askId: "ask_1", approved: true, always: true });
   });

@@ -172,7 +172,9 @@ describe("streaming markdown", () => {
     expect(html).not.toContain("onclick");
     expect(html).not.toContain("javascript:");
     expect(html).not.toContain("<iframe");
-    expect(container.querySelector("img")).not.toBeNull();
+    // The image is held back (its host is not allowed): a placeholder stands in for it.
+    expect(container.querySelector("img")).toBeNull();
+    expect(container.querySelector(".neta-image-placeholder")).not.toBeNull();
     const link = container.querySelector('a[href="https://example.org"]');
     expect(link?.getAttribute("target")).toBe("_blank");
     expect(link?.getAttribute("rel")).toBe("noopener noreferrer");

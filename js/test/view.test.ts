@@ -3,54 +3,35 @@ import type { Action } from "../src/actions";
 import { JOIN_LIMIT, PIECE, renderBlock } from "../src/markdown";
 import { reduceAll } from "../src/reducer";
 import { initialState, type RunState } from "../src/state";
+import { ARM_DELAY_MS, type PromptGuard } from "../src/view/guard";
 import { TOAST_MS } from "../src/view/panels";
-import { CHARS_PER_SKIPPED_FRAME, RunView, type FrameClock } from "../src/view/run-view";
+import { CHARS_PER_SKIPPED_FRAME, RunView } from "../src/view/run-view";
+import { FakeClock } from "./clock";
 import { envelope, fixture, type Envelope } from "./helpers";
-
-class FakeClock implements FrameClock {
-  frames = new Map<number, () => void>();
-  timers = new Map<number, { due: number; callback: () => void }>();
-  frameRequests = 0;
-  now = 0;
-  private next = 1;
-
-  requestFrame(callback: () => void): number {
-    this.frameRequests++;
-    const handle = this.next++;
-    this.frames.set(handle, callback);
-    return handle;
-  }
-  cancelFrame(handle: number): void {
-    this.frames.delete(handle);
-  }
-  setTimeout(callback: () => void, ms: number): unknown {
-    const handle = this.next++;
-    this.timers.set(handle, { due: this.now + ms, callback });
-    return handle;
-  }
-  clearTimeout(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-  runFrames(): void {
-    const frames = [...this.frames.values()];
-    this.frames.clear();
-    frames.forEach((f) => f());
-  }
-  advance(ms: number): void {
-    this.now += ms;
-    for (const [handle, timer] of [...this.timers]) {
-      if (timer.due <= this.now) {
-        this.timers.delete(handle);
-        timer.callback();
-      }
-    }
-  }
-}
 
 let container: HTMLElement;
 let clock: FakeClock;
 let onAction: ReturnType<typeof vi.fn<(action: Action) => Promise<void>>>;
 let view: RunView;
+
+/** The browser's visibility and hit checks, as a test sets them: in view, every click deliberate. */
+const guard = {
+  visible: true,
+  deliberate: true,
+  watchers: new Set<(visible: boolean) => void>(),
+  setVisible(visible: boolean): void {
+    this.visible = visible;
+    for (const watcher of this.watchers) watcher(visible);
+  },
+};
+const testGuard: PromptGuard = {
+  observe(_element, onChange) {
+    guard.watchers.add(onChange);
+    onChange(guard.visible);
+    return () => guard.watchers.delete(onChange);
+  },
+  deliberate: () => guard.deliberate,
+};
 
 /** A new view in an empty page (before each test, and again where a test needs a fresh one). */
 function setup(): void {
@@ -64,7 +45,11 @@ function setup(): void {
     onAction,
     resolveUrl: (path) => (path.startsWith("data:") ? path : `/base/download?virtualPath=${encodeURIComponent(path)}`),
     clock,
+    guard: testGuard,
   });
+  guard.visible = true;
+  guard.deliberate = true;
+  guard.watchers.clear();
 }
 
 beforeEach(setup);
@@ -187,6 +172,7 @@ describe("permission prompt", () => {
 
   beforeEach(() => {
     show(reduceAll(until(events, "MESSAGE_SUSPENDED")));
+    clock.advance(ARM_DELAY_MS);
   });
 
   it("shows the tool, its arguments and the rule that matched", () => {
@@ -232,6 +218,7 @@ describe("clarify box", () => {
   beforeEach(() => {
     const events = fixture("catalogue_rest");
     show(reduceAll(until(events, "MESSAGE_SUSPENDED")));
+    clock.advance(ARM_DELAY_MS);
   });
 
   it("answers with an option button", () => {

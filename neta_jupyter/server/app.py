@@ -9,7 +9,7 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Float, Int, Unicode
+from traitlets import Float, Int, List, Unicode
 
 from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
@@ -49,6 +49,12 @@ class NetaApp(ExtensionApp, NetaSettings):
         "less per event when many runs write at once.",
     ).tag(config=True)
     max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
+    image_hosts = List(
+        Unicode(),
+        help="Hosts whose images in model output the widget shows at once ('*.example.org' "
+        "includes subdomains); other remote images wait for a click, since an image URL can "
+        "carry data to its host.",
+    ).tag(config=True)
 
     runtime: Runtime
     store: Store
@@ -90,6 +96,7 @@ class NetaApp(ExtensionApp, NetaSettings):
         # The server's start-up objects live as long as it does: keep full collections from
         # rescanning them (measured: 120-180 ms pauses of the event loop under load).
         gc.freeze()
+        self._share_with_pages()
         self.settings.update(
             neta_runtime=self.runtime,
             neta_kernel_token=self.kernel_token,
@@ -98,6 +105,14 @@ class NetaApp(ExtensionApp, NetaSettings):
             neta_heartbeat_interval=self.heartbeat_interval,
             neta_max_body_bytes=self.max_body_bytes,
         )
+
+    def _share_with_pages(self) -> None:
+        """Settings the widget reads from the page (JupyterLab's and Notebook's page config)."""
+        web_app = getattr(self.serverapp, "web_app", None)
+        if web_app is None:
+            return
+        page_config = web_app.settings.setdefault("page_config_data", {})
+        page_config["netaImageHosts"] = list(self.image_hosts)
 
     def initialize_handlers(self) -> None:
         """Routes of DESIGN §5 (the server prefixes its base_url)."""

@@ -67,13 +67,13 @@ export function isolateKeys(element: HTMLElement): void {
 }
 
 /** A textarea that sends on Ctrl/Cmd+Enter. */
-export function textarea(testid: string, placeholder: string, onSubmit: () => void): HTMLTextAreaElement {
+export function textarea(testid: string, placeholder: string, onSubmit: (event: KeyboardEvent) => void): HTMLTextAreaElement {
   const area = h("textarea", { className: "neta-textarea", testid, attrs: { rows: "2", placeholder } });
   isolateKeys(area);
   area.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
-      onSubmit();
+      onSubmit(event);
     }
   });
   return area;

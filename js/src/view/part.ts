@@ -1,6 +1,7 @@
 /** The pieces the run view is made of, and what they may use. */
 import type { Action } from "../actions";
 import type { RunState } from "../state";
+import type { PromptGuard } from "./guard";
 
 export interface ViewContext {
   /** Sends an action; resolves false (and the view shows why) when it failed. */
@@ -9,6 +10,8 @@ export interface ViewContext {
   resolveUrl(path: string): string | null;
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
+  /** When a prompt is in view, and which clicks on its buttons count (guard.ts). */
+  readonly guard: PromptGuard;
 }
 
 /** One region of the widget; `render` compares slices of `prev` and `state` by identity. */

@@ -1,46 +1,80 @@
-/** The two places where the run waits for the user: a permission ask and a clarify request. */
+/**
+ * The two places where the run waits for the user: a permission ask and a clarify request. Their
+ * buttons answer only a deliberate click once the prompt has been in view a moment (guard.ts).
+ */
 import type { Action } from "../actions";
 import type { ClarifyRequest, PermissionAsk, RunState } from "../state";
 import { button, h, setVisible, textarea } from "./dom";
-import { argsView } from "./format";
+import { ArmedControls } from "./guard";
 import type { Part, ViewContext } from "./part";
+import { argsBlock } from "./tools";
 
 /**
- * Sends an action with `controls` disabled; they come back only if sending failed. On success
- * the prompt stays disabled until the run moves on and the state clears it.
+ * Sends an action with the prompt's controls disabled; they come back only if sending failed. On
+ * success the prompt stays disabled until the run moves on and the state clears it.
  */
-async function sendWith(ctx: ViewContext, action: Action, controls: readonly HTMLElement[]): Promise<boolean> {
-  for (const control of controls) control.toggleAttribute("disabled", true);
+async function sendWith(ctx: ViewContext, action: Action, controls: ArmedControls): Promise<boolean> {
+  controls.setBusy(true);
   const ok = await ctx.act(action);
-  if (!ok) for (const control of controls) control.toggleAttribute("disabled", false);
+  if (!ok) controls.setBusy(false);
   return ok;
 }
 
-export class PermissionPart implements Part {
-  readonly element = h("div", { className: "neta-prompt neta-permission", testid: "neta-permission" });
-  private shown: PermissionAsk | null = null;
+/** One prompt at a time: built when its request arrives, its armed controls disposed with it. */
+abstract class PromptPart<T> implements Part {
+  abstract readonly element: HTMLElement;
+  private shown: T | null = null;
+  protected controls: ArmedControls | null = null;
 
-  constructor(private readonly ctx: ViewContext) {
+  constructor(protected readonly ctx: ViewContext) {}
+
+  protected abstract current(state: RunState): T | null;
+  protected abstract build(request: T): HTMLElement[];
+
+  render(state: RunState): void {
+    const request = this.current(state);
+    if (request === this.shown) return;
+    this.shown = request;
+    this.controls?.dispose();
+    this.controls = null;
+    setVisible(this.element, request !== null);
+    this.element.replaceChildren(...(request !== null ? this.build(request) : []));
+  }
+
+  dispose(): void {
+    this.controls?.dispose();
+  }
+
+  /** Controls that arm once `watched` (the row holding them) is wholly in view. */
+  protected arm(watched: HTMLElement, controls: readonly HTMLElement[]): ArmedControls {
+    this.controls = new ArmedControls(this.ctx, this.ctx.guard, watched, controls);
+    return this.controls;
+  }
+}
+
+export class PermissionPart extends PromptPart<PermissionAsk> {
+  readonly element = h("div", { className: "neta-prompt neta-permission", testid: "neta-permission" });
+
+  constructor(ctx: ViewContext) {
+    super(ctx);
     setVisible(this.element, false);
   }
 
-  render(state: RunState): void {
-    if (state.permission === this.shown) return;
-    this.shown = state.permission;
-    setVisible(this.element, state.permission !== null);
-    this.element.replaceChildren(...(state.permission ? this.build(state.permission) : []));
+  protected current(state: RunState): PermissionAsk | null {
+    return state.permission;
   }
 
-  private build(ask: PermissionAsk): HTMLElement[] {
+  protected build(ask: PermissionAsk): HTMLElement[] {
     const approve = button("Approve", "neta-approve", "neta-button neta-primary");
     const always = button("Always allow", "neta-always");
     const deny = button("Deny", "neta-deny", "neta-button neta-danger");
-    const buttons = [approve, always, deny];
+    const row = h("div", { className: "neta-prompt-buttons" }, [approve, always, deny]);
+    const controls = this.arm(row, [approve, always, deny]);
     const decide = (approved: boolean, alwaysAllow: boolean) => () =>
-      void sendWith(this.ctx, { action: "resume", askId: ask.askId, approved, always: alwaysAllow }, buttons);
-    approve.addEventListener("click", decide(true, false));
-    always.addEventListener("click", decide(true, true));
-    deny.addEventListener("click", decide(false, false));
+      void sendWith(this.ctx, { action: "resume", askId: ask.askId, approved, always: alwaysAllow }, controls);
+    controls.on(approve, "click", decide(true, false));
+    controls.on(always, "click", decide(true, true));
+    controls.on(deny, "click", decide(false, false));
 
     const title = h("div", { className: "neta-prompt-title" }, [
       "Allow ",
@@ -48,48 +82,50 @@ export class PermissionPart implements Part {
       " to run?",
     ]);
     const parts: HTMLElement[] = [title];
-    const args = argsView(ask.arguments);
-    if (args.text) parts.push(h("pre", { className: "neta-pre neta-permission-args", text: args.text }));
+    const args = argsBlock(ask.arguments, "neta-pre neta-permission-args");
+    if (args) parts.push(args);
     if (ask.ruleDescription || ask.rulePattern) {
       const rule = h("div", { className: "neta-permission-rule", text: ask.ruleDescription ?? "" });
       if (ask.rulePattern) rule.append(" ", h("code", { text: ask.rulePattern }));
       parts.push(rule);
     }
-    parts.push(h("div", { className: "neta-prompt-buttons" }, buttons));
+    parts.push(row);
     return parts;
   }
 }
 
-export class ClarifyPart implements Part {
+export class ClarifyPart extends PromptPart<ClarifyRequest> {
   readonly element = h("div", { className: "neta-prompt neta-clarify", testid: "neta-clarify" });
-  private shown: ClarifyRequest | null = null;
 
-  constructor(private readonly ctx: ViewContext) {
+  constructor(ctx: ViewContext) {
+    super(ctx);
     setVisible(this.element, false);
   }
 
-  render(state: RunState): void {
-    if (state.clarify === this.shown) return;
-    this.shown = state.clarify;
-    setVisible(this.element, state.clarify !== null);
-    this.element.replaceChildren(...(state.clarify ? this.build(state.clarify) : []));
+  protected current(state: RunState): ClarifyRequest | null {
+    return state.clarify;
   }
 
-  private build(request: ClarifyRequest): HTMLElement[] {
+  protected build(request: ClarifyRequest): HTMLElement[] {
     const options = request.options.map((option) => button(option, "neta-clarify-option", "neta-button neta-option"));
     const send = button("Send", "neta-clarify-send", "neta-button neta-primary");
-    const controls = [...options, send];
+    const free = textarea("neta-clarify-input", "Your answer", (event) => {
+      // Typing is always possible; Ctrl+Enter sends only as the Send button would.
+      if (controls.ready && this.ctx.guard.deliberate(event, free)) answer(free.value);
+    });
+    const input = h("div", { className: "neta-input-row" }, [free, send]);
+    // The options sit right above the input row, which is never empty: that row must be in view.
+    const controls = this.arm(input, [...options, send]);
     const answer = (text: string): void => {
       if (text.trim() === "") return;
       void sendWith(this.ctx, { action: "resume", askId: request.clarifyId, answer: text }, controls);
     };
-    const free = textarea("neta-clarify-input", "Your answer", () => answer(free.value));
-    options.forEach((option, i) => option.addEventListener("click", () => answer(request.options[i] ?? "")));
-    send.addEventListener("click", () => answer(free.value));
+    options.forEach((option, i) => controls.on(option, "click", () => answer(request.options[i] ?? "")));
+    controls.on(send, "click", () => answer(free.value));
     return [
       h("div", { className: "neta-prompt-title", text: request.question }),
       h("div", { className: "neta-prompt-buttons" }, options),
-      h("div", { className: "neta-input-row" }, [free, send]),
+      input,
     ];
   }
 }

@@ -11,6 +11,7 @@
 import type { Action } from "../actions";
 import type { RunState } from "../state";
 import { h, isolateKeys, setData } from "./dom";
+import { browserGuard, type PromptGuard } from "./guard";
 import { AttachmentsPart, FooterPart, HeaderPart, InputPart, TodoPart, ToastPart } from "./panels";
 import type { Part, ViewContext } from "./part";
 import { ProcessPart } from "./process";
@@ -31,6 +32,8 @@ export interface RunViewOptions {
   readonly onAction: (action: Action) => Promise<void>;
   readonly resolveUrl: (path: string) => string | null;
   readonly clock?: FrameClock;
+  /** Tests replace the browser's visibility and hit checks of the prompts. */
+  readonly guard?: PromptGuard;
 }
 
 /** Length laid out again per change, for each animation frame left out between two renders. */
@@ -68,6 +71,7 @@ export class RunView {
       resolveUrl: options.resolveUrl,
       setTimeout: (callback, ms) => this.clock.setTimeout(callback, ms),
       clearTimeout: (handle) => this.clock.clearTimeout(handle),
+      guard: options.guard ?? browserGuard,
     };
     this.header = new HeaderPart(ctx, options.prompt ?? "");
     this.footer = new FooterPart(ctx);

@@ -1,8 +1,9 @@
 /** One card per tool call: arguments streaming in, status, title, output, images, duration, failure. */
-import { highlightCode } from "../markdown";
+import { highlightCode } from "../highlight";
+import { sanitizeHtml } from "../sanitize";
 import type { RunState, ToolCard } from "../state";
 import { h, setData, setText, setVisible } from "./dom";
-import { argsView, formatDuration } from "./format";
+import { argsView, formatDuration, type ArgsView } from "./format";
 import type { Part, ViewContext } from "./part";
 
 /** Outputs longer than this are folded into a <details> so the answer stays in view. */
@@ -33,6 +34,7 @@ class ToolCardView {
   private readonly images = h("div", { className: "neta-tool-images" });
   private readonly error = h("div", { className: "neta-tool-error" });
   private shownArgs: string | null = null;
+  private waiting = false;
   private shownOutput: string | null = null;
 
   constructor(private readonly ctx: ViewContext, card: ToolCard) {
@@ -57,7 +59,10 @@ class ToolCardView {
     setText(this.name, card.toolName || "tool");
     setText(this.title, card.status === "running" ? (card.title ?? "") : "");
     setText(this.duration, card.durationMs !== undefined ? formatDuration(card.durationMs) : "");
-    if (card.argsText !== prev?.argsText || card.status !== prev?.status) this.renderArgs(card);
+    if (card.argsText !== prev?.argsText || card.status !== prev?.status || waiting !== this.waiting) {
+      this.waiting = waiting;
+      this.renderArgs(card);
+    }
     if (card.notices !== prev?.notices) this.renderNotices(card);
     setText(this.streamed, card.output === undefined ? card.streamed : "");
     setVisible(this.streamed, card.output === undefined && card.streamed !== "");
@@ -68,18 +73,14 @@ class ToolCardView {
   }
 
   private renderArgs(card: ToolCard): void {
-    // While generating the JSON is incomplete: show the raw fragments as they stream in.
-    const view = card.status === "generating" ? { kind: "raw" as const, text: card.argsText } : argsView(card.argsText);
+    // While generating the JSON is incomplete: show the raw fragments as they stream in. A call
+    // waiting for approval has all of its arguments, though it has not started.
+    const complete = card.status !== "generating" || this.waiting;
+    const view = complete ? argsView(card.argsText) : { kind: "raw" as const, text: card.argsText };
     const key = `${view.kind}:${view.text}`;
     if (key === this.shownArgs) return;
     this.shownArgs = key;
-    if (view.kind === "code") {
-      this.argsCode.className = "hljs language-python";
-      this.argsCode.innerHTML = highlightCode(view.text, "python");
-    } else {
-      this.argsCode.className = view.kind === "json" ? "hljs language-json" : "";
-      this.argsCode.textContent = view.text;
-    }
+    showArgs(this.argsCode, view);
     setVisible(this.args, view.text !== "" && view.text !== "{}");
   }
 
@@ -111,6 +112,26 @@ class ToolCardView {
     });
     this.images.replaceChildren(...images);
   }
+}
+
+const ARGS_LANGUAGES: Readonly<Record<ArgsView["kind"], string>> = { code: "python", json: "json", raw: "" };
+
+/** Arguments in `code`: code and JSON highlighted, anything else as text. */
+export function showArgs(code: HTMLElement, view: ArgsView): void {
+  const language = ARGS_LANGUAGES[view.kind];
+  code.className = language ? `hljs language-${language}` : "";
+  // highlight.js escapes the text it marks up; the sanitiser makes sure that nothing else got in.
+  if (language) code.innerHTML = sanitizeHtml(highlightCode(view.text, language));
+  else code.textContent = view.text;
+}
+
+/** A `<pre>` of a call's complete arguments, or null when there are none to show. */
+export function argsBlock(argsText: string, className: string): HTMLElement | null {
+  const view = argsView(argsText);
+  if (view.text === "" || view.text === "{}") return null;
+  const code = h("code");
+  showArgs(code, view);
+  return h("pre", { className }, [code]);
 }
 
 function outputBlock(output: string): HTMLElement {

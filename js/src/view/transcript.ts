@@ -1,5 +1,6 @@
 /** Reasoning (collapsible, apart) and the answer (streaming markdown). */
 import { StreamingMarkdown, UPDATE_BUDGET } from "../markdown";
+import { loadImagesOnClick } from "../sanitize";
 import type { RunState, TextSegment } from "../state";
 import { h, setGrowingText, setText, setVisible } from "./dom";
 import type { Part } from "./part";
@@ -50,6 +51,7 @@ export class AnswerPart implements Part {
 
   constructor() {
     setVisible(this.element, false);
+    loadImagesOnClick(this.element);
   }
 
   /** Some text is not shown yet: render again at the next frame, even with the same state. */

