@@ -36,6 +36,8 @@ if CHROMIUM is None:
 
 pytest.importorskip("playwright.sync_api")
 
+from playwright.sync_api import Error as PlaywrightError  # noqa: E402 (only once it is there)
+
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c63f8cfc0f01f0005000201a1e2d53f0000000049454e44ae426082"
@@ -184,10 +186,18 @@ def wait_status(page: Any, index: int, status: str, timeout: float = 90_000) -> 
 
 
 def wait_armed(button: Any) -> None:
-    button.scroll_into_view_if_needed()
-    button.wait_for(state="visible")
+    """Bring the button into view and wait until it answers clicks (a prompt arms after a moment
+    in view; JupyterLab may re-create a view meanwhile, so the locator is found again each time)."""
     deadline = time.monotonic() + 30
-    while button.get_attribute("data-armed") != "true":
+    while True:
+        try:
+            button.wait_for(state="visible")
+            button.scroll_into_view_if_needed()
+            if button.get_attribute("data-armed") == "true":
+                return
+        except PlaywrightError:
+            pass  # detached while looked at: a view being re-created
+
         assert time.monotonic() < deadline, "the prompt's buttons never armed"
         time.sleep(0.05)
 
