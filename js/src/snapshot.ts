@@ -11,6 +11,8 @@ export interface Snapshot {
   readonly finalText: string;
   readonly lastSeq: number;
   readonly errorMessage?: string;
+  /** Why a suspended run waits (`PERMISSION_ASK`, …), so a reload labels it right at once. */
+  readonly suspendReason?: string;
 }
 
 const STATUSES: readonly RunStatus[] = ["idle", "running", "suspended", "completed", "failed"];
@@ -23,7 +25,8 @@ export function snapshotOf(state: RunState): Snapshot {
     lastSeq: state.lastSeq,
   };
   const errorMessage = state.status === "failed" ? state.failure?.errorMessage : undefined;
-  return errorMessage ? { ...snapshot, errorMessage } : snapshot;
+  const suspendReason = state.status === "suspended" ? state.suspendReason?.type : undefined;
+  return { ...snapshot, ...(errorMessage ? { errorMessage } : {}), ...(suspendReason ? { suspendReason } : {}) };
 }
 
 /** What to show from a saved snapshot until (or unless) live events arrive; null when empty. */
@@ -32,6 +35,7 @@ export function stateFromSnapshot(value: unknown): RunState | null {
   const text = str(value["finalText"]) ?? "";
   const status = STATUSES.find((s) => s === value["status"]);
   const errorMessage = str(value["errorMessage"]);
+  const suspendReason = status === "suspended" ? str(value["suspendReason"]) : undefined;
   if (!text && !status && !errorMessage) return null;
   const base = initialState(str(value["requestId"]) || null);
   return {
@@ -39,6 +43,7 @@ export function stateFromSnapshot(value: unknown): RunState | null {
     status: status ?? "idle",
     answer: text ? [{ text, open: false, synthetic: false }] : [],
     failure: errorMessage ? { errorCode: "", errorMessage, recoverable: false, networkError: false } : null,
+    suspendReason: suspendReason ? { type: suspendReason } : null,
   };
 }
 

@@ -186,6 +186,34 @@ describe("snapshot", () => {
     expect(stateFromSnapshot(null)).toBeNull();
   });
 
+  it("keeps why a suspended run waits, so a reload labels it right from the first frame", () => {
+    const events = fixture("permission_resume");
+    const suspended = reduceAll(events.slice(0, events.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1));
+    const snapshot = snapshotOf(suspended);
+    expect(snapshot.suspendReason).toBe("PERMISSION_ASK");
+    for (const [n, saved] of [snapshot, { ...snapshot, suspendReason: undefined }].entries()) {
+      // A run of its own each time: the page remembers the last state of runs it has shown.
+      const requestId = `r_reload_${n}`;
+      const replay = events.map((e) => ({ ...e, requestId }));
+      const model = new FakeModel({ request_id: requestId, mode: "embedded", prompt: "", snapshot: { ...saved, requestId } });
+      document.body.replaceChildren(el);
+      el.replaceChildren();
+      mount(model, el);
+      const labels: string[] = [];
+      const record = () => {
+        const label = el.querySelector('[data-testid="neta-status"]')?.textContent ?? "";
+        if (label && labels[labels.length - 1] !== label) labels.push(label);
+      };
+      frame();
+      record();
+      model.emit("msg:custom", { kind: "events", events: replay.slice(0, replay.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1) });
+      frame();
+      record();
+      // A summary saved without the reason (the kernel writes one too) says less, but nothing wrong.
+      expect(labels).toEqual(saved.suspendReason ? ["Waiting for your approval"] : ["Waiting", "Waiting for your approval"]);
+    }
+  });
+
   it("is written at most once per interval while running, and in the next task at rest", () => {
     const writes: unknown[] = [];
     const writer = new SnapshotWriter((s) => writes.push(s), { setTimeout, clearTimeout }, 1000);

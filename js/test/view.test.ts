@@ -123,6 +123,35 @@ describe("rendering a whole run", () => {
   });
 });
 
+describe("a figure a tool made", () => {
+  it("is shown once, in its tool card; the attachment list only names it", () => {
+    const events = fixture("basic_run");
+    const plot = "/sessions/s_1/plot_1.png";
+    const attachment = envelope("ATTACHMENT_CHANGED", 37, {
+      type: "attachment",
+      attachmentId: "att_plot",
+      fileName: "plot_1.png",
+      contentType: "image/png",
+      fileSize: 13_000,
+      virtualPath: plot,
+    }, "r_basic");
+    const other = envelope("ATTACHMENT_CHANGED", 38, {
+      type: "attachment",
+      attachmentId: "att_other",
+      fileName: "other.png",
+      contentType: "image/png",
+      virtualPath: "/sessions/s_1/other.png",
+    }, "r_basic");
+    show(reduceAll([...events, attachment, other]));
+    const url = `/base/download?virtualPath=${encodeURIComponent(plot)}`;
+    expect([...container.querySelectorAll(`img[src="${url}"]`)].map((img) => img.className)).toEqual(["neta-tool-image"]);
+    const items = all("neta-attachment").map((item) => item.textContent);
+    expect(items.some((text) => text?.includes("plot_1.png"))).toBe(true);
+    // An image no tool card shows keeps its preview in the list.
+    expect(container.querySelectorAll("img.neta-attachment-image")).toHaveLength(1);
+  });
+});
+
 describe("batching", () => {
   it("renders once per animation frame, never per event", () => {
     const events = fixture("basic_run");

@@ -3,8 +3,8 @@
 Contract with the JavaScript:
 
 * traits ``request_id``, ``mode`` (``"server"`` | ``"embedded"``), ``prompt`` and ``snapshot``
-  (``{requestId, status, finalText, lastSeq, errorMessage?}``; kept current by both sides, so a
-  saved notebook keeps the run's outcome);
+  (``{requestId, status, finalText, lastSeq, errorMessage?, suspendReason?}``; kept current by both
+  sides, so a saved notebook keeps the run's outcome);
 * kernel → view custom messages ``{"kind": "events", "events": [envelope, …]}``, at most one per
   :data:`BATCH_INTERVAL`, and ``{"kind": "error", "message": …}`` when an action failed;
 * view → kernel ``{"kind": "replay", "lastSeq": n}`` (send everything after ``n``, then live) and

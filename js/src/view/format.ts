@@ -72,7 +72,9 @@ export function statusLabel(state: RunState): string {
     case "running":
       return "Running";
     case "suspended":
-      return SUSPEND_LABELS[state.suspendReason?.type ?? ""] ?? "Suspended";
+      // Without a reason (a saved summary from before reasons were kept, or from the kernel) the
+      // run may be waiting for anything, an approval included: "Suspended" would be wrong.
+      return SUSPEND_LABELS[state.suspendReason?.type ?? ""] ?? "Waiting";
     case "completed":
       return "Done";
     case "failed":

@@ -76,15 +76,27 @@ export class ToastPart implements Part {
   }
 }
 
+/** Paths of the images tool cards show: an attachment among them is not shown a second time. */
+function toolImages(state: RunState): string {
+  return valuesOf(state.tools)
+    .flatMap((card) => card.images)
+    .sort()
+    .join("\n");
+}
+
 export class AttachmentsPart implements Part {
   readonly element = h("ul", { className: "neta-attachments" });
+  private shownToolImages = "";
 
   constructor(private readonly ctx: ViewContext) {
     setVisible(this.element, false);
   }
 
   render(state: RunState, prev: RunState | null): void {
-    if (prev && state.attachments === prev.attachments) return;
+    const inCards = prev && state.tools === prev.tools ? this.shownToolImages : toolImages(state);
+    if (prev && state.attachments === prev.attachments && inCards === this.shownToolImages) return;
+    this.shownToolImages = inCards;
+    const figures = new Set(inCards.split("\n"));
     const items = valuesOf(state.attachments).map((a) => {
       const url = this.ctx.resolveUrl(a.virtualPath);
       const name = url
@@ -95,7 +107,8 @@ export class AttachmentsPart implements Part {
       if (a.fileSize !== undefined) item.append(h("span", { className: "neta-muted", text: formatBytes(a.fileSize) }));
       if (a.changeType === "UPDATED") item.append(h("span", { className: "neta-badge", text: "updated" }));
       if (a.sent) item.append(h("span", { className: "neta-badge", text: "sent" }));
-      if (url && a.contentType?.startsWith("image/")) {
+      // A figure a tool made is shown in the tool's card; here it is only listed.
+      if (url && a.contentType?.startsWith("image/") && !figures.has(a.virtualPath)) {
         item.append(h("img", { className: "neta-attachment-image", attrs: { src: url, alt: a.fileName } }));
       }
       return item;
