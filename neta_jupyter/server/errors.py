@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from ..runtime.requests import describe_validation
+
+__all__ = ["ApiError", "describe_validation", "error_body"]
 
 
 class ApiError(Exception):
@@ -28,12 +30,3 @@ def error_body(status: int, code: str, message: str, request_id: str | None) -> 
         "errCode": code,
         "requestId": request_id,
     }
-
-
-def describe_validation(exc: ValidationError) -> str:
-    """One line naming each bad field."""
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "body"
-        parts.append(f"{where}: {err['msg']}")
-    return "invalid request: " + "; ".join(parts)

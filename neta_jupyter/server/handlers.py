@@ -6,14 +6,19 @@ import asyncio
 import json
 import mimetypes
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..store import Entry, RunRecord, SessionRecord
-from .actions import resume_run, start_run
+from ..runtime.answers import (
+    models_json,
+    run_summaries,
+    run_summary,
+    session_json,
+    session_snapshot,
+)
+from ..runtime.requests import resume_run, start_run
 from .base import NetaHandler
 from .errors import ApiError
 from .schemas import (
@@ -25,25 +30,6 @@ from .schemas import (
     ResumeRequest,
     RunRequest,
 )
-
-
-def run_summary(run: RunRecord, last_seq: int) -> dict[str, Any]:
-    """What clients need to know about a run."""
-    ask = run.state.get("ask")
-    return {
-        "requestId": run.request_id,
-        "sessionId": run.session_id,
-        "status": run.status,
-        "model": run.model,
-        "prompt": run.prompt,
-        "created": run.created,
-        "imported": run.imported,
-        "lastSeq": last_seq,
-        "step": run.state.get("step", 0),
-        "recoverable": bool(run.state.get("recoverable")),
-        "pendingAsk": ask,
-        "usage": run.state.get("usage") or {},
-    }
 
 
 class StartRunHandler(NetaHandler):
@@ -128,9 +114,7 @@ class RunListHandler(NetaHandler):
     @authorized
     async def get(self) -> None:
         session_id = self.query("sessionId", required=False)
-        runs = self.runtime.store.records.runs(principal=self.principal, session_id=session_id)
-        log = self.runtime.store.events
-        self.reply({"runs": [run_summary(r, log.last_seq(r.request_id)) for r in runs]})
+        self.reply({"runs": run_summaries(self.runtime, self.principal, session_id)})
 
 
 class AttachmentHandler(NetaHandler):
@@ -155,29 +139,6 @@ class AttachmentHandler(NetaHandler):
         self.finish(await asyncio.to_thread(path.read_bytes))
 
 
-def _session_json(session: SessionRecord) -> dict[str, Any]:
-    return {
-        "sessionId": session.session_id,
-        "name": session.name,
-        "created": session.created,
-        "leafEntryId": session.leaf_entry_id,
-        "inputTokens": session.input_tokens,
-        "outputTokens": session.output_tokens,
-        "hasUnknownUsage": session.has_unknown_usage,
-    }
-
-
-def _entry_json(entry: Entry) -> dict[str, Any]:
-    return {
-        "entryId": entry.entry_id,
-        "parentId": entry.parent_id,
-        "role": entry.role,
-        "message": entry.message,
-        "requestId": entry.request_id,
-        "created": entry.created,
-    }
-
-
 class SessionsHandler(NetaHandler):
     """``GET /neta/api/sessions``."""
 
@@ -185,44 +146,28 @@ class SessionsHandler(NetaHandler):
     @authorized
     async def get(self) -> None:
         sessions = self.runtime.store.records.sessions(self.principal)
-        self.reply({"sessions": [_session_json(s) for s in sessions]})
+        self.reply({"sessions": [session_json(s) for s in sessions]})
 
 
-class _SessionSnapshot(NetaHandler):
-    """Shared by the tree and leaf handlers."""
-
-    def _snapshot(self, session_id: str) -> dict[str, Any]:
-        records = self.runtime.store.records
-        session = records.get_session(session_id)
-        if session is None or session.principal != self.principal:
-            raise ApiError(404, "SESSION_NOT_FOUND", f"no session with id {session_id!r}")
-        path = records.path(session_id, session.leaf_entry_id)
-        return {
-            **_session_json(session),
-            "entries": [_entry_json(e) for e in records.entries(session_id)],
-            "activePath": [e.entry_id for e in path],
-        }
-
-
-class SessionTreeHandler(_SessionSnapshot):
+class SessionTreeHandler(NetaHandler):
     """``GET /neta/api/sessions/tree?sessionId=``: the whole tree and the active path."""
 
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.reply(self._snapshot(self.query("sessionId") or ""))
+        self.reply(session_snapshot(self.runtime, self.principal, self.query("sessionId") or ""))
 
 
-class SessionLeafHandler(_SessionSnapshot):
+class SessionLeafHandler(NetaHandler):
     """``POST /neta/api/sessions/leaf``: continue the conversation from another entry."""
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
         body = self.parse_body(LeafRequest)
-        self._snapshot(body.session_id)  # ownership check
+        session_snapshot(self.runtime, self.principal, body.session_id)  # ownership check
         self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
-        self.reply(self._snapshot(body.session_id))
+        self.reply(session_snapshot(self.runtime, self.principal, body.session_id))
 
 
 class CompactHandler(NetaHandler):
@@ -244,8 +189,7 @@ class ModelsHandler(NetaHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        runtime = self.runtime
-        self.reply({"default": runtime.config.default_model, "models": runtime.models.names()})
+        self.reply(models_json(self.runtime))
 
 
 class OpenApiHandler(NetaHandler):

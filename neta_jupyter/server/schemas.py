@@ -1,15 +1,39 @@
-"""Request bodies of the REST API and the WebSocket, validated with pydantic."""
+"""Request bodies of the REST API and the WebSocket: one JSON parse, then the run API's models.
+
+The models themselves live in :mod:`neta_jupyter.runtime.requests`, shared with the run-API client.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
-
-from ..providers.base import ThinkingLevel
+from ..runtime.requests import (
+    CompactRequest,
+    ImportRequest,
+    InputRequest,
+    LeafRequest,
+    RequestRef,
+    ResumeRequest,
+    RunRequest,
+    ThinkingLevelRequest,
+    VirtualToolSpec,
+)
 from .errors import ApiError
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "CompactRequest",
+    "ImportRequest",
+    "InputRequest",
+    "LeafRequest",
+    "RequestRef",
+    "ResumeRequest",
+    "RunRequest",
+    "ThinkingLevelRequest",
+    "VirtualToolSpec",
+    "parse_json_object",
+]
 
 MAX_JSON_DEPTH = 64
 """Deepest nesting of objects and arrays a body may have (tool schemas need far less).
@@ -54,90 +78,3 @@ def _deeper_than(value: dict[str, Any], limit: int) -> bool:
         if not level:
             return False
     return True
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-
-class VirtualToolSpec(_Body):
-    """A caller-rendered tool (seed 003 §8)."""
-
-    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")
-    description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    mock_response: str | None = None
-
-
-class RunRequest(_Body):
-    """``POST /neta/api/agent/run/async``."""
-
-    content: str = Field(min_length=1)
-    session_id: str | None = None
-    session_name: str | None = Field(default=None, max_length=500)
-    model: str | None = None
-    virtual_tools: list[VirtualToolSpec] = Field(default_factory=list)
-    tools: list[str] | None = None
-    max_steps: int | None = Field(default=None, ge=1, le=200)
-    approve: Literal["ask", "auto", "deny"] = "ask"
-    kernel_id: str | None = None
-    notebook_path: str | None = Field(default=None, max_length=4096)
-    thinking_level: ThinkingLevel | None = None
-    """Overrides the session's thinking level for this run."""
-    kernel_variables: list[Annotated[str, Field(max_length=2000)]] | None = Field(
-        default=None, max_length=1000
-    )
-    """The kernel's variables when the prompt was written, one summary line each (``%neta``
-    sends them): the model's context, and ``list_variables`` while a cell keeps the kernel busy."""
-
-
-class ThinkingLevelRequest(_Body):
-    """``set_thinking_level`` over the WebSocket (seed 002)."""
-
-    session_id: str = Field(min_length=1)
-    level: ThinkingLevel | None
-    """``None`` goes back to the endpoint's default."""
-
-
-class RequestRef(_Body):
-    """Bodies that only name a run."""
-
-    request_id: str = Field(min_length=1)
-
-
-class ResumeRequest(RequestRef):
-    """``POST …/resumeTask``."""
-
-    approved: bool | None = None
-    ask_id: str | None = None
-    always: bool = False
-    answer: str | None = None
-
-
-class InputRequest(RequestRef):
-    """``POST …/addSupplementaryInput``."""
-
-    content: str = Field(min_length=1)
-
-
-class ImportRequest(_Body):
-    """``POST …/run/import``: a history run with messages and no stream."""
-
-    session_name: str = Field(min_length=1)
-    content: str = Field(min_length=1)
-    answer: str
-
-
-class LeafRequest(_Body):
-    """``POST /neta/api/sessions/leaf``."""
-
-    session_id: str
-    leaf_entry_id: str | None
-
-
-class CompactRequest(_Body):
-    """``POST /neta/api/sessions/compact`` and the WebSocket ``compact`` message."""
-
-    session_id: str = Field(min_length=1)
-    instructions: str | None = None
-    model: str | None = None

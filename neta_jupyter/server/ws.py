@@ -21,7 +21,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..events import ws_batch
 from ..runtime import RunApiError, Runtime
-from .actions import resume_run, start_run
+from ..runtime.requests import resume_run, start_run
 from .base import AUTH_RESOURCE, principal_of
 from .errors import ApiError, describe_validation
 from .following import heartbeat_json

@@ -1,0 +1,184 @@
+"""The client: run API calls as methods, and following a run across broken connections."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Any
+
+from ..runtime.requests import (
+    CompactRequest,
+    InputRequest,
+    RequestRef,
+    ResumeRequest,
+    RunRequest,
+)
+from ._errors import InvalidAnswer, StreamInterrupted, StreamLost, TransportError
+from ._transport import Call, Received, Transport
+
+RECONNECTS = 8
+"""Connections in a row that may fail to bring a new event before following gives up."""
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A run the run API created."""
+
+    request_id: str
+    session_id: str
+    status: str
+
+
+def _body(model: RequestRef | RunRequest | CompactRequest) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def _field(answer: dict[str, Any], name: str) -> str:
+    value = answer.get(name)
+    if not isinstance(value, str):
+        raise InvalidAnswer(f"the run API's answer has no {name}")
+    return value
+
+
+def _started(answer: dict[str, Any]) -> Started:
+    return Started(
+        _field(answer, "requestId"), _field(answer, "sessionId"), _field(answer, "status")
+    )
+
+
+class RunClient:
+    """Start, steer, follow and look up runs, over a :class:`Transport`.
+
+    Following is where the client earns its keep: :meth:`follow` reconnects after the last event
+    it delivered, drops events it already delivered, treats a gap in the seqs as a broken
+    connection, and gives up (:class:`StreamLost`) only after ``reconnects`` tries in a row
+    bring nothing new, waiting ``retry_delay`` doubling up to ``max_delay`` between them.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        reconnects: int = RECONNECTS,
+        retry_delay: float = 0.25,
+        max_delay: float = 5.0,
+    ) -> None:
+        self.transport = transport
+        self.reconnects = reconnects
+        self.retry_delay = retry_delay
+        self.max_delay = max_delay
+
+    # --- actions
+
+    async def start(self, request: RunRequest) -> Started:
+        """Create a run and start it."""
+        return _started(await self.transport.send(Call("POST", "agent/run/async", _body(request))))
+
+    def start_blocking(self, request: RunRequest) -> Started:
+        """The same without the event loop (only where the run API is elsewhere: HTTP)."""
+        call = Call("POST", "agent/run/async", _body(request))
+        return _started(self.transport.send_blocking(call))
+
+    async def resume(
+        self,
+        request_id: str,
+        *,
+        approved: bool | None = None,
+        ask_id: str | None = None,
+        always: bool = False,
+        answer: str | None = None,
+    ) -> str:
+        """Continue a suspended run with the decision on its pending ask; its status."""
+        request = ResumeRequest(
+            request_id=request_id, approved=approved, ask_id=ask_id, always=always, answer=answer
+        )
+        return await self._act("agent/run/resumeTask", request)
+
+    async def retry(self, request_id: str) -> str:
+        """Continue a recoverable failure from its last completed step; the run's status."""
+        return await self._act("agent/run/retryTask", RequestRef(request_id=request_id))
+
+    async def terminate(self, request_id: str) -> str:
+        """Cancel a running or suspended run; its status."""
+        return await self._act("agent/run/terminateTask", RequestRef(request_id=request_id))
+
+    async def add_input(self, request_id: str, content: str) -> str:
+        """Queue input for the run's next step; the input's id."""
+        request = InputRequest(request_id=request_id, content=content)
+        answer = await self.transport.send(
+            Call("POST", "agent/run/addSupplementaryInput", _body(request))
+        )
+        return _field(answer, "inputId")
+
+    async def compact(
+        self, session_id: str, *, instructions: str | None = None, model: str | None = None
+    ) -> Started:
+        """Summarise a session's older turns now (a short run whose stream shows it)."""
+        request = CompactRequest(session_id=session_id, instructions=instructions, model=model)
+        return _started(await self.transport.send(Call("POST", "sessions/compact", _body(request))))
+
+    async def _act(self, path: str, request: RequestRef) -> str:
+        return _field(await self.transport.send(Call("POST", path, _body(request))), "status")
+
+    # --- following
+
+    async def follow(self, request_id: str, after: int = -1) -> AsyncGenerator[Received, None]:
+        """Events after ``after`` up to and including the next terminal event, each once.
+
+        Yields nothing when the run is at rest (ended, or waiting for an answer) and nothing
+        new has come since ``after``.
+        """
+        failures = 0
+        while True:
+            try:
+                async with contextlib.aclosing(self.transport.stream(request_id, after)) as stream:
+                    async for item in stream:
+                        if item.seq <= after:
+                            continue  # delivered before this connection
+                        if item.seq != after + 1:
+                            raise StreamInterrupted(f"events after {after} were skipped")
+                        after, failures = item.seq, 0
+                        yield item
+                        if item.terminal:
+                            return
+                return
+            except TransportError as exc:
+                failures += 1
+                if failures > self.reconnects:
+                    raise StreamLost(
+                        f"lost the stream of run {request_id} ({exc.message})"
+                    ) from exc
+            await asyncio.sleep(min(self.retry_delay * 2 ** (failures - 1), self.max_delay))
+
+    # --- queries (answered at once, without the event loop)
+
+    def status(self, request_id: str) -> dict[str, Any]:
+        """The run's summary (``status``, ``model``, ``step``, ``usage``, ``pendingAsk``, …)."""
+        return self._query("agent/run/status", requestId=request_id)
+
+    def runs(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Run summaries, newest first; only the session's when given."""
+        params = {"sessionId": session_id} if session_id else {}
+        return list(self._query("agent/runs", **params).get("runs", []))
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Sessions, newest first (``sessionId``, ``name``, tokens)."""
+        return list(self._query("sessions").get("sessions", []))
+
+    def tree(self, session_id: str) -> dict[str, Any]:
+        """The session's whole tree (``entries``) and its active path (``activePath``)."""
+        return self._query("sessions/tree", sessionId=session_id)
+
+    def models(self) -> dict[str, Any]:
+        """``{"default": name, "models": [names]}``."""
+        answer = self._query("models")
+        return {"default": answer.get("default"), "models": list(answer.get("models", []))}
+
+    def _query(self, path: str, **params: str) -> dict[str, Any]:
+        return self.transport.send_blocking(Call("GET", path, params=params))
+
+    async def aclose(self) -> None:
+        """Release the transport's connections."""
+        await self.transport.aclose()

@@ -1,0 +1,224 @@
+"""The run API of a runtime in this process: the server's routes, answered without a server.
+
+Bodies are validated with the server's models and answered with the server's JSON, and the
+runtime's refusals become the same errors an HTTP client gets, so a client cannot tell the two
+transports apart (``tests/test_client.py`` holds them to that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..runtime import RunApiError, Runtime
+from ..runtime.answers import (
+    models_json,
+    run_summaries,
+    run_summary,
+    session_json,
+    session_snapshot,
+)
+from ..runtime.requests import (
+    CompactRequest,
+    InputRequest,
+    RequestRef,
+    ResumeRequest,
+    RunRequest,
+    describe_validation,
+    resume_run,
+    start_run,
+)
+from ._errors import refusal
+from ._transport import Call, Received
+
+B = TypeVar("B", bound=BaseModel)
+Answer = dict[str, Any]
+
+
+def _refused(status: int, code: str, message: str, request_id: str | None = None) -> Exception:
+    return refusal(status, {"errCode": code, "message": message, "requestId": request_id})
+
+
+def _parsed(model: type[B], body: dict[str, Any] | None) -> B:
+    """The body as ``model``; the server's 400 ``INVALID_FIELDS`` otherwise."""
+    raw = body or {}
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        request_id = raw.get("requestId") if isinstance(raw.get("requestId"), str) else None
+        raise _refused(400, "INVALID_FIELDS", describe_validation(exc), request_id) from exc
+
+
+def _param(call: Call, name: str) -> str:
+    value = call.params.get(name)
+    if not value:
+        raise _refused(400, "MISSING_PARAMETER", f"query parameter {name!r} is required")
+    return value
+
+
+class InProcessTransport:
+    """Runs of ``runtime`` in this process, as ``principal`` (the user the runs belong to)."""
+
+    def __init__(self, runtime: Runtime, principal: str) -> None:
+        self.runtime = runtime
+        self.principal = principal
+        self._actions: dict[str, Callable[[dict[str, Any] | None], Awaitable[Answer]]] = {
+            "agent/run/async": self._start,
+            "agent/run/resumeTask": self._resume,
+            "agent/run/retryTask": self._retry,
+            "agent/run/terminateTask": self._terminate,
+            "agent/run/addSupplementaryInput": self._add_input,
+            "sessions/compact": self._compact,
+        }
+        self._queries: dict[str, Callable[[Call], Answer]] = {
+            "agent/run/status": self._status,
+            "agent/runs": self._runs,
+            "sessions": self._sessions,
+            "sessions/tree": self._tree,
+            "models": lambda _call: models_json(self.runtime),
+        }
+
+    async def send(self, call: Call) -> dict[str, Any]:
+        """Answer the call on this loop."""
+        if call.method == "POST" and call.path in self._actions:
+            return await self._answered(self._actions[call.path](call.body))
+        return self.send_blocking(call)
+
+    def send_blocking(self, call: Call) -> dict[str, Any]:
+        """Answer a query at once (actions run on the event loop: use :meth:`send`)."""
+        query = self._queries.get(call.path) if call.method == "GET" else None
+        if query is None:
+            if call.path in self._actions:
+                raise TypeError(f"{call.method} {call.path} runs on the event loop: use send()")
+            raise _refused(404, "NOT_FOUND", f"no route {call.method} {call.path}")
+        try:
+            return {"success": True, **query(call)}
+        except RunApiError as exc:
+            raise _refused(exc.status, exc.code, exc.message) from exc
+
+    async def _answered(self, work: Awaitable[Answer]) -> Answer:
+        try:
+            return {"success": True, **await work}
+        except RunApiError as exc:
+            raise _refused(exc.status, exc.code, exc.message) from exc
+
+    # --- actions
+
+    async def _start(self, body: dict[str, Any] | None) -> Answer:
+        run = await start_run(self.runtime, self.principal, _parsed(RunRequest, body))
+        return {"requestId": run.request_id, "sessionId": run.session_id, "status": run.status}
+
+    async def _resume(self, body: dict[str, Any] | None) -> Answer:
+        request = _parsed(ResumeRequest, body)
+        await self._wound_down(request.request_id)
+        run = await resume_run(self.runtime, self.principal, request)
+        return {"requestId": run.request_id, "status": run.status}
+
+    async def _retry(self, body: dict[str, Any] | None) -> Answer:
+        request = _parsed(RequestRef, body)
+        await self._wound_down(request.request_id)
+        run = await self.runtime.retry(self.principal, request.request_id)
+        return {"requestId": run.request_id, "status": run.status}
+
+    async def _terminate(self, body: dict[str, Any] | None) -> Answer:
+        request = _parsed(RequestRef, body)
+        run = await self.runtime.terminate(self.principal, request.request_id)
+        return {"requestId": run.request_id, "status": run.status}
+
+    async def _add_input(self, body: dict[str, Any] | None) -> Answer:
+        request = _parsed(InputRequest, body)
+        input_id = await self.runtime.add_input(self.principal, request.request_id, request.content)
+        return {"requestId": request.request_id, "inputId": input_id}
+
+    async def _compact(self, body: dict[str, Any] | None) -> Answer:
+        request = _parsed(CompactRequest, body)
+        run = await self.runtime.compact_session(
+            self.principal,
+            request.session_id,
+            instructions=request.instructions,
+            model=request.model,
+        )
+        return {"requestId": run.request_id, "sessionId": run.session_id, "status": run.status}
+
+    async def _wound_down(self, request_id: str) -> None:
+        """Let an activation whose terminal event is stored finish winding down.
+
+        A client acts on the terminal event as soon as it reads it, a moment before the runtime
+        lets go of the activation; a resume in that moment would find the run still active.
+        """
+        last = self.runtime.store.events.last_event(request_id)
+        while last is not None and last.terminal and self.runtime.is_active(request_id):
+            await self.runtime.wait(request_id)
+            await asyncio.sleep(0)
+
+    # --- queries
+
+    def _status(self, call: Call) -> Answer:
+        request_id = _param(call, "requestId")
+        run = self.runtime.get_run(self.principal, request_id)
+        return run_summary(run, self.runtime.store.events.last_seq(request_id))
+
+    def _runs(self, call: Call) -> Answer:
+        session_id = call.params.get("sessionId") or None
+        return {"runs": run_summaries(self.runtime, self.principal, session_id)}
+
+    def _sessions(self, _call: Call) -> Answer:
+        sessions = self.runtime.store.records.sessions(self.principal)
+        return {"sessions": [session_json(s) for s in sessions]}
+
+    def _tree(self, call: Call) -> Answer:
+        return session_snapshot(self.runtime, self.principal, _param(call, "sessionId"))
+
+    # --- the stream
+
+    async def stream(self, request_id: str, after: int) -> AsyncGenerator[Received, None]:
+        """The log after ``after``, then its tail, up to a terminal event (as the server's SSE)."""
+        self._check_stream(request_id, after)
+        log = self.runtime.store.events
+        last = log.last_event(request_id)
+        if (
+            last is not None
+            and last.terminal
+            and after >= last.seq
+            and not self.runtime.is_active(request_id)
+        ):
+            return  # at rest: nothing will follow
+        batches = log.follow(request_id, after)
+        try:
+            async for batch in batches:
+                for seq, kind, payload in batch:
+                    item = Received(seq, kind, payload)
+                    yield item
+                    if item.terminal:
+                        return
+        finally:
+            # follow() tails forever; close it now rather than whenever it is collected.
+            await batches.aclose()  # type: ignore[attr-defined]
+
+    def _check_stream(self, request_id: str, after: int) -> None:
+        try:
+            run = self.runtime.get_run(self.principal, request_id)
+        except RunApiError as exc:
+            raise _refused(exc.status, exc.code, exc.message) from exc
+        if run.imported:
+            raise _refused(
+                409,
+                "IMPORTED_RUN",
+                "this run was imported from history and has no event stream; "
+                "read its messages from the session tree",
+                request_id,
+            )
+        last_seq = self.runtime.store.events.last_seq(request_id)
+        if after > last_seq:
+            raise _refused(
+                416,
+                "LAST_EVENT_ID_OUT_OF_RANGE",
+                f"lastEventId {after} is past the end of the run, whose last event is {last_seq}",
+                request_id,
+            )
+
+    async def aclose(self) -> None:
+        """Nothing to release: the runtime belongs to whoever built it."""

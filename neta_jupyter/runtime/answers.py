@@ -1,0 +1,84 @@
+"""The run API's answers about runs and sessions, as JSON objects.
+
+The server's handlers and the client's in-process transport answer with these, so a client reads
+the same fields whether its runs live on a server or in its own process.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import RunNotFound
+
+if TYPE_CHECKING:
+    from ..store import Entry, RunRecord, SessionRecord
+    from .manager import Runtime
+
+
+def run_summary(run: RunRecord, last_seq: int) -> dict[str, Any]:
+    """What clients need to know about a run."""
+    return {
+        "requestId": run.request_id,
+        "sessionId": run.session_id,
+        "status": run.status,
+        "model": run.model,
+        "prompt": run.prompt,
+        "created": run.created,
+        "imported": run.imported,
+        "lastSeq": last_seq,
+        "step": run.state.get("step", 0),
+        "recoverable": bool(run.state.get("recoverable")),
+        "pendingAsk": run.state.get("ask"),
+        "usage": run.state.get("usage") or {},
+    }
+
+
+def run_summaries(runtime: Runtime, principal: str, session_id: str | None) -> list[dict[str, Any]]:
+    """The principal's runs (of one session when given), newest first."""
+    runs = runtime.store.records.runs(principal=principal, session_id=session_id)
+    log = runtime.store.events
+    return [run_summary(r, log.last_seq(r.request_id)) for r in runs]
+
+
+def session_json(session: SessionRecord) -> dict[str, Any]:
+    """A session as listed."""
+    return {
+        "sessionId": session.session_id,
+        "name": session.name,
+        "created": session.created,
+        "leafEntryId": session.leaf_entry_id,
+        "inputTokens": session.input_tokens,
+        "outputTokens": session.output_tokens,
+        "hasUnknownUsage": session.has_unknown_usage,
+    }
+
+
+def entry_json(entry: Entry) -> dict[str, Any]:
+    """One entry of a session tree."""
+    return {
+        "entryId": entry.entry_id,
+        "parentId": entry.parent_id,
+        "role": entry.role,
+        "message": entry.message,
+        "requestId": entry.request_id,
+        "created": entry.created,
+    }
+
+
+def session_snapshot(runtime: Runtime, principal: str, session_id: str) -> dict[str, Any]:
+    """The session with its whole tree and active path; another principal's does not exist."""
+    records = runtime.store.records
+    session = records.get_session(session_id)
+    if session is None or session.principal != principal:
+        raise RunNotFound(f"no session with id {session_id!r}", code="SESSION_NOT_FOUND")
+    path = records.path(session_id, session.leaf_entry_id)
+    return {
+        **session_json(session),
+        "entries": [entry_json(e) for e in records.entries(session_id)],
+        "activePath": [e.entry_id for e in path],
+    }
+
+
+def models_json(runtime: Runtime) -> dict[str, Any]:
+    """Configured models and the default."""
+    return {"default": runtime.config.default_model, "models": runtime.models.names()}

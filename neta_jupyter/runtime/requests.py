@@ -1,0 +1,159 @@
+"""The run API's request bodies: one pydantic model per action, wherever the action comes from.
+
+The server validates REST bodies and WebSocket frames with these models, the OpenAPI document
+describes them, and the run-API client (:mod:`neta_jupyter.client`) sends them over either of its
+transports. A run option added to :class:`RunRequest` (and taken by :meth:`Runtime.start`) is
+therefore accepted by the server, sent by the kernel hosts and the terminal client, and
+documented, with no other change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from ..providers.base import ThinkingLevel
+
+if TYPE_CHECKING:
+    from ..store import RunRecord
+    from .manager import Runtime
+
+__all__ = [
+    "CompactRequest",
+    "ImportRequest",
+    "InputRequest",
+    "LeafRequest",
+    "RequestRef",
+    "ResumeRequest",
+    "RunRequest",
+    "ThinkingLevelRequest",
+    "VirtualToolSpec",
+    "describe_validation",
+    "resume_run",
+    "start_run",
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class VirtualToolSpec(_Body):
+    """A caller-rendered tool (seed 003 §8)."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    mock_response: str | None = None
+
+
+class RunRequest(_Body):
+    """``POST /neta/api/agent/run/async``: a prompt and the options of the run it starts.
+
+    Every field but ``content`` is passed by name to :meth:`Runtime.start`.
+    """
+
+    content: str = Field(min_length=1)
+    session_id: str | None = None
+    session_name: str | None = Field(default=None, max_length=500)
+    model: str | None = None
+    virtual_tools: list[VirtualToolSpec] = Field(default_factory=list)
+    tools: list[str] | None = None
+    max_steps: int | None = Field(default=None, ge=1, le=200)
+    approve: Literal["ask", "auto", "deny"] = "ask"
+    kernel_id: str | None = None
+    notebook_path: str | None = Field(default=None, max_length=4096)
+    thinking_level: ThinkingLevel | None = None
+    """Overrides the session's thinking level for this run."""
+    kernel_variables: list[Annotated[str, Field(max_length=2000)]] | None = Field(
+        default=None, max_length=1000
+    )
+    """The kernel's variables when the prompt was written, one summary line each (``%neta``
+    sends them): the model's context, and ``list_variables`` while a cell keeps the kernel busy."""
+
+    def start_options(self) -> dict[str, Any]:
+        """The keyword arguments of :meth:`Runtime.start` (every field but ``content``)."""
+        options = {name: getattr(self, name) for name in RunRequest.model_fields}
+        del options["content"]
+        options["virtual_tools"] = [v.model_dump(by_alias=True) for v in self.virtual_tools]
+        return options
+
+
+class ThinkingLevelRequest(_Body):
+    """``set_thinking_level`` over the WebSocket (seed 002)."""
+
+    session_id: str = Field(min_length=1)
+    level: ThinkingLevel | None
+    """``None`` goes back to the endpoint's default."""
+
+
+class RequestRef(_Body):
+    """Bodies that only name a run."""
+
+    request_id: str = Field(min_length=1)
+
+
+class ResumeRequest(RequestRef):
+    """``POST …/resumeTask``."""
+
+    approved: bool | None = None
+    ask_id: str | None = None
+    always: bool = False
+    answer: str | None = None
+
+
+class InputRequest(RequestRef):
+    """``POST …/addSupplementaryInput``."""
+
+    content: str = Field(min_length=1)
+
+
+class ImportRequest(_Body):
+    """``POST …/run/import``: a history run with messages and no stream."""
+
+    session_name: str = Field(min_length=1)
+    content: str = Field(min_length=1)
+    answer: str
+
+
+class LeafRequest(_Body):
+    """``POST /neta/api/sessions/leaf``."""
+
+    session_id: str
+    leaf_entry_id: str | None
+
+
+class CompactRequest(_Body):
+    """``POST /neta/api/sessions/compact`` and the WebSocket ``compact`` message."""
+
+    session_id: str = Field(min_length=1)
+    instructions: str | None = None
+    model: str | None = None
+
+
+def describe_validation(exc: ValidationError) -> str:
+    """One line naming each bad field."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "body"
+        parts.append(f"{where}: {err['msg']}")
+    return "invalid request: " + "; ".join(parts)
+
+
+async def start_run(runtime: Runtime, principal: str, body: RunRequest) -> RunRecord:
+    """Start a run from a validated request body."""
+    return await runtime.start(principal, body.content, **body.start_options())
+
+
+async def resume_run(runtime: Runtime, principal: str, body: ResumeRequest) -> RunRecord:
+    """Resume a run (a permission decision, an answer, or after a shutdown)."""
+    return await runtime.resume(
+        principal,
+        body.request_id,
+        approved=body.approved,
+        ask_id=body.ask_id,
+        always=body.always,
+        answer=body.answer,
+    )
