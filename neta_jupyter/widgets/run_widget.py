@@ -86,6 +86,21 @@ class RunWidget(anywidget.AnyWidget):
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_msg(self._on_view_message)
 
+    @traitlets.observe("comm")
+    def _without_cell_hooks(self, change: dict[str, Any]) -> None:
+        """Handle the views' messages without running the kernel's cell hooks around them.
+
+        The comm package runs IPython's ``pre_execute``/``post_execute`` hooks around every comm
+        message, and JupyterLab sends widget messages over kernel subshells, which ipykernel
+        handles on threads of their own. Matplotlib's hooks then draw (and may display and
+        close) the open figures on that thread while the code of a cell or of the ``python``
+        tool draws them on the main one: a view saving its snapshot at that moment made the
+        tool's figure come out half drawn. Nothing this widget does needs those hooks.
+        """
+        comm = change["new"]
+        if comm is not None:
+            comm.handle_msg = self._handle_msg
+
     # --- kernel → view
 
     def push(self, events: Sequence[dict[str, Any]]) -> None:
