@@ -244,7 +244,12 @@ def notebook(lab: ServerProcess, name: str, tmp: Path, port: int, allowed: int, 
 
 
 def look(page: Any, index: int) -> dict[str, Any]:
-    run_view(page, index).scroll_into_view_if_needed()
+    """The page's background and run `index`'s prompt buttons (in view and armed: as shown)."""
+    run = run_view(page, index)
+    run.scroll_into_view_if_needed()
+    approve = run.locator("[data-testid=neta-approve]")
+    if approve.count():
+        wait_armed(approve)
     return dict(page.evaluate(PAGE_LOOK, index))
 
 
