@@ -91,6 +91,7 @@ def test_digest_drops_repeats_and_tracks_suspension_and_failure() -> None:
         "toolName": "python",
     }
     assert run.at_rest and not run.final
+    assert run.snapshot()["suspendReason"] == "PERMISSION_ASK", "a reload says why the run waits"
     run.apply(envelope(5, "MESSAGE_FAILED", errorMessage="boom", recoverable=True))
     assert run.status == "failed" and not run.final, "a recoverable failure may go on"
     assert run.snapshot()["errorMessage"] == "boom"

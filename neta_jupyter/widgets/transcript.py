@@ -45,6 +45,7 @@ class RunDigest:
     error_code: str | None = None
     recoverable: bool = False
     suspend_message: str | None = None
+    suspend_type: str | None = None
     pending_ask: dict[str, Any] | None = None
     usage: dict[str, Any] = field(default_factory=dict)
 
@@ -129,6 +130,7 @@ class RunDigest:
             self.status = "suspended"
             reason = data.get("suspendReason") or {}
             self.suspend_message = str(reason.get("message") or reason.get("type") or "")
+            self.suspend_type = str(reason["type"]) if reason.get("type") else None
         else:
             self.status = "failed"
             self.error_message = str(data.get("errorMessage") or "the run failed")
@@ -147,6 +149,10 @@ class RunDigest:
         }
         if self.status == "failed" and self.error_message:
             snapshot["errorMessage"] = self.error_message
+        # The same field the widget writes, so a reload that reads this snapshot first says why
+        # the run waits ("Waiting for your approval") instead of a bare "Suspended".
+        if self.status == "suspended" and self.suspend_type:
+            snapshot["suspendReason"] = self.suspend_type
         return snapshot
 
 
