@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from .cli_render import JsonRenderer, TerminalRenderer, color_enabled
+from .store import doctor
 from .terminal.backends import Backend, CliError, EmbeddedBackend, ServerBackend, default_data_dir
 from .terminal.follow import EXIT_ERROR, EXIT_INTERRUPTED, Renderer, RunFollower
 from .terminal.live import LiveRenderer
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_run_options(run)
+    doctor.add_command(commands)
     return parser
 
 
@@ -208,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``neta-jupyter`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "doctor":
+        return doctor.command(args)
     _check(parser, args)
     # Cards use a few symbols (▸ ✓ ✗); a terminal that cannot show them gets '?' instead.
     with contextlib.suppress(AttributeError, ValueError):

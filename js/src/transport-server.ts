@@ -155,14 +155,22 @@ class ServerTransport implements Transport {
 
   private deliver(events: readonly unknown[]): void {
     this.probe?.(events);
+    let status: string | null = null;
     const fresh = events.filter((event) => {
       const seq = seqOf(event);
+      if (seq === undefined) status = liveStatus(event) ?? status;
       if (seq === undefined || seq <= this.lastSeq) return false;
       this.lastSeq = seq;
       this.track(event);
       return true;
     });
-    if (fresh.length > 0) this.onEvents(fresh);
+    if (fresh.length > 0) {
+      this.clearNotice();
+      this.onEvents(fresh);
+    }
+    // A status the server sends live only (never stored, no seq) says why the stream is
+    // quiet, until the run's next events arrive.
+    if (status !== null) this.onNotice(status);
     if (this.phase === "ended") this.finish();
   }
 
@@ -317,4 +325,11 @@ class ServerTransport implements Transport {
     this.source?.close();
     this.source = null;
   }
+}
+
+/** The message of an AGENT_STATUS sent without a seq (the server cannot save events), or null. */
+function liveStatus(event: unknown): string | null {
+  if (!isRecord(event) || event["eventType"] !== "AGENT_STATUS") return null;
+  const data = isRecord(event["data"]) ? event["data"] : {};
+  return str(data["message"]) || str(data["code"]) || null;
 }

@@ -222,6 +222,22 @@ describe("server transport over WebSocket", () => {
     expect(seqs()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
+  it("shows a status the server sends without a seq until the run's events flow again", () => {
+    startServer();
+    lastSocket().open();
+    lastSocket().receive(events.slice(0, 3));
+    const status = {
+      eventType: "AGENT_STATUS",
+      requestId: "r_basic",
+      data: { type: "agent_status", code: "STORAGE_UNAVAILABLE", level: "ERROR", message: "The server cannot save this run's events: the disk is full." },
+    };
+    lastSocket().receive([status]);
+    expect(notices).toEqual(["The server cannot save this run's events: the disk is full."]);
+    lastSocket().receive(events.slice(3, 6));
+    expect(notices).toEqual(["The server cannot save this run's events: the disk is full.", null]);
+    expect(seqs()).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
   it("stays subscribed through a suspension and keeps receiving the resumed run", () => {
     const perm = fixture("permission_resume");
     const cut = perm.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1;

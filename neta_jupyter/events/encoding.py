@@ -77,9 +77,17 @@ def sse_frame(event_type: str, payload: str, seq: int | None) -> str:
 
 
 def sse_frames(events: Iterable[tuple[int, str, str]]) -> str:
-    """Consecutive SSE messages for stored ``(seq, eventType, envelope)`` rows, in one string."""
+    """Consecutive SSE messages for ``(seq, eventType, envelope)`` rows, in one string.
+
+    A row with a negative seq was never stored (a live status): it is sent without an ``id:``.
+    """
     return "".join(
-        [f"id: {seq}\nevent: {kind}\ndata: {payload}\n\n" for seq, kind, payload in events]
+        [
+            f"id: {seq}\nevent: {kind}\ndata: {payload}\n\n"
+            if seq >= 0
+            else f"event: {kind}\ndata: {payload}\n\n"
+            for seq, kind, payload in events
+        ]
     )
 
 

@@ -117,6 +117,10 @@ class StatusCode(StrEnum):
     CONTEXT_COMPACTING = "CONTEXT_COMPACTING"
     TOOL_CONSECUTIVE_FAILURES = "TOOL_CONSECUTIVE_FAILURES"
     TOOL_REPEATED_CALLS = "TOOL_REPEATED_CALLS"
+    STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE"
+    """The server cannot save the run's events (a full disk): the stream is quiet until it can.
+
+    Sent live only, without a seq, like HEARTBEAT: it is about the server, not the run."""
 
 
 # --- data bodies, one per data.type -------------------------------------------------------

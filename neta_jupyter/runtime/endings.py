@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..events import ErrorCode, EventType, MessageData, Usage
 from ..store import RecordStore, RunRecord
 from .emitter import RunEmitter
@@ -48,8 +50,24 @@ def end_run(
             ),
         )
         run.status = "completed"
-    # One commit makes the terminal event and the status durable together.
-    records.save_run(run)
+    # One commit makes the terminal event and the status durable together (now, or once the
+    # store can be written again).
+    records.save_run(run, keep=True)
+
+
+def recover_crashed(records: RecordStore, emitter_of: Callable[[RunRecord], RunEmitter]) -> int:
+    """Runs a crashed process left running end with SYSTEM_CRASH; how many there were."""
+    crashed = records.runs(status="running", limit=100_000)
+    for run in crashed:
+        fail_run(
+            records,
+            run,
+            emitter_of(run),
+            ErrorCode.SYSTEM_CRASH,
+            "the server stopped while this run was executing",
+            recoverable=False,
+        )
+    return len(crashed)
 
 
 def fail_run(
@@ -79,7 +97,7 @@ def fail_run(
     run.status = "failed"
     run.state["recoverable"] = recoverable
     run.state["ask"] = None
-    records.save_run(run)
+    records.save_run(run, keep=True)
 
 
 def close_open_calls(records: RecordStore, run: RunRecord) -> None:

@@ -16,7 +16,6 @@ from ..events import (
     ErrorCode,
     EventType,
     FinishReason,
-    MessageData,
     PermissionResolvedData,
     SessionData,
     SessionEntryData,
@@ -25,14 +24,14 @@ from ..events import (
 )
 from ..providers import ModelRegistry, ProviderError, UnknownModel
 from ..providers.base import THINKING_LEVELS, ProviderInvalidRequest
-from ..store import RunRecord, Store, new_id
+from ..store import RunRecord, StorageError, Store, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
 from .admission import StartGate
 from .compaction import compact
 from .config import COMPACT_TOOLS, RuntimeConfig
 from .emitter import RunEmitter
-from .endings import close_open_calls, end_run, fail_run, usage_snapshot
+from .endings import end_run, fail_run, recover_crashed
 from .errors import BadRunRequest, RunConflict, RunNotFound
 from .loop import Finish, RunLoop, Step, Suspend, first_step
 from .tooling import VirtualTool
@@ -64,6 +63,7 @@ class Runtime:
         self._admit_start = StartGate()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_reason: dict[str, str] = {}
+        self._stopping = False
         self.register_secrets()
 
     def register_secrets(self) -> None:
@@ -165,19 +165,38 @@ class Runtime:
             },
         )
         self.store.records.create_run(run)
+        emitter = RunEmitter(self.store.events, request_id)
+        try:
+            self._begin(run, session.leaf_entry_id, emitter)
+        except StorageError as exc:
+            # Stored as running with no task: make it end, now or once the store can be written.
+            fail_run(
+                self.store.records,
+                run,
+                emitter,
+                ErrorCode.INTERNAL_ERROR,
+                f"the run could not be saved: {exc.reason}",
+                recoverable=False,
+            )
+            raise
+        self._launch(run, declared, first_step(run.state))
+        return run
+
+    def _begin(self, run: RunRecord, leaf: str | None, emitter: RunEmitter) -> None:
+        """The first entries and events of a new run."""
+        session_id, content = run.session_id, run.prompt
         user = self.store.records.add_entry(
-            session.session_id,
+            session_id,
             "user",
             {"role": "user", "content": content},
-            request_id=request_id,
-            parent_id=session.leaf_entry_id,
+            request_id=run.request_id,
+            parent_id=leaf,
         )
         run.state["leaf"] = user.entry_id
-        emitter = RunEmitter(self.store.events, request_id)
         emitter.emit(
             EventType.SESSION_CREATED,
             SessionData(
-                session_id=session.session_id,
+                session_id=session_id,
                 user_message_id=user.entry_id,
                 assistant_message_id=run.state["assistant_message_id"],
             ),
@@ -185,7 +204,7 @@ class Runtime:
         emitter.emit(
             EventType.SESSION_ENTRY_ADDED,
             SessionEntryData(
-                session_id=session.session_id,
+                session_id=session_id,
                 entry_id=user.entry_id,
                 parent_id=user.parent_id,
                 role="user",
@@ -193,8 +212,6 @@ class Runtime:
             ),
         )
         self.store.records.save_run(run)
-        self._launch(run, declared, first_step(run.state))
-        return run
 
     async def resume(
         self,
@@ -282,6 +299,7 @@ class Runtime:
             ErrorCode.USER_CANCELLED,
             "the run was cancelled",
             recoverable=False,
+            wait=False,
         )
         return run
 
@@ -416,27 +434,11 @@ class Runtime:
 
     def recover(self) -> int:
         """At start-up: runs left running by a crashed process end with SYSTEM_CRASH."""
-        crashed = self.store.records.runs(status="running", limit=100_000)
-        for run in crashed:
-            emitter = self._emitter(run)
-            close_open_calls(self.store.records, run)
-            emitter.emit(
-                EventType.MESSAGE_FAILED,
-                MessageData(
-                    message_id=run.state.get("last_assistant"),
-                    error_code=ErrorCode.SYSTEM_CRASH,
-                    error_message="the server stopped while this run was executing",
-                    recoverable=False,
-                    network_error=False,
-                    usage=usage_snapshot(run),
-                ),
-            )
-            run.status = "failed"
-            self.store.records.save_run(run)
-        return len(crashed)
+        return recover_crashed(self.store.records, self._emitter)
 
     async def shutdown(self) -> None:
         """Suspend every executing run with SHUTDOWN_INTERRUPT (resumable after restart)."""
+        self._stopping = True
         tasks = list(self._tasks.items())
         for request_id, task in tasks:
             self._cancel_reason[request_id] = "shutdown"
@@ -470,6 +472,7 @@ class Runtime:
                     ErrorCode.USER_CANCELLED,
                     "superseded by a new prompt in the same session",
                     recoverable=False,
+                    wait=False,
                 )
 
     def _virtual_tools(self, run: RunRecord) -> list[VirtualTool]:
@@ -540,6 +543,14 @@ class Runtime:
                 recoverable=exc.recoverable,
                 network_error=exc.network_error,
             )
+        except StorageError as exc:  # logged once per spell by the store, not once per run
+            await self._fail(
+                run,
+                emitter,
+                ErrorCode.INTERNAL_ERROR,
+                f"the run was stopped: the server could not save it ({exc.reason})",
+                recoverable=False,
+            )
         except Exception as exc:
             self.log.exception("run %s failed", run.request_id)
             await self._fail(
@@ -574,7 +585,7 @@ class Runtime:
         )
 
     async def _end(self, run: RunRecord, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
-        end_run(self.store.records, run, emitter, outcome)
+        await self._settle(lambda: end_run(self.store.records, run, emitter, outcome))
 
     async def _fail(
         self,
@@ -585,16 +596,41 @@ class Runtime:
         *,
         recoverable: bool,
         network_error: bool = False,
+        wait: bool = True,
     ) -> None:
-        fail_run(
-            self.store.records,
-            run,
-            emitter,
-            code,
-            message,
-            recoverable=recoverable,
-            network_error=network_error,
-        )
+        """MESSAGE_FAILED; ``wait`` for the store when it cannot be written (else raise)."""
+
+        def write() -> None:
+            fail_run(
+                self.store.records,
+                run,
+                emitter,
+                code,
+                message,
+                recoverable=recoverable,
+                network_error=network_error,
+            )
+
+        if wait:
+            await self._settle(write)
+        else:
+            write()
+
+    async def _settle(self, write: Callable[[], None]) -> None:
+        """Make a run's ending, waiting while the store cannot be written.
+
+        An ending emits its terminal event only after every write that can fail, so a retry
+        never emits a second one. At shutdown it gives up: the run is still running in the
+        store, and the next start ends it with SYSTEM_CRASH.
+        """
+        while True:
+            try:
+                write()
+                return
+            except StorageError:
+                if self._stopping:
+                    return
+                await self.store.db.writable()
 
 
 def _check_thinking_level(level: str | None) -> None:

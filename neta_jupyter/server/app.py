@@ -13,12 +13,14 @@ from traitlets import Float, Int, List, Unicode
 
 from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
-from ..store import Store
+from ..store import StorageDamaged, StorageError, Store
+from ..store.health import DB_NAME, recovery_steps
 from . import handlers
 from .kernels import ServerKernels, kernels_for
 from .principals import KernelOwners
 from .redaction import install_redaction
 from .sse import StreamHandler
+from .unavailable import UnavailableHandler
 from .ws import RunSocket
 
 
@@ -59,13 +61,48 @@ class NetaApp(ExtensionApp, NetaSettings):
     runtime: Runtime
     store: Store
     kernels: ServerKernels | None = None
+    store_failure: StorageError | None = None
+    """Why the store could not be opened (then every route answers 503)."""
 
     def initialize_settings(self) -> None:
-        """Open the store, build the runtime and end runs a crash left running."""
+        """Open the store, build the runtime and end runs a crash left running.
+
+        A store that cannot be opened leaves the run API answering 503 with what is wrong.
+        """
         data_dir = Path(self.data_dir or Path(jupyter_data_dir()) / "neta")
+        self.kernel_token = secrets.token_urlsafe(32)
+        try:
+            self._open(data_dir)
+        except StorageError as exc:
+            self.store_failure = _with_steps(exc, self.db_path or data_dir / DB_NAME)
+            self.settings["neta_store_failure"] = self.store_failure
+            self.log.error("neta: the run API is off: %s", self.store_failure.message)
+        # Kernels inherit the server's environment: this is how a kernel finds its server and
+        # proves it was started by it (kernel/ reads these). Kernels the kernel manager starts get
+        # a token of their own instead, bound to the user who started them (principals.py).
+        os.environ["NETA_KERNEL_TOKEN"] = self.kernel_token
+        if self.serverapp is not None:
+            os.environ["NETA_SERVER_URL"] = self.serverapp.connection_url
+            # A kernel whose JPY_PARENT_PID differs was started by someone else (e.g. nbclient
+            # in a terminal of this server) and must not claim this server's kernel tools.
+            os.environ["NETA_SERVER_PID"] = str(os.getpid())
+        # The server's start-up objects live as long as it does: keep full collections from
+        # rescanning them (measured: 120-180 ms pauses of the event loop under load).
+        gc.freeze()
+        self._share_with_pages()
+        self.settings.update(
+            neta_kernel_token=self.kernel_token,
+            neta_heartbeat_interval=self.heartbeat_interval,
+            neta_max_body_bytes=self.max_body_bytes,
+        )
+
+    def _open(self, data_dir: Path) -> None:
+        """The store, the runtime on it, and what needs them; a StorageError if it cannot open."""
         root = Path(self.serverapp.root_dir).expanduser() if self.serverapp else Path.cwd()
         self.store = Store(
-            self.db_path or data_dir / "neta.sqlite3", commit_interval=self.commit_interval
+            self.db_path or data_dir / DB_NAME,
+            commit_interval=self.commit_interval,
+            logger=self.log,
         )
         self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None
         self.runtime = build_runtime(
@@ -76,34 +113,21 @@ class NetaApp(ExtensionApp, NetaSettings):
             kernels=self.kernels,
             logger=self.log,
         )
-        crashed = self.runtime.recover()
+        try:
+            crashed = self.runtime.recover()
+        except StorageError:
+            self.store.close()
+            raise
         if crashed:
             self.log.warning("neta: %d run(s) were interrupted by a crash (SYSTEM_CRASH)", crashed)
-        self.kernel_token = secrets.token_urlsafe(32)
-        # Kernels inherit the server's environment: this is how a kernel finds its server and
-        # proves it was started by it (kernel/ reads these). Kernels the kernel manager starts get
-        # a token of their own instead, bound to the user who started them (principals.py).
-        os.environ["NETA_KERNEL_TOKEN"] = self.kernel_token
-        if self.serverapp is not None:
-            os.environ["NETA_SERVER_URL"] = self.serverapp.connection_url
-            # A kernel whose JPY_PARENT_PID differs was started by someone else (e.g. nbclient
-            # in a terminal of this server) and must not claim this server's kernel tools.
-            os.environ["NETA_SERVER_PID"] = str(os.getpid())
         install_redaction(self.serverapp, self.store.events.redactor, self.kernel_token)
         owners = KernelOwners(self.store.events.redactor)
         if self.serverapp is not None:
             owners.install(self.serverapp.kernel_manager)
-        # The server's start-up objects live as long as it does: keep full collections from
-        # rescanning them (measured: 120-180 ms pauses of the event loop under load).
-        gc.freeze()
-        self._share_with_pages()
         self.settings.update(
             neta_runtime=self.runtime,
-            neta_kernel_token=self.kernel_token,
             neta_kernel_owners=owners,
             neta_redactor=self.store.events.redactor,
-            neta_heartbeat_interval=self.heartbeat_interval,
-            neta_max_body_bytes=self.max_body_bytes,
         )
 
     def _share_with_pages(self) -> None:
@@ -138,10 +162,25 @@ class NetaApp(ExtensionApp, NetaSettings):
                 (r"/neta/ws", RunSocket),
             ]
         )
+        if self.store_failure is not None:
+            # Every route stays, answering why: a missing route would only say 404.
+            self.handlers = [(route[0], UnavailableHandler) for route in self.handlers]
 
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""
-        await self.runtime.shutdown()
+        if self.store_failure is None:
+            await self.runtime.shutdown()
         if self.kernels is not None:
             await self.kernels.close()
-        self.store.close()
+        if self.store_failure is None:
+            self.store.close()
+
+
+def _with_steps(failure: StorageError, db_path: str | Path) -> StorageError:
+    """The failure, with what to do about it in its message."""
+    if isinstance(failure, StorageDamaged):
+        steps = recovery_steps(db_path)
+    else:
+        steps = "fix that (free some disk space, or check the disk), then restart the server"
+    message = f"the event store cannot be opened: {failure.message}. To recover, {steps}."
+    return type(failure)(message, reason=failure.reason)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 from tornado import web
 
 from ..runtime import RunApiError, Runtime
+from ..store import StorageError
 from .errors import ApiError, describe_validation, error_body
 from .principals import OWNER, KernelOwners, principal_of
 from .schemas import parse_json_object
@@ -31,6 +32,7 @@ _STATUS_CODES = {
     405: "METHOD_NOT_ALLOWED",
     409: "CONFLICT",
     413: "BODY_TOO_LARGE",
+    503: "UNAVAILABLE",
 }
 
 
@@ -148,7 +150,7 @@ class NetaHandler(APIHandler):
         match exc:
             case ApiError():
                 status, code, message, rid = exc.status, exc.code, exc.message, exc.request_id
-            case RunApiError():
+            case RunApiError() | StorageError():
                 status, code, message, rid = exc.status, exc.code, exc.message, None
             case web.HTTPError():
                 status = exc.status_code
@@ -166,13 +168,14 @@ class NetaHandler(APIHandler):
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         """Expected API errors are not server faults: log them briefly."""
-        if isinstance(value, ApiError | RunApiError):
+        if isinstance(value, ApiError | RunApiError | StorageError):
+            # A storage fault is logged by the store, once per spell of them.
             self.log.info("neta: %s %s", type(value).__name__, value)
             return
         super().log_exception(typ, value, tb)
 
     def _handle_request_exception(self, e: BaseException) -> None:
-        if isinstance(e, ApiError | RunApiError):
+        if isinstance(e, ApiError | RunApiError | StorageError):
             self.send_error(e.status, exc_info=(type(e), e, e.__traceback__))
             return
         super()._handle_request_exception(e)

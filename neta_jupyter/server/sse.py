@@ -11,7 +11,7 @@ from tornado.iostream import StreamClosedError
 from ..events import sse_error_frame, sse_frame
 from ..events.encoding import sse_frames
 from ..runtime import RunNotFound
-from ..store import EventLog
+from ..store import EventLog, StorageError
 from .base import NetaHandler
 from .errors import ApiError
 from .following import heartbeat_json, until_terminal
@@ -131,5 +131,7 @@ class StreamHandler(NetaHandler):
                     break
         except StreamClosedError:
             pass
+        except StorageError as exc:  # the stream cannot go on: say so rather than go quiet
+            self.write(sse_error_frame(f"{exc.code}: {exc.message}"))
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]

@@ -22,6 +22,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 from ..events import ws_batch
 from ..runtime import RunApiError, Runtime
 from ..runtime.requests import resume_run, start_run
+from ..store import StorageError
 from .base import AUTH_RESOURCE, principal_of
 from .errors import ApiError, describe_validation
 from .following import heartbeat_json
@@ -153,7 +154,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
                 "message": exc.message,
                 "requestId": exc.request_id,
             }
-        except RunApiError as exc:
+        except (RunApiError, StorageError) as exc:
             reply = {"type": "error", "errCode": exc.code, "message": exc.message}
         except Exception:  # a fault while answering one frame must not end the connection
             self.log.exception("neta: WebSocket frame failed")
@@ -227,6 +228,9 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
                 for frame in _frames(payloads):
                     if not await self._send(frame):
                         return
+        except StorageError as exc:  # the stream cannot go on: say so rather than go quiet
+            error = {"type": "error", "errCode": exc.code, "message": exc.message}
+            await self._send(json.dumps({**error, "requestId": request_id}))
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]
 

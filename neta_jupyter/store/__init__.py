@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from ..events.redact import Redactor
 from .db import Database
 from .eventlog import EventLog, SqliteEventLog, StoredEvent
+from .health import StorageDamaged, StorageError, StorageUnavailable
 from .records import (
     AttachmentRecord,
     Entry,
@@ -21,8 +23,14 @@ from .records import (
 class Store:
     """The event log and the record store over one SQLite database."""
 
-    def __init__(self, path: str | Path, *, commit_interval: float = 0.002) -> None:
-        self.db = Database(path, commit_interval=commit_interval)
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        commit_interval: float = 0.002,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.db = Database(path, commit_interval=commit_interval, logger=logger)
         self.events = SqliteEventLog(self.db)
         self.redactor: Redactor = self.events.redactor
         """Shared by the event log, the records and attachments: secrets registered once."""
@@ -43,6 +51,9 @@ __all__ = [
     "RunStatus",
     "SessionRecord",
     "SqliteEventLog",
+    "StorageDamaged",
+    "StorageError",
+    "StorageUnavailable",
     "Store",
     "StoredEvent",
     "new_id",

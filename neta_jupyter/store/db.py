@@ -12,97 +12,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
+import logging
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
 
-_EVENTS_TABLE = """
-CREATE TABLE IF NOT EXISTS events (
-    key INTEGER PRIMARY KEY,
-    event_type TEXT NOT NULL,
-    payload TEXT NOT NULL
-);
-"""
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS event_streams (
-    stream INTEGER PRIMARY KEY,
-    request_id TEXT NOT NULL UNIQUE
-);
-CREATE TABLE IF NOT EXISTS runs (
-    request_id TEXT PRIMARY KEY,
-    principal TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    model TEXT NOT NULL,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    imported INTEGER NOT NULL DEFAULT 0,
-    prompt TEXT NOT NULL DEFAULT '',
-    options TEXT NOT NULL DEFAULT '{}',
-    state TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX IF NOT EXISTS runs_by_principal ON runs (principal, created);
-CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, created);
-CREATE TABLE IF NOT EXISTS sessions (
-    session_id TEXT PRIMARY KEY,
-    principal TEXT NOT NULL,
-    name TEXT NOT NULL,
-    created REAL NOT NULL,
-    leaf_entry_id TEXT,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    has_unknown_usage INTEGER NOT NULL DEFAULT 0,
-    always_allow TEXT NOT NULL DEFAULT '[]',
-    todo TEXT NOT NULL DEFAULT '[]',
-    thinking_level TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS sessions_by_name ON sessions (principal, name);
-CREATE TABLE IF NOT EXISTS entries (
-    entry_id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    parent_id TEXT,
-    role TEXT NOT NULL,
-    message TEXT NOT NULL,
-    request_id TEXT,
-    created REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS entries_by_session ON entries (session_id, created);
-CREATE TABLE IF NOT EXISTS inputs (
-    input_id TEXT PRIMARY KEY,
-    request_id TEXT NOT NULL,
-    content TEXT NOT NULL,
-    created REAL NOT NULL,
-    consumed INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS attachments (
-    attachment_id TEXT PRIMARY KEY,
-    principal TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    request_id TEXT NOT NULL,
-    virtual_path TEXT NOT NULL UNIQUE,
-    file_name TEXT NOT NULL,
-    content_type TEXT NOT NULL,
-    file_size INTEGER NOT NULL,
-    disk_path TEXT NOT NULL,
-    created REAL NOT NULL
-);
-"""
+from .checkpoint import Checkpointer
+from .health import (
+    Episode,
+    StorageDamaged,
+    StorageError,
+    StorageUnavailable,
+    file_problems,
+    recovery_steps,
+    storage_error,
+)
+from .schema import EVENTS_TABLE, SCHEMA, migrate
+from .schema import SEQ_BITS as SEQ_BITS
 
 _COMMIT_SHARE = 0.1
 """Share of the time group commits may take before events wait to share one."""
 _COMMIT_BURST = 0.001
 """Seconds of commit time that may be spent at once after a quiet spell."""
 
-SEQ_BITS = 32
-"""An event's ``key`` is ``stream << SEQ_BITS | seq``: the run's stream number and its seq packed
-into the table's integer primary key. Appends then extend one B-tree at its end and a replay is
-a range of it, about half the cost of a (request_id, seq) key."""
-
-_CHECKPOINT_NICENESS = 10
 _CHECKPOINT_EVERY = 4096
 """Events (a commit counts as 8) after which the WAL is copied into the database file."""
 
@@ -131,49 +65,19 @@ def _insert(rows: int) -> str:
 
 CommitListener = Callable[[int, list[EventRow]], None]
 """Told, per stream, the key base and the events a commit made durable."""
-
-
-class _Checkpointer(threading.Thread):
-    """Copies the write-ahead log into the database file on its own thread and connection.
-
-    SQLite would otherwise do it inside whichever commit crosses its threshold, on the event
-    loop's thread: about 40% of the cost of appending a streamed event.
-    """
-
-    def __init__(self, path: str) -> None:
-        super().__init__(name="neta-sqlite-checkpoint", daemon=True)
-        self._path = path
-        self._wake = threading.Event()
-        self._stopping = False
-
-    def run(self) -> None:
-        with contextlib.suppress(OSError, AttributeError):  # not on every platform
-            # Background work: when cores are scarce, the event loop's thread goes first.
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _CHECKPOINT_NICENESS)
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=5000")
-        try:
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._stopping:
-                    return
-                # PASSIVE never blocks the writer; what it cannot copy now, a later one will.
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        finally:
-            conn.close()
-
-    def request(self) -> None:
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
-        self.join()
+HealthListener = Callable[[str | None], None]
+"""Told why writes fail when a spell of failures begins, and ``None`` when it ends."""
+Statements = list[tuple[str, tuple[object, ...]]]
 
 
 class Database:
-    """The connection, the pending event batch and the group-commit timer."""
+    """The connection, the pending event batch and the group-commit timer.
+
+    A write that fails for a reason that passes (a full disk) loses nothing: the pending events
+    and writes stay in memory and are tried again after a growing delay until they are written.
+    The spell is logged when it begins and when it ends, and health listeners are told, so
+    followers can say why the stream is quiet.
+    """
 
     def __init__(
         self,
@@ -181,65 +85,87 @@ class Database:
         *,
         commit_interval: float = 0.002,
         max_batch: int = 2048,
+        logger: logging.Logger | None = None,
     ) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode: a commit survives a process crash (kill -9); only an OS crash or
-        # power loss can drop the last group, and then the whole group, never a prefix gap.
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA busy_timeout=5000")
-        self.conn.executescript(_SCHEMA)
-        self._migrate()
-        self.conn.executescript(_EVENTS_TABLE)
-        self._checkpointer: _Checkpointer | None = None
+        self.log = logger or logging.getLogger("neta_jupyter")
+        self.conn = self._open()
+        self._checkpointer: Checkpointer | None = None
         self._since_checkpoint = 0
         if self.path != ":memory:":
             self.conn.execute("PRAGMA wal_autocheckpoint=0")
-            self._checkpointer = _Checkpointer(self.path)
+            self._checkpointer = Checkpointer(self.path, self.log)
             self._checkpointer.start()
         self.commit_interval = commit_interval
         self.max_batch = max_batch
         self._pending: dict[int, list[EventRow]] = {}
         self._pending_count = 0
-        self._pending_writes: list[tuple[str, tuple[object, ...]]] = []
+        self._pending_writes: Statements = []
         self._waiters: list[asyncio.Future[None]] = []
         self._timer: asyncio.Handle | None = None
         self._listeners: list[CommitListener] = []
+        self._health_listeners: list[HealthListener] = []
+        self._episode = Episode()
+        self._fault: StorageError | None = None
+        self._writable: list[asyncio.Future[None]] = []
+        self._damage_logged = False
         self._commit_cost = 0.0
         self._budget = _COMMIT_BURST
         self._budget_at = time.monotonic()
         self._closed = False
 
-    def _migrate(self) -> None:
-        """Bring a database an earlier version created to this version's layout."""
-        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(sessions)")}
-        if "todo" not in columns:
-            self.conn.execute("ALTER TABLE sessions ADD COLUMN todo TEXT NOT NULL DEFAULT '[]'")
-        if "thinking_level" not in columns:
-            self.conn.execute("ALTER TABLE sessions ADD COLUMN thinking_level TEXT")
-        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(events)")}
-        if "request_id" in columns:  # events keyed by (request_id, seq)
-            self.conn.executescript(
-                f"""
-                BEGIN;
-                ALTER TABLE events RENAME TO events_by_request;
-                {_EVENTS_TABLE}
-                INSERT INTO event_streams (request_id)
-                    SELECT DISTINCT request_id FROM events_by_request ORDER BY request_id;
-                INSERT INTO events (key, event_type, payload)
-                    SELECT (s.stream << {SEQ_BITS}) | e.seq, e.event_type, e.payload
-                    FROM events_by_request e JOIN event_streams s USING (request_id);
-                DROP TABLE events_by_request;
-                COMMIT;
-                """
-            )
+    def _open(self) -> sqlite3.Connection:
+        """Connect, bring the layout up to date and check the file; a clear StorageError if not."""
+        if self.path != ":memory:":
+            file = Path(self.path)
+            problems = file_problems(file)
+            if problems:
+                raise StorageDamaged(problems[0])
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageUnavailable(f"cannot make the folder {file.parent}: {exc}") from exc
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StorageUnavailable(f"cannot open {self.path}: {exc}") from exc
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit survives a process crash (kill -9); only an OS crash
+            # or power loss can drop the last group, and then the whole group, never a prefix gap.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=5000")
+            # Every page is read once per start: a damaged file is reported now, in plain words,
+            # not as a replay that stops in the middle of a run.
+            found = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if found != "ok":
+                raise StorageDamaged(f"{self.path} is damaged: {found}")
+            conn.executescript(SCHEMA)
+            migrate(conn)
+            conn.executescript(EVENTS_TABLE)
+        except StorageError:
+            conn.close()
+            raise
+        except sqlite3.Error as exc:
+            conn.close()
+            fault = storage_error(exc)
+            if isinstance(fault, StorageDamaged):
+                raise StorageDamaged(f"{self.path} is damaged: {exc}") from exc
+            raise fault or StorageDamaged(f"{self.path} cannot be used: {exc}") from exc
+        return conn
 
     def on_commit(self, listener: CommitListener) -> None:
         """Call ``listener`` with the event rows each commit made durable."""
         self._listeners.append(listener)
+
+    def on_health(self, listener: HealthListener) -> None:
+        """Call ``listener`` when writes start failing (with why) and when they work again."""
+        self._health_listeners.append(listener)
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why writes fail, while they do."""
+        return self._fault.reason if self._fault is not None else None
 
     def queue_events(self, base: int, events: list[EventRow]) -> None:
         """Hold events of the stream whose seq 0 has key ``base`` for the next group commit."""
@@ -251,19 +177,26 @@ class Database:
         else:
             rows += events
         self._pending_count += len(events)
+        if self._fault is not None:
+            return  # the retry timer writes them
         if self._pending_count >= self.max_batch:
             self.commit()
         elif self._timer is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                self.commit()  # no loop to wait on: be durable now
-                return
-            self._timer = self._schedule_commit(loop)
+            self._start_timer()
 
     def queue_write(self, sql: str, params: tuple[object, ...]) -> None:
         """A write that becomes durable with the next group commit, before its events."""
         self._pending_writes.append((sql, params))
+        if self._timer is None and self._fault is None:
+            self._start_timer()
+
+    def _start_timer(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.commit()  # no loop to wait on: be durable now
+            return
+        self._timer = self._schedule_commit(loop)
 
     def _schedule_commit(self, loop: asyncio.AbstractEventLoop) -> asyncio.Handle:
         """Commit when the current callback returns if the commit budget allows, else later.
@@ -283,63 +216,128 @@ class Database:
     def durable(self) -> asyncio.Future[None]:
         """A future that resolves once everything queued so far is committed."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if not self._pending:
+        if not self._pending and not self._pending_writes:
             fut.set_result(None)
         else:
             self._waiters.append(fut)
         return fut
 
-    def execute(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
-        """A write that commits at once, together with any pending events."""
-        self.conn.execute("BEGIN")
-        try:
-            self._write_pending()
-            cur = self.conn.execute(sql, params)
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self._finish_commit()
-        return cur
+    def writable(self) -> asyncio.Future[None]:
+        """A future that resolves once writes work (at once when they do)."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._fault is None:
+            fut.set_result(None)
+        else:
+            self._writable.append(fut)
+        return fut
 
-    def atomic(self, statements: list[tuple[str, tuple[object, ...]]]) -> None:
-        """Several writes that become durable together or not at all."""
-        self.conn.execute("BEGIN")
+    def execute(self, sql: str, params: tuple[object, ...] = ()) -> None:
+        """A write that commits at once, together with any pending events."""
+        self._write_now([(sql, params)])
+
+    def execute_or_keep(self, sql: str, params: tuple[object, ...] = ()) -> None:
+        """:meth:`execute`, or, when writes fail, kept with the pending events for their commit."""
         try:
-            self._write_pending()
-            for sql, params in statements:
-                self.conn.execute(sql, params)
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self._finish_commit()
+            self.execute(sql, params)
+        except StorageError:
+            self._pending_writes.append((sql, params))
+
+    def atomic(self, statements: Statements) -> None:
+        """Several writes that become durable together or not at all."""
+        self._write_now(statements)
+
+    def _write_now(self, statements: Statements) -> None:
+        """Commit ``statements`` with what is pending, or raise :class:`StorageError`.
+
+        While writes fail it raises at once: trying would write every pending event again only
+        to fail.
+        """
+        if self._fault is None:
+            try:
+                self._transaction(statements)
+            except StorageError as fault:
+                self._write_failed(fault)
+            else:
+                self._finish_commit()
+                return
+        current = self._fault
+        assert current is not None
+        message = f"the server cannot save anything now: {current.reason}; try again once it can"
+        raise type(current)(message, reason=current.reason)
 
     def query(self, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         """A read of committed data."""
-        cur = self.conn.execute(sql, params)
-        cur.row_factory = sqlite3.Row
-        return cur.fetchall()
+        try:
+            cur = self.conn.execute(sql, params)
+            cur.row_factory = sqlite3.Row
+            rows: list[sqlite3.Row] = cur.fetchall()
+        except sqlite3.Error as exc:
+            raise self._read_failed(exc) from exc
+        return rows
+
+    def read(self, sql: str, params: tuple[object, ...]) -> list[EventRow]:
+        """Event rows, as plain tuples."""
+        try:
+            rows: list[EventRow] = self.conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise self._read_failed(exc) from exc
+        return rows
+
+    def _read_failed(self, exc: sqlite3.Error) -> Exception:
+        fault = storage_error(exc)
+        if fault is None:
+            return exc
+        if isinstance(fault, StorageDamaged) and not self._damage_logged:
+            self._damage_logged = True
+            steps = recovery_steps(self.path)
+            self.log.error("neta: the store %s is damaged (%s); %s", self.path, exc, steps)
+        return fault
 
     def commit(self) -> None:
-        """Write and commit the pending events now."""
+        """Write and commit the pending events now (while writes fail: when they work again)."""
         if self._closed:
             return
-        if not self._pending:
+        if not self._pending and not self._pending_writes:
             self._cancel_timer()
             return
         began = time.monotonic()
-        self.conn.execute("BEGIN")
         try:
-            self._write_pending()
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+            self._transaction([])
+        except StorageError as fault:
+            self._write_failed(fault)
+            return
         self._finish_commit(began)
 
-    def _write_pending(self) -> None:
-        if self._pending_writes:
-            for sql, params in self._pending_writes:
+    def _transaction(self, statements: Statements) -> None:
+        """The pending writes and events, then ``statements``, in one transaction."""
+        with self._committing("BEGIN"):
+            self._write_pending()
+            for sql, params in statements:
                 self.conn.execute(sql, params)
-            self._pending_writes = []
+
+    @contextlib.contextmanager
+    def _committing(self, begin: str) -> Iterator[None]:
+        """A transaction committed after the block; a storage fault as :class:`StorageError`."""
+        conn = self.conn
+        try:
+            conn.execute(begin)
+            try:
+                yield
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            fault = storage_error(exc)
+            if fault is None:
+                raise
+            raise fault from exc
+
+    def _write_pending(self) -> None:
+        for sql, params in self._pending_writes:
+            self.conn.execute(sql, params)
         for base, rows in self._pending.items():
             start = 0
             while start < len(rows):
@@ -350,23 +348,88 @@ class Database:
                 start += size
 
     def _finish_commit(self, began: float | None = None) -> None:
-        self.conn.execute("COMMIT")
         if began is not None:  # a group commit: what it cost is charged to the budget
             self._commit_cost = time.monotonic() - began
             self._budget = max(-_COMMIT_BURST, self._budget - self._commit_cost)
         pending, self._pending = self._pending, {}
         count, self._pending_count = self._pending_count, 0
+        self._pending_writes = []
         waiters, self._waiters = self._waiters, []
         self._cancel_timer()
         for base, rows in pending.items():
             for listener in self._listeners:
                 listener(base, rows)
+        if self._fault is not None:
+            self._recovered()
         if self._checkpointer is not None:
             self._since_checkpoint += count + 8
             if self._since_checkpoint >= _CHECKPOINT_EVERY:
                 self._since_checkpoint = 0
                 self._checkpointer.request()
         for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    # --- a spell of failed writes
+
+    def _write_failed(self, fault: StorageError) -> None:
+        self._fault = fault
+        if self._episode.failed(fault.reason):
+            steps = ""
+            if isinstance(fault, StorageDamaged):
+                steps = "; " + recovery_steps(self.path)
+            self.log.error(
+                "neta: cannot write the store %s: %s. %d event(s) are kept in memory until "
+                "they can be saved; new runs are refused meanwhile%s",
+                self.path,
+                fault.reason,
+                self._pending_count,
+                steps,
+            )
+            for listener in self._health_listeners:
+                listener(fault.reason)
+            if self._checkpointer is not None:
+                # A log copied to its end is reused from its start, which needs no more disk.
+                self._checkpointer.request()
+        self._cancel_timer()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop to wait on: the next write tries again
+        self._timer = loop.call_later(self._episode.delay, self._retry)
+
+    def _retry(self) -> None:
+        self._timer = None
+        if self._closed:
+            return
+        try:
+            # A small real write first: cheaper than writing every pending event to find out.
+            self._probe()
+        except StorageError as fault:
+            self._write_failed(fault)
+            return
+        if self._pending or self._pending_writes:
+            self.commit()
+        else:
+            self._recovered()
+
+    def _probe(self) -> None:
+        """A small real write (the header's user version, rewritten as it is)."""
+        with self._committing("BEGIN IMMEDIATE"):
+            version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+            self.conn.execute(f"PRAGMA user_version = {version}")
+
+    def _recovered(self) -> None:
+        self._fault = None
+        lasted = self._episode.recovered()
+        if lasted is not None:
+            self.log.info("neta: the store %s can be written again after %.1f s", self.path, lasted)
+            for listener in self._health_listeners:
+                listener(None)
+            if self._checkpointer is not None:
+                self._checkpointer.request(truncate=True)
+        writable, self._writable = self._writable, []
+        for fut in writable:
             if not fut.done():
                 fut.set_result(None)
 
@@ -381,6 +444,17 @@ class Database:
             return
         self.commit()
         self._closed = True
+        self._cancel_timer()
+        if self._pending or self._pending_writes:
+            self.log.error(
+                "neta: %d event(s) could not be written before the store %s closed (%s); the "
+                "runs they belong to end as interrupted when the server starts again",
+                self._pending_count,
+                self.path,
+                self.unavailable,
+            )
+        for fut in self._waiters + self._writable:
+            fut.cancel()
         if self._checkpointer is not None:
             self._checkpointer.stop()
         self.conn.close()

@@ -11,10 +11,18 @@ from collections.abc import AsyncIterator
 from itertools import repeat
 from typing import NamedTuple, Protocol
 
-from ..events import TERMINAL_EVENT_TYPES, AgentEvent
+from ..events import (
+    TERMINAL_EVENT_TYPES,
+    AgentEvent,
+    AgentStatusData,
+    EventType,
+    StatusCode,
+    encode_json,
+)
 from ..events.encoding import envelope_rest
 from ..events.redact import Redactor
-from .db import SEQ_BITS, Database, EventRow
+from .db import Database, EventRow
+from .schema import SEQ_BITS
 
 
 class StoredEvent(NamedTuple):
@@ -80,9 +88,17 @@ class EventLog(Protocol):
     def follow_or_idle(
         self, request_id: str, after_seq: int, idle: float | None
     ) -> AsyncIterator[list[EventRow] | None]:
-        """:meth:`follow`, with ``None`` after each ``idle`` seconds without a batch."""
+        """:meth:`follow`, with ``None`` after each ``idle`` seconds without a batch.
+
+        While the store cannot be written, a batch of one unstored AGENT_STATUS (seq -1, sent
+        without an id) says why the stream is quiet. A read that fails raises
+        :class:`~neta_jupyter.store.health.StorageError`.
+        """
         ...
 
+
+TRANSIENT_SEQ = -1
+"""The seq of a row that is sent but never stored (it carries no id on the wire)."""
 
 _STEP_EVENTS = 8192
 """Events that followers who are behind send per turn of the event loop, together."""
@@ -143,7 +159,10 @@ class SqliteEventLog:
         # replay is alive whenever the garbage collector runs (survivors make it scan the whole
         # heap), enough that a query and a flush are shared by many events.
         self._read_batch = read_batch
+        self._unavailable: str | None = None
+        self._health_changes = 0
         db.on_commit(self._committed)
+        db.on_health(self._health_changed)
 
     # --- writing
 
@@ -211,6 +230,29 @@ class SqliteEventLog:
         tail.signal.set()
         tail.signal = asyncio.Event()
 
+    def _health_changed(self, reason: str | None) -> None:
+        """Wake every follower, so that each tells its client why its stream is quiet."""
+        self._unavailable = reason
+        self._health_changes += 1
+        for tail in self._tails.values():
+            tail.signal.set()
+            tail.signal = asyncio.Event()
+
+    def _status_row(self, request_id: str) -> EventRow:
+        event = AgentEvent(
+            event_type=EventType.AGENT_STATUS,
+            request_id=request_id,
+            data=AgentStatusData(
+                code=StatusCode.STORAGE_UNAVAILABLE,
+                level="ERROR",
+                message=(
+                    f"The server cannot save this run's events: {self._unavailable}. "
+                    "They are kept and the stream goes on once they can be saved."
+                ),
+            ),
+        )
+        return (TRANSIENT_SEQ, EventType.AGENT_STATUS.value, encode_json(event))
+
     # --- reading
 
     def _base(self, request_id: str, *, create: bool = False) -> int:
@@ -264,12 +306,11 @@ class SqliteEventLog:
         base = self._base(request_id)
         if base < 0:
             return []
-        rows: list[EventRow] = self._db.conn.execute(
+        return self._db.read(
             "SELECT key - ?, event_type, payload FROM events WHERE key > ? AND key <= ? "
             "ORDER BY key LIMIT ?",
             (base, base + after_seq, base + upto, limit),
-        ).fetchall()
-        return rows
+        )
 
     def last_event(self, request_id: str) -> StoredEvent | None:
         """The last durable event of the run."""
@@ -287,7 +328,7 @@ class SqliteEventLog:
         ticks = self.follow_or_idle(request_id, after_seq, None)
         try:
             async for batch in ticks:
-                if batch is not None:
+                if batch is not None and batch[0][0] != TRANSIENT_SEQ:
                     yield batch
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]  # stop reading now, not at GC
@@ -302,9 +343,14 @@ class SqliteEventLog:
         """
         pos = after_seq
         tail: _Tail | None = None
+        told = 0
         self._followers += 1
         try:
             while True:
+                if told != self._health_changes:
+                    told = self._health_changes
+                    if self._unavailable is not None:
+                        yield [self._status_row(request_id)]
                 current = self._tails.get(request_id)
                 if current is None:
                     self._base(request_id, create=True)

@@ -121,9 +121,14 @@ class RecordStore:
             ),
         )
 
-    def save_run(self, run: RunRecord) -> None:
-        """Persist a run's status and loop state."""
-        self._db.execute(
+    def save_run(self, run: RunRecord, *, keep: bool = False) -> None:
+        """Persist a run's status and loop state.
+
+        With ``keep``, a write the store cannot make now is kept with the pending events and
+        made with them (a terminal event and the status it implies become durable together).
+        """
+        write = self._db.execute_or_keep if keep else self._db.execute
+        write(
             "UPDATE runs SET status = ?, state = ?, updated = ? WHERE request_id = ?",
             (run.status, self._json(run.state), time.time(), run.request_id),
         )
