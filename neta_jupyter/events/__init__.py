@@ -9,6 +9,7 @@ from .encoding import (
     ws_batch,
 )
 from .models import (
+    SUBAGENT_ANSWER_PREVIEW,
     TERMINAL_EVENT_TYPES,
     AgentEvent,
     AgentStatusData,
@@ -32,6 +33,7 @@ from .models import (
     SessionLeafData,
     SkillData,
     StatusCode,
+    SubagentChild,
     SubagentData,
     SupplementaryInputData,
     SuspendReason,
@@ -47,6 +49,7 @@ from .models import (
 )
 
 __all__ = [
+    "SUBAGENT_ANSWER_PREVIEW",
     "TERMINAL_EVENT_TYPES",
     "AgentEvent",
     "AgentStatusData",
@@ -70,6 +73,7 @@ __all__ = [
     "SessionLeafData",
     "SkillData",
     "StatusCode",
+    "SubagentChild",
     "SubagentData",
     "SupplementaryInputData",
     "SuspendReason",
