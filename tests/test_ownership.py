@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
 from jupyter_client.session import Session
 from jupyter_server.auth.identity import IdentityProvider, User
 from tornado.web import RequestHandler
@@ -153,3 +154,38 @@ async def test_a_kernel_token_is_no_one_elses_and_is_redacted(
             headers={"Authorization": f"neta-kernel {token}x"},
         )
         assert forged.status_code == 403
+
+
+async def test_another_user_cannot_follow_a_session(server_url: str) -> None:
+    async with browser(server_url, "alice") as alice, browser(server_url, "bob") as bob:
+        alices = await alice.start("alice's question", sessionName="shared name")
+        await alice.segment(alices["requestId"])
+        bobs = await bob.start("bob's question", sessionName="shared name")
+        await bob.segment(bobs["requestId"])
+        url = server_url.replace("http://", "ws://") + "neta/ws"
+        headers = {"Authorization": f"token {TOKENS['bob']}"}
+        async with websockets.connect(url, additional_headers=headers) as ws:
+            for last in (None, 0):
+                frame: dict[str, Any] = {
+                    "type": "subscribe_session",
+                    "sessionId": alices["sessionId"],
+                }
+                if last is not None:
+                    frame["lastEventId"] = last
+                await ws.send(json.dumps(frame))
+                reply = json.loads(await ws.recv())
+                assert reply["type"] == "error" and reply["errCode"] == "SESSION_NOT_FOUND", reply
+            # The socket stays open, and follows what is Bob's.
+            await ws.send(json.dumps({"type": "subscribe_session", "sessionId": bobs["sessionId"]}))
+            assert json.loads(await ws.recv())["type"] == "subscribed_session"
+            [first, *_] = json.loads(await ws.recv())
+            assert first["requestId"] == bobs["sessionId"] and first["seq"] == 0
+            assert first["data"]["preview"] == "bob's question"
+        stream = await bob.http.get(
+            "neta/api/agent/session/stream", params={"sessionId": alices["sessionId"]}
+        )
+        assert stream.status_code == 404 and stream.json()["errCode"] == "SESSION_NOT_FOUND"
+        tree = await bob.http.get(
+            "neta/api/sessions/tree", params={"sessionId": alices["sessionId"]}
+        )
+        assert tree.status_code == 404

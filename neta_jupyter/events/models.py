@@ -588,8 +588,20 @@ class SubagentData(_Wire):
     ``resumeTask`` on ``childRequestId``. Absent once it moved on."""
 
 
+class EntryToolCall(_Wire):
+    """A tool call of an assistant entry, and how it ended."""
+
+    tool_call_id: str
+    """The call (``toolCallId`` of its TOOL_* events)."""
+    tool_name: str
+    """Tool called."""
+    status: Literal["pending", "completed", "failed", "not_run"] = "pending"
+    """``pending`` until its result is in the tree; ``failed`` also when it was refused or denied;
+    ``not_run`` when the run ended before it ran."""
+
+
 class SessionEntryData(_Wire):
-    """A node of the session tree was added or updated."""
+    """A node of the session tree was added (ADDED) or changed (UPDATED): the whole node."""
 
     type: Literal["session_entry"] = "session_entry"
     session_id: str
@@ -602,10 +614,17 @@ class SessionEntryData(_Wire):
     """Who the entry is from."""
     preview: str | None = None
     """First characters of its content."""
+    request_id: str | None = None
+    """The run the entry belongs to."""
+    status: Literal["pending", "complete"] | None = None
+    """``pending`` while some of an assistant entry's tool calls have no result (they run, or
+    wait for the user); ``complete`` once the entry changes no more."""
+    tool_calls: list[EntryToolCall] | None = None
+    """An assistant entry's tool calls and how each ended so far."""
 
 
 class SessionLeafData(_Wire):
-    """The session's current leaf moved."""
+    """The session's current leaf moved: the conversation now continues from it."""
 
     type: Literal["session_leaf"] = "session_leaf"
     session_id: str
@@ -614,6 +633,8 @@ class SessionLeafData(_Wire):
     """New leaf."""
     previous_leaf_entry_id: str | None = None
     """Old leaf."""
+    request_id: str | None = None
+    """The run whose turn moved it; absent when it was switched through the API."""
 
 
 EventData = Annotated[

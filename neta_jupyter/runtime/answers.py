@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import RunNotFound
+from .tree import CALL_OUTCOMES, entry_data, session_stream
 
 if TYPE_CHECKING:
     from ..store import Entry, RunRecord, SessionRecord
@@ -54,19 +55,30 @@ def session_json(session: SessionRecord) -> dict[str, Any]:
 
 
 def entry_json(entry: Entry) -> dict[str, Any]:
-    """One entry of a session tree."""
-    return {
+    """One entry of a session tree, with the status and tool calls its tree events show."""
+    node = entry_data(entry)
+    out: dict[str, Any] = {
         "entryId": entry.entry_id,
         "parentId": entry.parent_id,
         "role": entry.role,
-        "message": entry.message,
+        "message": {k: v for k, v in entry.message.items() if k != CALL_OUTCOMES},
         "requestId": entry.request_id,
         "created": entry.created,
+        "status": node.status,
     }
+    if node.tool_calls:
+        out["toolCalls"] = [c.model_dump(by_alias=True) for c in node.tool_calls]
+    return out
 
 
 def session_snapshot(runtime: Runtime, principal: str, session_id: str) -> dict[str, Any]:
-    """The session with its whole tree and active path; another principal's does not exist."""
+    """The session with its whole tree and active path; another principal's does not exist.
+
+    ``lastSeq`` is the last event of the session's stream that the tree shows: a follower of the
+    stream from it misses no change. A tree write is stored before its event is appended, so the
+    events after it may repeat a change the tree already shows (applied in order, they change
+    nothing); the fewer, the more of what was appended is durable (a transport flushes first).
+    """
     records = runtime.store.records
     session = records.get_session(session_id)
     if session is None or session.principal != principal:
@@ -76,6 +88,7 @@ def session_snapshot(runtime: Runtime, principal: str, session_id: str) -> dict[
         **session_json(session),
         "entries": [entry_json(e) for e in records.entries(session_id)],
         "activePath": [e.entry_id for e in path],
+        "lastSeq": runtime.store.events.last_seq(session_stream(session_id)),
     }
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ..events.models import CompactionData, CompactionScope, EventType, StatusCode
 from ..providers.base import Message, Model, ModelRequest, ProviderError, TextPart
-from ..store import Entry, RecordStore, RunRecord
+from ..store import Entry, RunRecord
 from .emitter import RunEmitter
 from .retries import status
+from .tree import SessionTree
 
 SUMMARY_SYSTEM = (
     "You compress conversations. Write a faithful, compact summary of the conversation below: "
@@ -39,7 +40,7 @@ def split_point(path: list[Entry]) -> int:
 async def compact(
     *,
     model: Model,
-    records: RecordStore,
+    tree: SessionTree,
     run: RunRecord,
     emitter: RunEmitter,
     scope: CompactionScope,
@@ -48,7 +49,7 @@ async def compact(
     instructions: str | None = None,
 ) -> bool:
     """Summarise what precedes the current turn; True when the transcript was replaced."""
-    path = records.path(run.session_id, run.state.get("leaf"))
+    path = tree.records.path(run.session_id, run.state.get("leaf"))
     cut = split_point(path)
     emitter.emit(
         EventType.COMPACTION_START, CompactionData(scope=scope, tokens_before=tokens_before)
@@ -86,11 +87,12 @@ async def compact(
             CompactionData(scope=scope, error_message="the model returned an empty summary"),
         )
         return False
-    leaf = records.replace_path(
+    leaf = tree.replace_path(
         run.session_id,
         {"role": "user", "content": SUMMARY_PREFIX + summary.strip()},
         path[cut:],
-        run.request_id,
+        request_id=run.request_id,
+        run=emitter,
     )
     run.state["leaf"] = leaf.entry_id
     after = len(SUMMARY_PREFIX + summary) // 4 + len(_transcript(path[cut:])) // 4

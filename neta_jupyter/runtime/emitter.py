@@ -59,6 +59,11 @@ class RunEmitter:
         self._flush_scheduled = False
 
     @property
+    def log(self) -> EventLog:
+        """The log the run's events go to (other streams of the run's session live there too)."""
+        return self._log
+
+    @property
     def redactor(self) -> Redactor:
         """The log's redactor, for text that arrives in fragments."""
         return self._log.redactor

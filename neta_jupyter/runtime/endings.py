@@ -8,6 +8,7 @@ from ..events import ErrorCode, EventType, MessageData, Usage
 from ..store import RecordStore, RunRecord
 from .emitter import RunEmitter
 from .loop import Finish, Suspend
+from .tree import SessionTree
 
 NOT_RUN = "Not run: the run ended before this call was executed."
 
@@ -82,7 +83,7 @@ def fail_run(
 ) -> None:
     """MESSAGE_FAILED; an unrecoverable failure also closes the calls left open."""
     if not recoverable:
-        close_open_calls(records, run)
+        close_open_calls(records, run, emitter)
     emitter.emit(
         EventType.MESSAGE_FAILED,
         MessageData(
@@ -100,22 +101,26 @@ def fail_run(
     records.save_run(run, keep=True)
 
 
-def close_open_calls(records: RecordStore, run: RunRecord) -> None:
+def close_open_calls(records: RecordStore, run: RunRecord, emitter: RunEmitter) -> None:
     """Answer unanswered tool calls so the transcript stays valid for the next prompt."""
     if run.state.get("phase") != "tools" or not run.state.get("last_assistant"):
         return
     path = records.path(run.session_id, run.state.get("leaf"))
     answered = {e.message.get("tool_call_id") for e in path if e.role == "tool"}
     assistant = records.get_entry(run.state["last_assistant"])
-    for call in assistant.message.get("tool_calls", []) if assistant else []:
-        if call["id"] in answered:
+    calls = assistant.message.get("tool_calls", []) if assistant is not None else []
+    tree = SessionTree(records, emitter.log)
+    for call in calls:
+        if assistant is None or call["id"] in answered:
             continue
-        entry = records.add_entry(
-            run.session_id,
-            "tool",
-            {"role": "tool", "content": NOT_RUN, "tool_call_id": call["id"], "name": call["name"]},
+        entry = tree.answer(
+            assistant,
+            call,
+            NOT_RUN,
+            "not_run",
             request_id=run.request_id,
             parent_id=run.state.get("leaf"),
+            run=emitter,
         )
         run.state["leaf"] = entry.entry_id
     run.state["phase"] = "model"

@@ -17,7 +17,6 @@ from ..events import (
     EventType,
     FinishReason,
     PermissionAskData,
-    SessionEntryData,
     StatusCode,
     SupplementaryInputData,
     SuspendReason,
@@ -49,6 +48,7 @@ from .guards import announce_repeats, screen_step
 from .retries import status, stream_with_retries
 from .streaming import Reply, SentSoFar, kept_across_activations
 from .tooling import ToolRunner, VirtualTool
+from .tree import SessionTree
 
 KERNEL_SUMMARY_WAIT = 1.5
 """Seconds to wait for the kernel's variable summary before going on without it."""
@@ -106,6 +106,7 @@ class RunLoop:
         self.run = run
         self.state = run.state
         self._records = store.records
+        self._tree = SessionTree(store.records, store.events)
         self._config = config
         self._model = model
         self._tools = {t.name: t for t in tools}
@@ -270,12 +271,12 @@ class RunLoop:
     async def _compact(self, scope: CompactionScope, tokens_before: int) -> bool:
         return await compact(
             model=self._model,
-            records=self._records,
             run=self.run,
             emitter=self._emitter,
             scope=scope,
             tokens_before=tokens_before,
             budget=self._config.prompt_budget,
+            tree=self._tree,
         )
 
     # --- tool step
@@ -291,17 +292,14 @@ class RunLoop:
             if call.id in answered:
                 continue
             if (refusal := verdict.refused.get(call.id)) is not None:
-                output, _ = self._runner.fail_without_running(call, refusal)
+                output, ok = self._runner.fail_without_running(call, refusal)
             else:
                 outcome = await self._one_call(call)
                 if isinstance(outcome, Suspend):
                     return outcome
                 output, ok = outcome
                 outcomes.append(ok)
-            self._add_entry(
-                "tool",
-                {"role": "tool", "content": output, "tool_call_id": call.id, "name": call.name},
-            )
+            self._answer(assistant, call, output, ok)
             await self._emitter.flush()
         reminded = await self._track_failures(outcomes)
         self.state["phase"] = "model"
@@ -474,26 +472,30 @@ class RunLoop:
         if role == "assistant" and not self.state.get("assistant_used"):
             entry_id = self.state.get("assistant_message_id")
             self.state["assistant_used"] = True
-        entry = self._records.add_entry(
+        entry = self._tree.add(
             self.run.session_id,
             role,
             message,
             request_id=self.run.request_id,
             parent_id=self.state.get("leaf"),
             entry_id=entry_id,
+            run=self._emitter,
         )
         self.state["leaf"] = entry.entry_id
-        self._emitter.emit(
-            EventType.SESSION_ENTRY_ADDED,
-            SessionEntryData(
-                session_id=self.run.session_id,
-                entry_id=entry.entry_id,
-                parent_id=entry.parent_id,
-                role=role,
-                preview=str(message.get("content", ""))[:120],
-            ),
-        )
         return entry
+
+    def _answer(self, assistant: Entry, call: ToolCall, output: str, ok: bool) -> None:
+        """The call's result joins the tree; the assistant entry records how the call ended."""
+        entry = self._tree.answer(
+            assistant,
+            {"id": call.id, "name": call.name},
+            output,
+            "completed" if ok else "failed",
+            request_id=self.run.request_id,
+            parent_id=self.state.get("leaf"),
+            run=self._emitter,
+        )
+        self.state["leaf"] = entry.entry_id
 
 
 def _assistant_message(reply: Reply) -> dict[str, Any]:

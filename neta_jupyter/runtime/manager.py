@@ -18,7 +18,6 @@ from ..events import (
     FinishReason,
     PermissionResolvedData,
     SessionData,
-    SessionEntryData,
     SuspendReason,
     SuspendType,
 )
@@ -35,6 +34,7 @@ from .endings import end_run, fail_run, recover_crashed
 from .errors import BadRunRequest, RunConflict, RunNotFound
 from .loop import Finish, RunLoop, Step, Suspend, first_step
 from .tooling import VirtualTool
+from .tree import SessionTree, session_stream
 
 KernelFactory = Callable[[RunRecord], KernelBridge | None]
 
@@ -59,6 +59,8 @@ class Runtime:
         self.models = models or ModelRegistry(demo_pace=config.demo_pace)
         self.tools = tools or ToolRegistry(builtin_tools())
         self.kernels = kernels
+        self.tree = SessionTree(store.records, store.events)
+        """Every write to a session tree goes through it, so each is published."""
         self.log = logger or logging.getLogger("neta_jupyter")
         self._admit_start = StartGate()
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -82,6 +84,10 @@ class Runtime:
         if run is None or run.principal != principal:
             raise RunNotFound(f"no run with requestId {request_id!r}")
         return run
+
+    def session_stream(self, principal: str, session_id: str) -> str:
+        """The key in the event log of the stream of the principal's session's tree events."""
+        return session_stream(self._session(principal, session_id, None).session_id)
 
     def is_active(self, request_id: str) -> bool:
         """Whether the run's task is executing in this process."""
@@ -185,32 +191,25 @@ class Runtime:
     def _begin(self, run: RunRecord, leaf: str | None, emitter: RunEmitter) -> None:
         """The first entries and events of a new run."""
         session_id, content = run.session_id, run.prompt
-        user = self.store.records.add_entry(
+        user_id = new_id("e")
+        emitter.emit(  # the run's first event, before the tree's
+            EventType.SESSION_CREATED,
+            SessionData(
+                session_id=session_id,
+                user_message_id=user_id,
+                assistant_message_id=run.state["assistant_message_id"],
+            ),
+        )
+        self.tree.add(
             session_id,
             "user",
             {"role": "user", "content": content},
             request_id=run.request_id,
             parent_id=leaf,
+            entry_id=user_id,
+            run=emitter,
         )
-        run.state["leaf"] = user.entry_id
-        emitter.emit(
-            EventType.SESSION_CREATED,
-            SessionData(
-                session_id=session_id,
-                user_message_id=user.entry_id,
-                assistant_message_id=run.state["assistant_message_id"],
-            ),
-        )
-        emitter.emit(
-            EventType.SESSION_ENTRY_ADDED,
-            SessionEntryData(
-                session_id=session_id,
-                entry_id=user.entry_id,
-                parent_id=user.parent_id,
-                role="user",
-                preview=content[:120],
-            ),
-        )
+        run.state["leaf"] = user_id
         self.store.records.save_run(run)
 
     async def resume(
@@ -356,7 +355,7 @@ class Runtime:
             tokens = sum(len(str(e.message.get("content", ""))) for e in path) // 4
             done = await compact(
                 model=model,
-                records=self.store.records,
+                tree=self.tree,
                 run=run,
                 emitter=emitter,
                 scope="manual",
@@ -392,7 +391,7 @@ class Runtime:
             entry = records.get_entry(entry_id)
             if entry is None or entry.session_id != session.session_id:
                 raise RunNotFound(f"no entry {entry_id!r} in that session", code="ENTRY_NOT_FOUND")
-        records.set_leaf(session.session_id, entry_id)
+        self.tree.switch(session.session_id, entry_id)
 
     def set_thinking_level(self, principal: str, session_id: str, level: str | None) -> None:
         """How hard the model thinks in the session's next runs (``None``: the default)."""
@@ -414,14 +413,14 @@ class Runtime:
             imported=True,
         )
         self.store.records.create_run(run)
-        user = self.store.records.add_entry(
+        user = self.tree.add(
             session.session_id,
             "user",
             {"role": "user", "content": prompt},
             request_id=run.request_id,
             parent_id=session.leaf_entry_id,
         )
-        self.store.records.add_entry(
+        self.tree.add(
             session.session_id,
             "assistant",
             {"role": "assistant", "content": answer},

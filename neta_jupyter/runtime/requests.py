@@ -28,6 +28,8 @@ __all__ = [
     "RequestRef",
     "ResumeRequest",
     "RunRequest",
+    "SessionRef",
+    "SessionSubscription",
     "ThinkingLevelRequest",
     "VirtualToolSpec",
     "describe_validation",
@@ -116,6 +118,20 @@ class ImportRequest(_Body):
     session_name: str = Field(min_length=1)
     content: str = Field(min_length=1)
     answer: str
+
+
+class SessionRef(_Body):
+    """Bodies that only name a session (the WebSocket ``unsubscribe_session``)."""
+
+    session_id: str = Field(min_length=1)
+
+
+class SessionSubscription(SessionRef):
+    """The WebSocket ``subscribe_session``: follow a session's tree events."""
+
+    last_event_id: int | str | None = None
+    """The seq of the last event of the session's stream already seen (``lastSeq`` of the tree
+    snapshot, or of the last event received)."""
 
 
 class LeafRequest(_Body):

@@ -19,7 +19,7 @@ from . import handlers
 from .kernels import ServerKernels, kernels_for
 from .principals import KernelOwners
 from .redaction import install_redaction
-from .sse import StreamHandler
+from .sse import SessionStreamHandler, StreamHandler
 from .unavailable import UnavailableHandler
 from .ws import RunSocket
 
@@ -153,6 +153,7 @@ class NetaApp(ExtensionApp, NetaSettings):
                 (rf"{api}/agent/run/status", handlers.RunStatusHandler),
                 (rf"{api}/agent/runs", handlers.RunListHandler),
                 (rf"{api}/agent/attachment/download", handlers.AttachmentHandler),
+                (rf"{api}/agent/session/stream", SessionStreamHandler),
                 (rf"{api}/sessions", handlers.SessionsHandler),
                 (rf"{api}/sessions/tree", handlers.SessionTreeHandler),
                 (rf"{api}/sessions/leaf", handlers.SessionLeafHandler),

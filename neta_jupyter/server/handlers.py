@@ -155,6 +155,7 @@ class SessionTreeHandler(NetaHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
+        await self.runtime.store.events.flush()  # see session_snapshot's lastSeq
         self.reply(session_snapshot(self.runtime, self.principal, self.query("sessionId") or ""))
 
 
@@ -165,8 +166,8 @@ class SessionLeafHandler(NetaHandler):
     @authorized
     async def post(self) -> None:
         body = self.parse_body(LeafRequest)
-        session_snapshot(self.runtime, self.principal, body.session_id)  # ownership check
         self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
+        await self.runtime.store.events.flush()  # see session_snapshot's lastSeq
         self.reply(session_snapshot(self.runtime, self.principal, body.session_id))
 
 

@@ -101,6 +101,19 @@ ROUTES: tuple[Route, ...] = (
             ),
         ),
     ),
+    Route(
+        "/neta/api/agent/session/stream",
+        (
+            Operation(
+                "get",
+                "Follow a session's tree events (entries added and updated, leaf moves) as "
+                "Server-Sent Events; resume after lastEventId (the tree's lastSeq)",
+                query=(("sessionId", True, "string"), ("lastEventId", False, "integer")),
+                content="text/event-stream",
+                extra_errors=(416,),
+            ),
+        ),
+    ),
     Route("/neta/api/sessions", (Operation("get", "The caller's sessions"),)),
     Route(
         "/neta/api/sessions/tree",

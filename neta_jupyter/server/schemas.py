@@ -16,6 +16,8 @@ from ..runtime.requests import (
     RequestRef,
     ResumeRequest,
     RunRequest,
+    SessionRef,
+    SessionSubscription,
     ThinkingLevelRequest,
     VirtualToolSpec,
 )
@@ -30,6 +32,8 @@ __all__ = [
     "RequestRef",
     "ResumeRequest",
     "RunRequest",
+    "SessionRef",
+    "SessionSubscription",
     "ThinkingLevelRequest",
     "VirtualToolSpec",
     "parse_json_object",

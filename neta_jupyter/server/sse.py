@@ -1,4 +1,7 @@
-"""``GET /neta/api/agent/run/stream``: the run's events as Server-Sent Events (seed 003)."""
+"""Streams as Server-Sent Events (seed 003): a run's, and a session's tree events.
+
+``GET /neta/api/agent/run/stream`` follows a run, ``GET /neta/api/agent/session/stream`` a session.
+"""
 
 from __future__ import annotations
 
@@ -32,19 +35,20 @@ def parse_last_event_id(value: str | None) -> int:
     return seq
 
 
-def check_within_log(log: EventLog, request_id: str, after: int) -> None:
-    """A ``lastEventId`` past the run's last event names events that never existed: 416.
+def check_within_log(log: EventLog, request_id: str, after: int, what: str = "run") -> None:
+    """A ``lastEventId`` past the stream's last event names events that never existed: 416.
 
     Followed, it would wait for them forever (a client whose stored position outlived the log).
+    ``what`` names the stream in the message (``run``, ``session``).
     """
     last = log.last_seq(request_id)
     if after > last:
         raise ApiError(
             416,
             "LAST_EVENT_ID_OUT_OF_RANGE",
-            f"lastEventId {after} is past the end of the run, whose last event is {last}; "
-            "reconnect without it (or with -1) to read the run from the start",
-            request_id,
+            f"lastEventId {after} is past the end of the {what}'s stream, whose last event is "
+            f"{last}; reconnect without it (or with -1) to read the {what} from the start",
+            request_id if what == "run" else None,
         )
 
 
@@ -64,10 +68,7 @@ class StreamHandler(NetaHandler):
     @authorized
     async def get(self) -> None:
         request_id = self.query("requestId") or ""
-        after = parse_last_event_id(
-            self.get_query_argument("lastEventId", None)
-            or self.request.headers.get("Last-Event-ID")
-        )
+        after = self._last_event_id()
         try:
             run = self.runtime.get_run(self.principal, request_id)
         except RunNotFound as exc:
@@ -94,16 +95,7 @@ class StreamHandler(NetaHandler):
             self.set_status(204)  # nothing will follow: EventSource stops reconnecting
             self.finish()
             return
-        self._start_stream()
-        self._pump_task = asyncio.ensure_future(self._pump(request_id, after))
-        try:
-            await self._pump_task
-        except asyncio.CancelledError:
-            if not self._closed:
-                raise  # the server is stopping, not the client
-            return
-        if not self._closed:
-            self.finish()
+        await self._follow(request_id, after, segment=True)
 
     def _start_stream(self) -> None:
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -114,7 +106,26 @@ class StreamHandler(NetaHandler):
             # Nagle's algorithm adds ~20 ms to small-frame delivery on loopback.
             stream.set_nodelay(True)
 
-    async def _pump(self, request_id: str, after: int) -> None:
+    def _last_event_id(self) -> int:
+        return parse_last_event_id(
+            self.get_query_argument("lastEventId", None)
+            or self.request.headers.get("Last-Event-ID")
+        )
+
+    async def _follow(self, stream: str, after: int, *, segment: bool) -> None:
+        """Send the stream after ``after`` until the client leaves (or a segment's end)."""
+        self._start_stream()
+        self._pump_task = asyncio.ensure_future(self._pump(stream, after, segment=segment))
+        try:
+            await self._pump_task
+        except asyncio.CancelledError:
+            if not self._closed:
+                raise  # the server is stopping, not the client
+            return
+        if not self._closed:
+            self.finish()
+
+    async def _pump(self, request_id: str, after: int, *, segment: bool) -> None:
         interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
         ticks = self.runtime.store.events.follow_or_idle(request_id, after, interval)
         try:
@@ -124,7 +135,7 @@ class StreamHandler(NetaHandler):
                     self.write(sse_frame("HEARTBEAT", heartbeat_json(request_id), None))
                     await self.flush()
                     continue
-                batch, ended = until_terminal(tick)
+                batch, ended = until_terminal(tick) if segment else (tick, False)
                 self.write(sse_frames(batch))
                 await self.flush()
                 if ended:
@@ -135,3 +146,20 @@ class StreamHandler(NetaHandler):
             self.write(sse_error_frame(f"{exc.code}: {exc.message}"))
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]
+
+
+class SessionStreamHandler(StreamHandler):
+    """``GET /neta/api/agent/session/stream``: a session's tree events.
+
+    Replayed after ``lastEventId``, then tailed until the client leaves (the stream has no end).
+    """
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        session_id = self.query("sessionId") or ""
+        after = self._last_event_id()
+        # Unlike a run's stream, a plain 404: EventSource then stops instead of reconnecting.
+        stream = self.runtime.session_stream(self.principal, session_id)
+        check_within_log(self.runtime.store.events, stream, after, "session")
+        await self._follow(stream, after, segment=False)

@@ -1,8 +1,12 @@
 """``WS /neta/ws``: several run subscriptions and the run actions multiplexed on one socket.
 
 Server → client frames are JSON arrays of envelopes (one array per durable batch), or objects
-with a ``type``: ``pong``, ``subscribed``, ``started``, ``ack``, ``error``. A bad frame gets an
-``error`` reply and the connection stays open.
+with a ``type``: ``pong``, ``subscribed``, ``subscribed_session``, ``unsubscribed``,
+``unsubscribed_session``, ``started``, ``ack``, ``error``. A bad frame gets an ``error`` reply and
+the connection stays open.
+
+A session subscription follows the stream of the session's tree events, whose envelopes carry the
+session's id as their ``requestId``; it is keyed by that id beside the run subscriptions.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 from ..events import ws_batch
 from ..runtime import RunApiError, Runtime
 from ..runtime.requests import resume_run, start_run
+from ..runtime.tree import session_stream
 from ..store import StorageError
 from .base import AUTH_RESOURCE, principal_of
 from .errors import ApiError, describe_validation
@@ -32,6 +37,8 @@ from .schemas import (
     RequestRef,
     ResumeRequest,
     RunRequest,
+    SessionRef,
+    SessionSubscription,
     ThinkingLevelRequest,
     parse_json_object,
 )
@@ -108,6 +115,8 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
             "ping": self._ping,
             "subscribe": self._subscribe,
             "unsubscribe": self._unsubscribe,
+            "subscribe_session": self._subscribe_session,
+            "unsubscribe_session": self._unsubscribe_session,
             "chat": self._chat,
             "resume": self._resume,
             "clarify_response": self._resume,
@@ -209,6 +218,22 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         body = self._validate(RequestRef, frame)
         self._stop_subscription(body.request_id)
         return {"type": "unsubscribed", "requestId": body.request_id}
+
+    async def _subscribe_session(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(SessionSubscription, frame)
+        last = None if body.last_event_id is None else str(body.last_event_id)
+        after = parse_last_event_id(last)
+        stream = self.runtime.session_stream(self.principal, body.session_id)
+        check_within_log(self.runtime.store.events, stream, after, "session")
+        self._stop_subscription(stream)
+        self._subs[stream] = asyncio.ensure_future(self._pump(stream, after))
+        return {"type": "subscribed_session", "sessionId": body.session_id}
+
+    async def _unsubscribe_session(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(SessionRef, frame)
+        # Only a stream this socket follows can be stopped, and it was checked when followed.
+        self._stop_subscription(session_stream(body.session_id))
+        return {"type": "unsubscribed_session", "sessionId": body.session_id}
 
     def _stop_subscription(self, request_id: str) -> None:
         task = self._subs.pop(request_id, None)

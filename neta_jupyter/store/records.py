@@ -221,6 +221,12 @@ class RecordStore:
         self.set_leaf(session_id, entry.entry_id)
         return entry
 
+    def update_entry(self, entry_id: str, message: dict[str, Any]) -> None:
+        """Replace an entry's message; its place in the tree never changes."""
+        self._db.execute(
+            "UPDATE entries SET message = ? WHERE entry_id = ?", (self._json(message), entry_id)
+        )
+
     def set_leaf(self, session_id: str, entry_id: str | None) -> None:
         """Move the session's current leaf."""
         self._db.execute(
