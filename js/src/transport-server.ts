@@ -306,9 +306,10 @@ class ServerTransport implements Transport {
   private onSourceError(source: EventSource, event: Event): void {
     if (this.source !== source) return;
     this.closeSource();
-    // `event: error` from the server (unknown or forbidden run) carries data; a network error does not.
+    // `event: error` from the server carries data (a network error does not): the run is unknown
+    // or forbidden (empty), or the store failed ({errCode, message}).
     if ("data" in event && typeof (event as MessageEvent).data === "string") {
-      this.refuse("This run cannot be followed: it is unknown or belongs to someone else");
+      this.refuse(streamError((event as MessageEvent).data as string));
       return;
     }
     if (this.closed || this.phase === "ended" || this.phase === "refused") return;
@@ -332,4 +333,16 @@ function liveStatus(event: unknown): string | null {
   if (!isRecord(event) || event["eventType"] !== "AGENT_STATUS") return null;
   const data = isRecord(event["data"]) ? event["data"] : {};
   return str(data["message"]) || str(data["code"]) || null;
+}
+
+/** What an SSE `error` event says: the server's message when it sent one. */
+function streamError(data: string): string {
+  try {
+    const body: unknown = JSON.parse(data);
+    const message = isRecord(body) ? str(body["message"]) : undefined;
+    if (message) return message;
+  } catch {
+    // the seed's error event: empty data
+  }
+  return "This run cannot be followed: it is unknown or belongs to someone else";
 }

@@ -69,8 +69,8 @@ class FakeSource {
   fail(): void {
     this.listeners.get("error")?.forEach((l) => l(new Event("error")));
   }
-  serverError(): void {
-    this.listeners.get("error")?.forEach((l) => l(new MessageEvent("error", { data: "" })));
+  serverError(data = ""): void {
+    this.listeners.get("error")?.forEach((l) => l(new MessageEvent("error", { data })));
   }
 }
 
@@ -343,6 +343,16 @@ describe("server transport falling back to SSE", () => {
     lastSource().serverError();
     expect(lastSource().closed).toBe(true);
     expect(notices[notices.length - 1]).toMatch(/cannot be followed/);
+    timers.advance(60_000);
+    expect(FakeSource.all).toHaveLength(1);
+  });
+
+  it("stops with the server's message when the store fails mid-stream", () => {
+    failWebSocket();
+    lastSource().emit(fixture("permission_resume")[0]!);
+    lastSource().serverError(JSON.stringify({ errCode: "STORAGE_DAMAGED", message: "the database file is damaged" }));
+    expect(lastSource().closed).toBe(true);
+    expect(notices[notices.length - 1]).toBe("the database file is damaged");
     timers.advance(60_000);
     expect(FakeSource.all).toHaveLength(1);
   });

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -100,11 +101,8 @@ class HttpTransport:
                     await response.aread()
                     raise refusal(response.status_code, _json_of(response))
                 async for sse in source.aiter_sse():
-                    if sse.event == "error":  # seed 003: the stream of a run that does not exist
-                        raise refusal(
-                            404,
-                            {"errCode": "RUN_NOT_FOUND", "message": f"no run {request_id!r}"},
-                        )
+                    if sse.event == "error":
+                        raise _stream_error(sse.data, request_id)
                     if not sse.id:
                         continue
                     item = Received(int(sse.id), sse.event, sse.data)
@@ -123,6 +121,18 @@ class HttpTransport:
         if self._async is not None:
             await self._async.aclose()
             self._async = None
+
+
+def _stream_error(data: str, request_id: str) -> Exception:
+    """The stream's ``error`` event: the store failed (its data says how), or no such run."""
+    try:
+        body = json.loads(data) if data else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("errCode"):
+        return refusal(503, body)
+    # seed 003: the stream of a run that does not exist, or of another user's
+    return refusal(404, {"errCode": "RUN_NOT_FOUND", "message": f"no run {request_id!r}"})
 
 
 def _json_of(response: httpx.Response) -> Any:

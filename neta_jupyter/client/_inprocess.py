@@ -31,6 +31,7 @@ from ..runtime.requests import (
     resume_run,
     start_run,
 )
+from ..store import StorageError
 from ._errors import refusal
 from ._transport import Call, Received
 
@@ -96,13 +97,13 @@ class InProcessTransport:
             raise _refused(404, "NOT_FOUND", f"no route {call.method} {call.path}")
         try:
             return {"success": True, **query(call)}
-        except RunApiError as exc:
+        except (RunApiError, StorageError) as exc:
             raise _refused(exc.status, exc.code, exc.message) from exc
 
     async def _answered(self, work: Awaitable[Answer]) -> Answer:
         try:
             return {"success": True, **await work}
-        except RunApiError as exc:
+        except (RunApiError, StorageError) as exc:
             raise _refused(exc.status, exc.code, exc.message) from exc
 
     # --- actions
@@ -194,6 +195,8 @@ class InProcessTransport:
                     yield item
                     if item.terminal:
                         return
+        except StorageError as exc:  # the server ends its stream with an error event
+            raise _refused(exc.status, exc.code, exc.message, request_id) from exc
         finally:
             # follow() tails forever; close it now rather than whenever it is collected.
             await batches.aclose()  # type: ignore[attr-defined]
@@ -201,7 +204,7 @@ class InProcessTransport:
     def _check_stream(self, request_id: str, after: int) -> None:
         try:
             run = self.runtime.get_run(self.principal, request_id)
-        except RunApiError as exc:
+        except (RunApiError, StorageError) as exc:
             raise _refused(exc.status, exc.code, exc.message) from exc
         if run.imported:
             raise _refused(

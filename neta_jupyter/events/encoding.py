@@ -91,10 +91,15 @@ def sse_frames(events: Iterable[tuple[int, str, str]]) -> str:
     )
 
 
-def sse_error_frame(message: str) -> str:
-    """The seed-003 console error: ``event: error``, empty data, the message in a comment."""
+def sse_error_frame(message: str, code: str | None = None) -> str:
+    """The seed-003 console error: ``event: error``, the message in a comment.
+
+    Its data is empty, or, with ``code``, ``{"errCode", "message"}`` (for clients that cannot
+    read comments).
+    """
     safe = " ".join(message.splitlines())
-    return f": {safe}\nevent: error\ndata: \n\n"
+    data = json.dumps({"errCode": code, "message": safe}) if code is not None else ""
+    return f": {safe}\nevent: error\ndata: {data}\n\n"
 
 
 def ws_batch(payloads: list[str]) -> str:

@@ -143,7 +143,7 @@ class StreamHandler(NetaHandler):
         except StreamClosedError:
             pass
         except StorageError as exc:  # the stream cannot go on: say so rather than go quiet
-            self.write(sse_error_frame(f"{exc.code}: {exc.message}"))
+            self.write(sse_error_frame(exc.message, exc.code))
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]
 
