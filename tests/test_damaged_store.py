@@ -195,3 +195,12 @@ def test_a_read_that_fails_mid_replay_ends_the_stream_with_an_error(tmp_path: Pa
         assert refused.value.code == "STORAGE_DAMAGED"
     finally:
         server.stop()
+
+
+def test_the_terminal_client_says_how_to_recover(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "neta.sqlite3").mkdir()
+    assert cli_main(["run", "hello", "--data-dir", str(tmp_path)]) == 2
+    said = capsys.readouterr().err
+    assert "is a folder" in said and f"neta-jupyter doctor --data-dir {tmp_path}" in said

@@ -28,7 +28,8 @@ from ..events import TERMINAL_EVENT_TYPES
 from ..providers import UnknownModel
 from ..runtime import RunApiError, RunConflict
 from ..runtime.settings import build_runtime
-from ..store import Store
+from ..store import StorageDamaged, StorageError, Store
+from ..store.health import DB_NAME, recovery_steps
 from .config import ConfigError, load_settings
 from .local_kernel import LocalKernel
 from .prompts import Answer, Reply
@@ -110,6 +111,11 @@ class EmbeddedBackend:
             self.store = Store(data_dir / "neta.sqlite3")
         except OSError as exc:
             raise CliError(f"cannot open the run store in {data_dir}: {exc}") from exc
+        except StorageError as exc:
+            steps = ""
+            if isinstance(exc, StorageDamaged):
+                steps = f"; to recover, {recovery_steps(data_dir / DB_NAME)}"
+            raise CliError(f"cannot open the run store: {exc.message}{steps}") from exc
         self.kernel = LocalKernel(root, log_file=data_dir / "kernel.log")
         try:
             self.runtime = build_runtime(
