@@ -155,6 +155,28 @@ async def test_a_run_that_ends_before_its_call_runs_marks_the_call_not_run(
     )
 
 
+async def test_a_prompt_that_supersedes_a_waiting_run_continues_after_the_calls_it_closed(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    (jp_root_dir / "secret.txt").write_text("the password")
+    model = script(
+        runtime,
+        ScriptedTurn(tool_calls=[ScriptedToolCall("read_file", {"path": "secret.txt"})]),
+        ScriptedTurn(text="As you wish."),
+    )
+    one = await api.start("read secret.txt", model="scripted", sessionName="superseded")
+    waiting = await api.segment(one["requestId"])
+    assert waiting[-1]["eventType"] == "MESSAGE_SUSPENDED"
+    two = await api.start("never mind", model="scripted", sessionId=one["sessionId"])
+    events = tree_events(await api.segment(two["requestId"]))
+    closed = tree_events(await api.segment(one["requestId"], waiting[-1]["seq"]))
+    [not_run] = [e["data"] for e in closed if e["data"].get("role") == "tool"]
+    question = events[0]["data"]
+    assert question["parentId"] == not_run["entryId"], "the new turn follows the closed call"
+    # The model sees every call it made answered (providers refuse a call without its result).
+    assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "tool", "user"]
+
+
 async def two_turns(api: ApiClient, runtime: Runtime) -> tuple[str, dict[str, Any]]:
     script(runtime, ScriptedTurn(text="first answer"), ScriptedTurn(text="second answer"))
     one = await api.start("first question", model="scripted", sessionName="branches")

@@ -23,7 +23,7 @@ from ..events import (
 )
 from ..providers import ModelRegistry, ProviderError, UnknownModel
 from ..providers.base import THINKING_LEVELS, ProviderInvalidRequest
-from ..store import RunRecord, StorageError, Store, new_id
+from ..store import RunRecord, SessionRecord, StorageError, Store, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
 from .admission import StartGate
@@ -142,7 +142,7 @@ class Runtime:
             raise BadRunRequest("approve must be ask, auto or deny", code="INVALID_APPROVE")
         _check_thinking_level(thinking_level)
         session = self._session(principal, session_id, session_name)
-        await self._supersede_suspended(session.session_id)
+        session = await self._supersede_suspended(session)
         request_id = new_id("r")
         run = RunRecord(
             request_id=request_id,
@@ -323,8 +323,7 @@ class Runtime:
         model: str | None = None,
     ) -> RunRecord:
         """Summarise a session's older turns now (a short run whose stream shows the compaction)."""
-        session = self._session(principal, session_id, None)
-        await self._supersede_suspended(session.session_id)
+        session = await self._supersede_suspended(self._session(principal, session_id, None))
         run = RunRecord(
             request_id=new_id("r"),
             principal=principal,
@@ -456,8 +455,10 @@ class Runtime:
             return session
         return records.get_or_create_session(principal, name or new_id("session"))
 
-    async def _supersede_suspended(self, session_id: str) -> None:
-        for run in self.store.records.runs(session_id=session_id, limit=20):
+    async def _supersede_suspended(self, session: SessionRecord) -> SessionRecord:
+        """End the session's suspended runs; the session as it is after (its leaf may move)."""
+        records = self.store.records
+        for run in records.runs(session_id=session.session_id, limit=20):
             if run.status == "running" or self.is_active(run.request_id):
                 raise RunConflict(
                     f"run {run.request_id} is still running in this session; stop it or use "
@@ -473,6 +474,7 @@ class Runtime:
                     recoverable=False,
                     wait=False,
                 )
+        return records.get_session(session.session_id) or session
 
     def _virtual_tools(self, run: RunRecord) -> list[VirtualTool]:
         return [VirtualTool.from_json(v) for v in run.options.get("virtualTools") or []]
