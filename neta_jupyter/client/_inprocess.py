@@ -150,7 +150,7 @@ class InProcessTransport:
         A client acts on the terminal event as soon as it reads it, a moment before the runtime
         lets go of the activation; a resume in that moment would find the run still active.
         """
-        last = self.runtime.store.events.last_event(request_id)
+        last = self.runtime.last_event(request_id)
         while last is not None and last.terminal and self.runtime.is_active(request_id):
             await self.runtime.wait(request_id)
             await asyncio.sleep(0)
@@ -160,7 +160,7 @@ class InProcessTransport:
     def _status(self, call: Call) -> Answer:
         request_id = _param(call, "requestId")
         run = self.runtime.get_run(self.principal, request_id)
-        return run_summary(run, self.runtime.store.events.last_seq(request_id))
+        return run_summary(run, self.runtime.last_seq(request_id))
 
     def _runs(self, call: Call) -> Answer:
         session_id = call.params.get("sessionId") or None
@@ -178,16 +178,9 @@ class InProcessTransport:
     async def stream(self, request_id: str, after: int) -> AsyncGenerator[Received, None]:
         """The log after ``after``, then its tail, up to a terminal event (as the server's SSE)."""
         self._check_stream(request_id, after)
-        log = self.runtime.store.events
-        last = log.last_event(request_id)
-        if (
-            last is not None
-            and last.terminal
-            and after >= last.seq
-            and not self.runtime.is_active(request_id)
-        ):
-            return  # at rest: nothing will follow
-        batches = log.follow(request_id, after)
+        if self.runtime.at_rest(request_id, after):
+            return  # nothing will follow
+        batches = self.runtime.follow(request_id, after)
         try:
             async for batch in batches:
                 for seq, kind, payload in batch:
@@ -214,7 +207,7 @@ class InProcessTransport:
                 "read its messages from the session tree",
                 request_id,
             )
-        last_seq = self.runtime.store.events.last_seq(request_id)
+        last_seq = self.runtime.last_seq(request_id)
         if after > last_seq:
             raise _refused(
                 416,

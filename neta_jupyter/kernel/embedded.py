@@ -170,17 +170,9 @@ class EmbeddedHost:
     async def follow(self, request_id: str, after_seq: int = -1) -> AsyncIterator[dict[str, Any]]:
         """The log after ``after_seq`` up to the next terminal event."""
         run = self._run(request_id)
-        log = self.store.events
-        last = log.last_event(request_id)
-        if (
-            last is not None
-            and last.terminal
-            and after_seq >= last.seq
-            and run.status in ("completed", "failed")
-            and not self.runtime.is_active(request_id)
-        ):
+        if run.status in ("completed", "failed") and self.runtime.at_rest(request_id, after_seq):
             return
-        stream = log.follow(request_id, after_seq)
+        stream = self.runtime.follow(request_id, after_seq)
         try:
             async for batch in stream:
                 for _, kind, payload in batch:
@@ -200,7 +192,7 @@ class EmbeddedHost:
 
     def status(self, request_id: str) -> dict[str, Any]:
         """The run's summary."""
-        return _summary(self._run(request_id), self.store.events.last_seq(request_id))
+        return _summary(self._run(request_id), self.runtime.last_seq(request_id))
 
     def runs(self, session: str | None = None) -> list[dict[str, Any]]:
         """Run summaries, newest first."""
@@ -212,7 +204,7 @@ class EmbeddedHost:
                 return []
             session_id = found[0].session_id
         runs = records.runs(principal=PRINCIPAL, session_id=session_id)
-        return [_summary(r, self.store.events.last_seq(r.request_id)) for r in runs]
+        return [_summary(r, self.runtime.last_seq(r.request_id)) for r in runs]
 
     def sessions(self) -> list[dict[str, Any]]:
         """Sessions, newest first."""

@@ -37,8 +37,7 @@ def run_summary(run: RunRecord, last_seq: int) -> dict[str, Any]:
 def run_summaries(runtime: Runtime, principal: str, session_id: str | None) -> list[dict[str, Any]]:
     """The principal's runs (of one session when given), newest first."""
     runs = runtime.store.records.runs(principal=principal, session_id=session_id)
-    log = runtime.store.events
-    return [run_summary(r, log.last_seq(r.request_id)) for r in runs]
+    return [run_summary(r, runtime.last_seq(r.request_id)) for r in runs]
 
 
 def session_json(session: SessionRecord) -> dict[str, Any]:
@@ -88,7 +87,7 @@ def session_snapshot(runtime: Runtime, principal: str, session_id: str) -> dict[
         **session_json(session),
         "entries": [entry_json(e) for e in records.entries(session_id)],
         "activePath": [e.entry_id for e in path],
-        "lastSeq": runtime.store.events.last_seq(session_stream(session_id)),
+        "lastSeq": runtime.last_seq(session_stream(session_id)),
     }
 
 

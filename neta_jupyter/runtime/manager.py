@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from ..events import (
@@ -23,7 +23,7 @@ from ..events import (
 )
 from ..providers import ModelRegistry, ProviderError, UnknownModel
 from ..providers.base import THINKING_LEVELS, ProviderInvalidRequest
-from ..store import RunRecord, SessionRecord, StorageError, Store, new_id
+from ..store import EventRow, RunRecord, SessionRecord, StorageError, Store, StoredEvent, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
 from .admission import StartGate
@@ -98,6 +98,47 @@ class Runtime:
         task = self._tasks.get(request_id)
         if task is not None:
             await asyncio.shield(task)
+
+    # --- following: the only way transports read a run's events
+
+    def follow(
+        self, request_id: str, after: int, *, heartbeat: float | None = None
+    ) -> AsyncIterator[list[EventRow]]:
+        """The run's events after seq ``after`` as batches of ``(seq, eventType, envelope)``.
+
+        ``request_id`` may also be a session's tree stream (:meth:`session_stream`).
+
+        Stored ones first, then live ones as they become durable; it never ends by itself (a
+        resumed run goes on under the same requestId), so close it when done. For a live
+        transport, ``heartbeat`` adds an empty batch after each ``heartbeat`` seconds without
+        events and, while the store cannot be written, a batch of one unstored AGENT_STATUS
+        (seq -1, sent without an id) saying why the stream is quiet. A read that fails raises
+        :class:`~neta_jupyter.store.StorageError`.
+        """
+        if heartbeat is None:
+            return self.store.events.follow(request_id, after)
+        return self.store.events.follow_or_idle(request_id, after, heartbeat)
+
+    def last_seq(self, request_id: str) -> int:
+        """Seq of the run's last durable event, -1 when it has none."""
+        return self.store.events.last_seq(request_id)
+
+    def last_event(self, request_id: str) -> StoredEvent | None:
+        """The run's last durable event."""
+        return self.store.events.last_event(request_id)
+
+    def at_rest(self, request_id: str, after: int) -> bool:
+        """Whether nothing follows seq ``after`` until the run is resumed or retried.
+
+        Its last event is terminal, ``after`` is at or past it, and its activation has wound down.
+        """
+        last = self.last_event(request_id)
+        return (
+            last is not None
+            and last.terminal
+            and after >= last.seq
+            and not self.is_active(request_id)
+        )
 
     # --- actions
 

@@ -120,14 +120,14 @@ class NetaApp(ExtensionApp, NetaSettings):
             raise
         if crashed:
             self.log.warning("neta: %d run(s) were interrupted by a crash (SYSTEM_CRASH)", crashed)
-        install_redaction(self.serverapp, self.store.events.redactor, self.kernel_token)
-        owners = KernelOwners(self.store.events.redactor)
+        install_redaction(self.serverapp, self.store.redactor, self.kernel_token)
+        owners = KernelOwners(self.store.redactor)
         if self.serverapp is not None:
             owners.install(self.serverapp.kernel_manager)
         self.settings.update(
             neta_runtime=self.runtime,
             neta_kernel_owners=owners,
-            neta_redactor=self.store.events.redactor,
+            neta_redactor=self.store.redactor,
         )
 
     def _share_with_pages(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..events import TERMINAL_EVENT_TYPES, AgentEvent, EventType, HeartbeatData, encode_json
-from ..store.db import EventRow
+from ..store import EventRow
 
 
 def heartbeat_json(request_id: str) -> str:

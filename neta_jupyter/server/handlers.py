@@ -104,7 +104,7 @@ class RunStatusHandler(NetaHandler):
     async def get(self) -> None:
         request_id = self.query("requestId") or ""
         run = self.runtime.get_run(self.principal, request_id)
-        self.reply(run_summary(run, self.runtime.store.events.last_seq(request_id)))
+        self.reply(run_summary(run, self.runtime.last_seq(request_id)))
 
 
 class RunListHandler(NetaHandler):

@@ -13,8 +13,8 @@ from tornado.iostream import StreamClosedError
 
 from ..events import sse_error_frame, sse_frame
 from ..events.encoding import sse_frames
-from ..runtime import RunNotFound
-from ..store import EventLog, StorageError
+from ..runtime import RunNotFound, Runtime
+from ..store import StorageError
 from .base import NetaHandler
 from .errors import ApiError
 from .following import heartbeat_json, until_terminal
@@ -35,13 +35,13 @@ def parse_last_event_id(value: str | None) -> int:
     return seq
 
 
-def check_within_log(log: EventLog, request_id: str, after: int, what: str = "run") -> None:
+def check_within_log(runtime: Runtime, request_id: str, after: int, what: str = "run") -> None:
     """A ``lastEventId`` past the stream's last event names events that never existed: 416.
 
     Followed, it would wait for them forever (a client whose stored position outlived the log).
     ``what`` names the stream in the message (``run``, ``session``).
     """
-    last = log.last_seq(request_id)
+    last = runtime.last_seq(request_id)
     if after > last:
         raise ApiError(
             416,
@@ -83,15 +83,8 @@ class StreamHandler(NetaHandler):
                 "event stream; read its messages from the session tree",
                 request_id,
             )
-        log = self.runtime.store.events
-        check_within_log(log, request_id, after)
-        last = log.last_event(request_id)
-        if (
-            last is not None
-            and last.terminal
-            and after >= last.seq
-            and not self.runtime.is_active(request_id)
-        ):
+        check_within_log(self.runtime, request_id, after)
+        if self.runtime.at_rest(request_id, after):
             self.set_status(204)  # nothing will follow: EventSource stops reconnecting
             self.finish()
             return
@@ -127,11 +120,11 @@ class StreamHandler(NetaHandler):
 
     async def _pump(self, request_id: str, after: int, *, segment: bool) -> None:
         interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
-        ticks = self.runtime.store.events.follow_or_idle(request_id, after, interval)
+        ticks = self.runtime.follow(request_id, after, heartbeat=interval)
         try:
             await self.flush()
             async for tick in ticks:
-                if tick is None:
+                if not tick:
                     self.write(sse_frame("HEARTBEAT", heartbeat_json(request_id), None))
                     await self.flush()
                     continue
@@ -161,5 +154,5 @@ class SessionStreamHandler(StreamHandler):
         after = self._last_event_id()
         # Unlike a run's stream, a plain 404: EventSource then stops instead of reconnecting.
         stream = self.runtime.session_stream(self.principal, session_id)
-        check_within_log(self.runtime.store.events, stream, after, "session")
+        check_within_log(self.runtime, stream, after, "session")
         await self._follow(stream, after, segment=False)

@@ -209,7 +209,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         run = self.runtime.get_run(self.principal, rid)
         if run.imported:
             raise _FrameError("IMPORTED_RUN", "this run was imported and has no event stream", rid)
-        check_within_log(self.runtime.store.events, rid, after)
+        check_within_log(self.runtime, rid, after)
         self._stop_subscription(rid)
         self._subs[rid] = asyncio.ensure_future(self._pump(rid, after))
         return {"type": "subscribed", "requestId": rid, "status": run.status}
@@ -224,7 +224,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         last = None if body.last_event_id is None else str(body.last_event_id)
         after = parse_last_event_id(last)
         stream = self.runtime.session_stream(self.principal, body.session_id)
-        check_within_log(self.runtime.store.events, stream, after, "session")
+        check_within_log(self.runtime, stream, after, "session")
         self._stop_subscription(stream)
         self._subs[stream] = asyncio.ensure_future(self._pump(stream, after))
         return {"type": "subscribed_session", "sessionId": body.session_id}
@@ -242,13 +242,11 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
 
     async def _pump(self, request_id: str, after: int) -> None:
         interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
-        ticks = self.runtime.store.events.follow_or_idle(request_id, after, interval)
+        ticks = self.runtime.follow(request_id, after, heartbeat=interval)
         try:
             async for tick in ticks:
                 payloads = (
-                    [heartbeat_json(request_id)]
-                    if tick is None
-                    else [payload for _, _, payload in tick]
+                    [payload for _, _, payload in tick] if tick else [heartbeat_json(request_id)]
                 )
                 for frame in _frames(payloads):
                     if not await self._send(frame):

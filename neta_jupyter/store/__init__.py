@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from ..events.redact import Redactor
-from .db import Database
+from .db import Database, EventRow
 from .eventlog import EventLog, SqliteEventLog, StoredEvent
 from .health import StorageDamaged, StorageError, StorageUnavailable
 from .records import (
@@ -46,6 +46,7 @@ __all__ = [
     "Database",
     "Entry",
     "EventLog",
+    "EventRow",
     "RecordStore",
     "RunRecord",
     "RunStatus",

@@ -87,8 +87,8 @@ class EventLog(Protocol):
 
     def follow_or_idle(
         self, request_id: str, after_seq: int, idle: float | None
-    ) -> AsyncIterator[list[EventRow] | None]:
-        """:meth:`follow`, with ``None`` after each ``idle`` seconds without a batch.
+    ) -> AsyncIterator[list[EventRow]]:
+        """:meth:`follow`, with an empty batch after each ``idle`` seconds without one.
 
         While the store cannot be written, a batch of one unstored AGENT_STATUS (seq -1, sent
         without an id) says why the stream is quiet. A read that fails raises
@@ -328,15 +328,15 @@ class SqliteEventLog:
         ticks = self.follow_or_idle(request_id, after_seq, None)
         try:
             async for batch in ticks:
-                if batch is not None and batch[0][0] != TRANSIENT_SEQ:
+                if batch and batch[0][0] != TRANSIENT_SEQ:
                     yield batch
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]  # stop reading now, not at GC
 
     async def follow_or_idle(
         self, request_id: str, after_seq: int, idle: float | None
-    ) -> AsyncIterator[list[EventRow] | None]:
-        """:meth:`follow`, with ``None`` after each ``idle`` seconds without a batch.
+    ) -> AsyncIterator[list[EventRow]]:
+        """:meth:`follow`, with an empty batch after each ``idle`` seconds without one.
 
         A follower that keeps up waits on the run's signal alone: no task or timer of its own
         beyond the idle deadline, since a busy server wakes hundreds of them per commit.
@@ -381,7 +381,7 @@ class SqliteEventLog:
                     async with asyncio.timeout(idle):
                         await tail.signal.wait()
                 except TimeoutError:
-                    yield None
+                    yield []
         finally:
             self._followers -= 1
             if tail is not None:

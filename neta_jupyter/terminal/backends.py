@@ -157,7 +157,7 @@ class EmbeddedBackend:
 
     async def segment(self, request_id: str, after: int) -> AsyncIterator[tuple[int, str]]:
         """Read the log after ``after`` and tail it until the segment's terminal event."""
-        batches = self.store.events.follow(request_id, after)
+        batches = self.runtime.follow(request_id, after)
         try:
             async for batch in batches:
                 for seq, kind, payload in batch:
