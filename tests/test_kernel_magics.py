@@ -101,7 +101,7 @@ async def test_magic_returns_at_once_and_the_output_carries_widget_and_markdown(
 
         state = await k.json(
             LAST
-            + "print(__import__('json').dumps([_last.status, _last.prompt, _last.options.session,"
+            + "print(__import__('json').dumps([_last.status, _last.prompt, _last.options.session_name,"
             " _last.widget.mode, _last.widget.request_id, _last.options.notebook_path]))"
         )
         status, prompt, session, mode, request_id, path = state
@@ -132,7 +132,7 @@ async def test_cell_magic_and_new_sessions(tmp_path: Path) -> None:
         await k.run("%%neta --approve deny\nwhat is {n} * 7?\n")
         first = await k.json(
             LAST + "await _last.wait(30)\n"
-            "print(__import__('json').dumps([_last.prompt, _last.options.session,"
+            "print(__import__('json').dumps([_last.prompt, _last.options.session_name,"
             " _last.options.approve, _last.status]))",
             timeout=40,
         )
@@ -140,7 +140,7 @@ async def test_cell_magic_and_new_sessions(tmp_path: Path) -> None:
         await k.run("%neta --new hello there")
         second = await k.json(
             LAST + "await _last.wait(30)\n"
-            "print(__import__('json').dumps([_last.options.session, _cc().session()]))",
+            "print(__import__('json').dumps([_last.options.session_name, _cc().session()]))",
             timeout=40,
         )
         assert second[0].startswith("default @ ") and second[1] == second[0]
@@ -165,7 +165,7 @@ async def test_new_twice_in_one_second_gives_two_sessions(tmp_path: Path) -> Non
             "for _ in range(400):\n"
             "    if all(h.at_rest for h in _cc().launched): break\n"
             "    await asyncio.sleep(0.05)\n"
-            "print(json.dumps([[h.options.session, h.status, h.error] for h in _cc().launched[1:]]))",
+            "print(json.dumps([[h.options.session_name, h.status, h.error] for h in _cc().launched[1:]]))",
             timeout=40,
         )
     (first, first_status, first_error), (second, second_status, _) = runs

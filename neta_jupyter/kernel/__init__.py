@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..client import RunRequest
 from ..providers.base import THINKING_LEVELS
 from .context import KernelContext, default_approve, notebook_path
 from .handle import RunHandle
-from .host import Host, HostError, RunOptions
+from .host import Host, HostError
 
 _context: KernelContext | None = None
 
@@ -79,15 +80,17 @@ def ask(
     if thinking is not None and thinking not in THINKING_LEVELS:
         raise ValueError(f"thinking must be one of {', '.join(THINKING_LEVELS)}")
     context = current_context()
-    options = RunOptions(
-        prompt=prompt,
-        session=session or context.session(),
-        model=model,
-        max_steps=max_steps,
-        approve=approve,
-        tools=tools,
-        notebook_path=notebook_path(context.shell.user_ns),
-        thinking=thinking,
+    options = RunRequest.model_validate(
+        {
+            "content": prompt,
+            "session_name": session or context.session(),
+            "model": model,
+            "max_steps": max_steps,
+            "approve": approve,
+            "tools": tools,
+            "notebook_path": notebook_path(context.shell.user_ns),
+            "thinking_level": thinking,
+        }
     )
     return context.launch(options, display=display)
 
@@ -97,7 +100,7 @@ __all__ = [
     "HostError",
     "KernelContext",
     "RunHandle",
-    "RunOptions",
+    "RunRequest",
     "ask",
     "current_context",
     "load_ipython_extension",

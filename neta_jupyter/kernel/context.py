@@ -9,9 +9,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..client import RunRequest
 from .discovery import find_server, kernel_id
 from .handle import RunHandle
-from .host import Host, RunOptions
+from .host import Host
 
 DEFAULT_SESSION = "default"
 
@@ -102,13 +103,14 @@ class KernelContext:
             return self.last
         return found
 
-    def launch(self, options: RunOptions, *, display: bool = True) -> RunHandle:
+    def launch(self, options: RunRequest, *, display: bool = True) -> RunHandle:
         """Create the handle, show it, start the run in the background; returns at once."""
-        handle = RunHandle(self.host, options.prompt, options=options, on_start=self.remember)
-        previous = self.by_session.get(options.session)
+        handle = RunHandle(self.host, options.content, options=options, on_start=self.remember)
+        session = options.session_name or ""
+        previous = self.by_session.get(session)
         if previous is not None and not previous.at_rest:
             handle.after = previous
-        self.by_session[options.session] = handle
+        self.by_session[session] = handle
         self.launched.append(handle)
         self.last = handle
         self._go(handle, display)

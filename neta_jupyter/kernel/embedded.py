@@ -10,53 +10,26 @@ from __future__ import annotations
 
 import atexit
 import base64
-import json
 import mimetypes
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from ..events import TERMINAL_EVENT_TYPES
-from ..runtime import RunApiError
+from ..client import InProcessTransport, RunClient
 from ..runtime.settings import NetaSettings, build_runtime
-from ..store import RunRecord, SessionRecord, Store
-from .host import PRINCIPAL, HostError, Mode, RunOptions, Started
+from ..store import Store
+from .host import PRINCIPAL, Host, Mode
 from .inprocess import InProcessKernelBridge
 
 _MAX_INLINE_IMAGE = 5_000_000
 
 
-def _summary(run: RunRecord, last_seq: int) -> dict[str, Any]:
-    return {
-        "requestId": run.request_id,
-        "sessionId": run.session_id,
-        "status": run.status,
-        "model": run.model,
-        "prompt": run.prompt,
-        "created": run.created,
-        "lastSeq": last_seq,
-        "step": run.state.get("step", 0),
-        "recoverable": bool(run.state.get("recoverable")),
-        "pendingAsk": run.state.get("ask"),
-        "usage": run.state.get("usage") or {},
-    }
-
-
-def _session_json(session: SessionRecord) -> dict[str, Any]:
-    return {
-        "sessionId": session.session_id,
-        "name": session.name,
-        "created": session.created,
-        "inputTokens": session.input_tokens,
-        "outputTokens": session.output_tokens,
-    }
-
-
-class EmbeddedHost:
+class EmbeddedHost(Host):
     """:class:`~neta_jupyter.kernel.host.Host` with the runtime inside this kernel."""
+
+    mode: Mode = "embedded"
 
     def __init__(
         self,
@@ -84,146 +57,7 @@ class EmbeddedHost:
             data_dir=self.data_dir,
             kernels=lambda _run: self.bridge,
         )
-
-    @property
-    def mode(self) -> Mode:
-        """Always ``embedded``."""
-        return "embedded"
-
-    # --- actions
-
-    async def start(self, options: RunOptions) -> Started:
-        """Start a run on this kernel's loop."""
-        try:
-            run = await self.runtime.start(
-                PRINCIPAL,
-                options.prompt,
-                session_name=options.session,
-                model=options.model,
-                tools=options.tools,
-                max_steps=options.max_steps,
-                approve=options.approve,
-                notebook_path=options.notebook_path,
-                thinking_level=options.thinking,
-                kernel_variables=options.variables,
-            )
-        except RunApiError as exc:
-            raise HostError(exc.message, code=exc.code) from exc
-        return Started(run.request_id, run.session_id)
-
-    async def resume(
-        self,
-        request_id: str,
-        *,
-        approved: bool | None = None,
-        ask_id: str | None = None,
-        always: bool = False,
-        answer: str | None = None,
-    ) -> None:
-        """Continue a suspended run."""
-        try:
-            await self.runtime.resume(
-                PRINCIPAL,
-                request_id,
-                approved=approved,
-                ask_id=ask_id,
-                always=always,
-                answer=answer,
-            )
-        except RunApiError as exc:
-            raise HostError(exc.message, code=exc.code) from exc
-
-    async def terminate(self, request_id: str) -> None:
-        """Cancel a run."""
-        try:
-            await self.runtime.terminate(PRINCIPAL, request_id)
-        except RunApiError as exc:
-            raise HostError(exc.message, code=exc.code) from exc
-
-    async def retry(self, request_id: str) -> None:
-        """Retry a recoverable failure."""
-        try:
-            await self.runtime.retry(PRINCIPAL, request_id)
-        except RunApiError as exc:
-            raise HostError(exc.message, code=exc.code) from exc
-
-    async def compact(self, session: str, instructions: str | None = None) -> Started:
-        """Compact the named session through the embedded runtime."""
-        found = [s for s in self.store.records.sessions(PRINCIPAL) if s.name == session]
-        if not found:
-            raise HostError(f"no conversation named {session!r} yet", code="SESSION_NOT_FOUND")
-        try:
-            run = await self.runtime.compact_session(
-                PRINCIPAL, found[0].session_id, instructions=instructions
-            )
-        except RunApiError as exc:
-            raise HostError(exc.message, code=exc.code) from exc
-        return Started(run.request_id, run.session_id)
-
-    async def add_input(self, request_id: str, content: str) -> str:
-        """Queue input for the next step."""
-        try:
-            return await self.runtime.add_input(PRINCIPAL, request_id, content)
-        except RunApiError as exc:
-            raise HostError(exc.message, code=exc.code) from exc
-
-    async def follow(self, request_id: str, after_seq: int = -1) -> AsyncIterator[dict[str, Any]]:
-        """The log after ``after_seq`` up to the next terminal event."""
-        run = self._run(request_id)
-        if run.status in ("completed", "failed") and self.runtime.at_rest(request_id, after_seq):
-            return
-        stream = self.runtime.follow(request_id, after_seq)
-        try:
-            async for batch in stream:
-                for _, kind, payload in batch:
-                    yield json.loads(payload)
-                    if kind in TERMINAL_EVENT_TYPES:
-                        return
-        finally:
-            await stream.aclose()  # type: ignore[attr-defined]
-
-    # --- queries
-
-    def _run(self, request_id: str) -> RunRecord:
-        try:
-            return self.runtime.get_run(PRINCIPAL, request_id)
-        except RunApiError as exc:
-            raise HostError(exc.message, code=exc.code) from exc
-
-    def status(self, request_id: str) -> dict[str, Any]:
-        """The run's summary."""
-        return _summary(self._run(request_id), self.runtime.last_seq(request_id))
-
-    def runs(self, session: str | None = None) -> list[dict[str, Any]]:
-        """Run summaries, newest first."""
-        records = self.store.records
-        session_id = None
-        if session is not None:
-            found = [s for s in records.sessions(PRINCIPAL) if s.name == session]
-            if not found:
-                return []
-            session_id = found[0].session_id
-        runs = records.runs(principal=PRINCIPAL, session_id=session_id)
-        return [_summary(r, self.runtime.last_seq(r.request_id)) for r in runs]
-
-    def sessions(self) -> list[dict[str, Any]]:
-        """Sessions, newest first."""
-        return [_session_json(s) for s in self.store.records.sessions(PRINCIPAL)]
-
-    def history(self, session: str) -> list[dict[str, Any]]:
-        """The active path of the session tree."""
-        records = self.store.records
-        found = [s for s in records.sessions(PRINCIPAL) if s.name == session]
-        if not found:
-            return []
-        return [
-            {"entryId": e.entry_id, "role": e.role, "message": e.message, "requestId": e.request_id}
-            for e in records.path(found[0].session_id, found[0].leaf_entry_id)
-        ]
-
-    def models(self) -> dict[str, Any]:
-        """Configured models."""
-        return {"default": self.runtime.config.default_model, "models": self.runtime.models.names()}
+        super().__init__(RunClient(InProcessTransport(self.runtime, PRINCIPAL)))
 
     def describe(self) -> dict[str, Any]:
         """Where runs go."""
@@ -246,5 +80,6 @@ class EmbeddedHost:
 
     async def aclose(self) -> None:
         """Suspend what runs and close the store."""
+        await super().aclose()
         await self.runtime.shutdown()
         self.store.close()

@@ -14,10 +14,9 @@ import contextvars
 from collections.abc import Callable, Generator
 from typing import Any
 
-import httpx
-
+from ..client import RunRequest, Started, TransportError
 from ..widgets.transcript import RunDigest, render_markdown, render_text
-from .host import Host, HostError, RunOptions, Started
+from .host import Host, HostError
 
 _FOLLOW_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds between polls of a run at rest that may continue (suspended, retryable)."""
@@ -84,7 +83,7 @@ class RunHandle:
         host: Host,
         prompt: str,
         *,
-        options: RunOptions | None = None,
+        options: RunRequest | None = None,
         request_id: str | None = None,
         on_start: Callable[[RunHandle], None] | None = None,
     ) -> None:
@@ -160,18 +159,15 @@ class RunHandle:
     def begin(self) -> asyncio.Task[Any]:
         """Start (or attach) and follow, in the background on the running loop."""
         if self._task is None:
-            start_now = getattr(self.host, "start_now", None)
             queued = self.after is not None and not self.after.at_rest
-            if (
-                self.request_id is None
-                and self.options is not None
-                and start_now is not None
-                and not queued
-            ):
+            if self.request_id is None and self.options is not None and not queued:
                 try:
-                    self._started(start_now(self.options))
+                    started = self.host.start_now(self.options)
                 except HostError as exc:
                     self._start_failed(exc)
+                else:
+                    if started is not None:
+                        self._started(started)
             self._task = spawn(self._drive(), f"neta-follow-{self.request_id or 'new'}")
         return self._task
 
@@ -252,14 +248,14 @@ class RunHandle:
             try:
                 async for envelope in self.host.follow(self.request_id, self.digest.last_seq):
                     received = self._receive(envelope) or received
+            except TransportError:
+                received = False  # the server went away for a while: try again later
             except HostError as exc:
                 if self.digest.status == "starting":
                     self.digest.status = "failed"
                     self.digest.error_message = exc.message
                 self._settle()
                 return
-            except httpx.HTTPError:
-                received = False  # the server went away for a moment: try again later
             if self.digest.final:
                 break
             if received:

@@ -14,11 +14,14 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from pydantic import ValidationError
 
+from ..client import RunRequest
 from ..providers.base import THINKING_LEVELS
+from ..runtime.requests import describe_validation
 from ..tools.kernel_tools import describe_variables
 from .context import KernelContext, default_approve, notebook_path
-from .host import HostError, RunOptions
+from .host import HostError
 
 HELP = """\
 %neta <prompt>               ask the agent; the run shows live below the cell
@@ -204,17 +207,22 @@ class NetaMagics(Magics):
         ctx = self.context
         if options.get("new"):
             ctx.new_session()
-        run = RunOptions(
-            prompt=prompt,
-            session=str(options.get("session") or ctx.session()),
-            model=options.get("model"),
-            max_steps=options.get("max-steps"),
-            approve=str(options.get("approve") or default_approve()),
-            tools=options.get("tools"),
-            notebook_path=notebook_path(ctx.shell.user_ns),
-            thinking=options.get("thinking"),
-            variables=_variables_now(ctx.shell.user_ns),
-        )
+        try:
+            run = RunRequest.model_validate(
+                {
+                    "content": prompt,
+                    "session_name": str(options.get("session") or ctx.session()),
+                    "model": options.get("model"),
+                    "max_steps": options.get("max-steps"),
+                    "approve": options.get("approve") or default_approve(),
+                    "tools": options.get("tools"),
+                    "notebook_path": notebook_path(ctx.shell.user_ns),
+                    "thinking_level": options.get("thinking"),
+                    "kernel_variables": _variables_now(ctx.shell.user_ns),
+                }
+            )
+        except ValidationError as exc:
+            raise UsageError(describe_validation(exc)) from None
         ctx.launch(run)
 
     # --- subcommands
