@@ -78,14 +78,16 @@ class RunFollower:
         """Show one stream segment; its terminal event and the ask or question it raised."""
         assert self.request_id is not None
         pending: Pending | None = None
-        async for seq, payload in self.backend.segment(self.request_id, self.last_seq):
-            self.last_seq = seq
-            event = self.renderer.feed(payload)
-            self.renderer.flush()
-            if event is not None and isinstance(event.data, PermissionAskData | ClarifyData):
-                pending = event.data
-            if event is not None and event.is_terminal:
-                return event, pending
+        segment = self.backend.segment(self.request_id, self.last_seq)
+        async with contextlib.aclosing(segment):
+            async for item in segment:
+                self.last_seq = item.seq
+                event = self.renderer.feed(item.payload)
+                self.renderer.flush()
+                if event is not None and isinstance(event.data, PermissionAskData | ClarifyData):
+                    pending = event.data
+                if event is not None and event.is_terminal:
+                    return event, pending
         raise CliError(f"the stream of run {self.request_id} ended without a terminal event")
 
     async def cancel(self) -> int:
