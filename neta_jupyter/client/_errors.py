@@ -18,7 +18,7 @@ magics, run handles and widget — and by the terminal client)::
         │                       imported, session busy, another ask pending)
         ├── PayloadTooLarge     413: the body is over the server's limit
         ├── OutOfRange          416: ``lastEventId`` past the end of the run
-        └── ServerError         5xx: the server failed (never expected; worth a retry)
+        └── ServerError         5xx: the server or its storage failed (503: what is wrong)
 
 :func:`refusal` is the one place an error answer becomes an exception; both transports use it.
 """
@@ -106,7 +106,7 @@ class OutOfRange(Refused):
 
 
 class ServerError(Refused):
-    """5xx: the server failed."""
+    """5xx: the server failed, or its storage (503, with what is wrong)."""
 
 
 _BY_STATUS: dict[int, type[Refused]] = {
