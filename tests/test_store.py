@@ -82,7 +82,7 @@ async def test_a_slow_follower_reads_the_store_and_memory_stays_bounded(tmp_path
     for i in range(30_000):
         log.append_nowait(delta("r", str(i)))
     await log.flush()
-    tail = log._tails["r"]
+    tail = log._fanout._tails["r"]
     assert len(tail.events) <= 2 * 4096, "the in-memory window is bounded"
     seqs: list[int] = []
     async for batch in follower:  # starts reading only now: far behind the window
@@ -143,7 +143,7 @@ async def test_followers_behind_at_the_end_read_everything_then_the_tail_is_free
                 break
         await reader.aclose()
         assert seqs == list(range(3001))  # 3,000 deltas and the terminal event
-    assert "r_behind" not in log._tails
+    assert "r_behind" not in log._fanout._tails
     store.close()
 
 

@@ -115,9 +115,7 @@ class Runtime:
         (seq -1, sent without an id) saying why the stream is quiet. A read that fails raises
         :class:`~neta_jupyter.store.StorageError`.
         """
-        if heartbeat is None:
-            return self.store.events.follow(request_id, after)
-        return self.store.events.follow_or_idle(request_id, after, heartbeat)
+        return self.store.events.follow(request_id, after, heartbeat=heartbeat)
 
     def last_seq(self, request_id: str) -> int:
         """Seq of the run's last durable event, -1 when it has none."""

@@ -6,8 +6,9 @@ import logging
 from pathlib import Path
 
 from ..events.redact import Redactor
-from .db import Database, EventRow
-from .eventlog import EventLog, SqliteEventLog, StoredEvent
+from .contract import EventRow
+from .db import Database
+from .eventlog import EventLog, StoredEvent
 from .health import StorageDamaged, StorageError, StorageUnavailable
 from .records import (
     AttachmentRecord,
@@ -18,6 +19,7 @@ from .records import (
     SessionRecord,
     new_id,
 )
+from .sqlite import SqliteEvents
 
 
 class Store:
@@ -31,9 +33,9 @@ class Store:
         logger: logging.Logger | None = None,
     ) -> None:
         self.db = Database(path, commit_interval=commit_interval, logger=logger)
-        self.events = SqliteEventLog(self.db)
-        self.redactor: Redactor = self.events.redactor
+        self.redactor = Redactor()
         """Shared by the event log, the records and attachments: secrets registered once."""
+        self.events = EventLog(SqliteEvents(self.db), redactor=self.redactor)
         self.records = RecordStore(self.db, redactor=self.redactor)
 
     def close(self) -> None:
@@ -51,7 +53,6 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "SessionRecord",
-    "SqliteEventLog",
     "StorageDamaged",
     "StorageError",
     "StorageUnavailable",

@@ -20,6 +20,7 @@ from itertools import chain
 from pathlib import Path
 
 from .checkpoint import Checkpointer
+from .contract import EventRow, HealthListener
 from .health import (
     Episode,
     StorageDamaged,
@@ -41,13 +42,6 @@ _CHECKPOINT_EVERY = 4096
 """Events (a commit counts as 8) after which the WAL is copied into the database file."""
 
 
-EventRow = tuple[int, str, str]
-"""``(seq, event_type, payload)``: a plain tuple, made once when the event is appended. The group
-commit writes it, the live tail keeps it and every follower sends that same object; the garbage
-collector stops tracking tuples of strings and numbers (not named tuples), so thousands of
-recent events cost it nothing."""
-
-
 _ROWS_PER_INSERT = 256
 
 
@@ -65,8 +59,6 @@ def _insert(rows: int) -> str:
 
 CommitListener = Callable[[int, list[EventRow]], None]
 """Told, per stream, the key base and the events a commit made durable."""
-HealthListener = Callable[[str | None], None]
-"""Told why writes fail when a spell of failures begins, and ``None`` when it ends."""
 Statements = list[tuple[str, tuple[object, ...]]]
 
 

@@ -1,0 +1,205 @@
+"""Live followers of the event log, above any backend.
+
+A backend tells this layer what each write made durable; it keeps a bounded in-memory tail of
+recent durable events per stream and a signal its followers wait on. A follower that keeps up is
+served from the tail; one that falls behind it reads the backend instead, so a slow client costs
+reads, not memory. Followers that are behind share each turn of the event loop between them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from ..events import AgentEvent, AgentStatusData, EventType, StatusCode, encode_json
+from .contract import EventRow
+
+TRANSIENT_SEQ = -1
+"""The seq of a row that is sent but never stored (it carries no id on the wire)."""
+
+_STEP_EVENTS = 8192
+"""Events that followers who are behind send per turn of the event loop, together."""
+_MIN_STEP = 64
+
+
+class Reads(Protocol):
+    """What followers read from a backend when the tail no longer holds what they need."""
+
+    def last_seq(self, stream: str) -> int:
+        """Seq of the stream's last durable event, -1 when it has none."""
+        ...
+
+    def read_after(self, stream: str, after: int, limit: int) -> list[EventRow]:
+        """Up to ``limit`` durable events with seq > ``after``, in order."""
+        ...
+
+
+class _Tail:
+    """Recent durable events of one stream (contiguous seqs) and a signal for waiters."""
+
+    __slots__ = ("ended", "events", "last", "readers", "signal")
+
+    def __init__(self, last: int) -> None:
+        self.events: list[EventRow] = []
+        self.last = last
+        self.signal = asyncio.Event()
+        self.readers = 0
+        self.ended = -1
+        """Seq of a terminal event whose segment is dropped once no follower reads it."""
+
+    def after(self, seq: int, limit: int) -> list[EventRow] | None:
+        """Up to ``limit`` events after ``seq`` if the tail still holds them, else None."""
+        events = self.events
+        if not events or seq + 1 < events[0][0]:
+            return None
+        start = seq + 1 - events[0][0]
+        return events[start : start + limit]
+
+    def drop_ended(self) -> None:
+        """Forget the events up to the last terminal one (they are in the store)."""
+        events = self.events
+        if events and events[0][0] <= self.ended:
+            del events[: self.ended + 1 - events[0][0]]
+        self.ended = -1
+
+    def wake(self) -> None:
+        self.signal.set()
+        self.signal = asyncio.Event()
+
+
+class Fanout:
+    """The tails of the streams written or followed in this process, and their followers."""
+
+    def __init__(self, reads: Reads, *, tail_size: int = 4096, read_batch: int = 512) -> None:
+        self._reads = reads
+        self._tails: dict[str, _Tail] = {}
+        self._terminal: dict[str, int] = {}  # seq of each stream's latest terminal event
+        self._followers = 0
+        self._tail_size = tail_size
+        # Followers behind the tail read this many rows at a time: few enough that little of a
+        # replay is alive whenever the garbage collector runs (survivors make it scan the whole
+        # heap), enough that a query and a flush are shared by many events.
+        self._read_batch = read_batch
+        self._unavailable: str | None = None
+        self._health_changes = 0
+
+    # --- told by the log and the backend
+
+    def ending(self, stream: str, seq: int) -> None:
+        """The event ``seq`` appended to ``stream`` ends a segment."""
+        self._terminal[stream] = seq
+
+    def durable(self, stream: str, rows: list[EventRow]) -> None:
+        """``rows`` (contiguous, after the stream's last) became durable: followers may see them."""
+        tail = self._tails.get(stream)
+        if tail is None:
+            tail = self._tails[stream] = _Tail(rows[0][0] - 1)
+        events = tail.events
+        events += rows
+        tail.last = rows[-1][0]
+        ended = self._terminal.get(stream, -1)
+        if events and events[0][0] <= ended <= tail.last:
+            # A finished segment's events live in the store only, once its followers (who may
+            # be behind) have read them from here.
+            tail.ended = ended
+            if not tail.readers:
+                tail.drop_ended()
+        if len(events) > 2 * self._tail_size:
+            del events[: len(events) - self._tail_size]
+        tail.wake()
+
+    def health_changed(self, reason: str | None) -> None:
+        """Writes fail (``reason``) or work again: every follower tells its client."""
+        self._unavailable = reason
+        self._health_changes += 1
+        for tail in self._tails.values():
+            tail.wake()
+
+    def last_seq(self, stream: str) -> int | None:
+        """Seq of the stream's last durable event if this process knows it, else None."""
+        tail = self._tails.get(stream)
+        return None if tail is None else tail.last
+
+    # --- following
+
+    async def follow(
+        self, stream: str, after: int, *, heartbeat: float | None = None
+    ) -> AsyncIterator[list[EventRow]]:
+        """Batches of ``(seq, event_type, payload)`` after ``after``: stored, then live.
+
+        With ``heartbeat``: an empty batch after each ``heartbeat`` seconds without one, and,
+        while the store cannot be written, a batch of one unstored AGENT_STATUS (seq -1) saying
+        why the stream is quiet. A read that fails raises
+        :class:`~neta_jupyter.store.health.StorageError`.
+
+        A follower that keeps up waits on the stream's signal alone: no task or timer of its
+        own beyond the heartbeat deadline, since a busy server wakes hundreds of them per commit.
+        """
+        pos = after
+        tail: _Tail | None = None
+        told = 0
+        self._followers += 1
+        try:
+            while True:
+                if heartbeat is not None and told != self._health_changes:
+                    told = self._health_changes
+                    if self._unavailable is not None:
+                        yield [self._status_row(stream)]
+                current = self._tails.get(stream)
+                if current is None:
+                    current = self._tails[stream] = _Tail(self._reads.last_seq(stream))
+                if current is not tail:
+                    if tail is not None:
+                        self._leave(stream, tail)
+                    tail = current
+                    tail.readers += 1
+                if tail.last > pos:
+                    # Followers that are behind share each turn of the loop: together they
+                    # send about _STEP_EVENTS events per turn, then let others run.
+                    limit = max(_MIN_STEP, _STEP_EVENTS // self._followers)
+                    batch = tail.after(pos, limit)
+                    behind = batch is None or len(batch) == limit
+                    if batch is None:
+                        batch = self._reads.read_after(stream, pos, min(limit, self._read_batch))
+                    if batch:
+                        pos = batch[-1][0]
+                        yield batch
+                        if behind:
+                            await asyncio.sleep(0)
+                        continue
+                if heartbeat is None:
+                    await tail.signal.wait()
+                    continue
+                try:
+                    async with asyncio.timeout(heartbeat):
+                        await tail.signal.wait()
+                except TimeoutError:
+                    yield []
+        finally:
+            self._followers -= 1
+            if tail is not None:
+                self._leave(stream, tail)
+
+    def _leave(self, stream: str, tail: _Tail) -> None:
+        tail.readers -= 1
+        if tail.readers or tail.ended < 0:
+            return
+        tail.drop_ended()
+        if not tail.events and self._tails.get(stream) is tail:
+            del self._tails[stream]  # made again from the store if anyone asks
+
+    def _status_row(self, stream: str) -> EventRow:
+        event = AgentEvent(
+            event_type=EventType.AGENT_STATUS,
+            request_id=stream,
+            data=AgentStatusData(
+                code=StatusCode.STORAGE_UNAVAILABLE,
+                level="ERROR",
+                message=(
+                    f"The server cannot save this run's events: {self._unavailable}. "
+                    "They are kept and the stream goes on once they can be saved."
+                ),
+            ),
+        )
+        return (TRANSIENT_SEQ, EventType.AGENT_STATUS.value, encode_json(event))
