@@ -144,6 +144,13 @@ async def test_cell_magic_and_new_sessions(tmp_path: Path) -> None:
             timeout=40,
         )
         assert second[0].startswith("default @ ") and second[1] == second[0]
+        await k.run("%neta --max-steps 2 --tools read_file --thinking low --model demo hi")
+        third = await k.json(
+            LAST + "await _last.wait(30)\no = _last.options\n"
+            "print(__import__('json').dumps([o.max_steps, o.tools, o.thinking_level, o.model]))",
+            timeout=40,
+        )
+        assert third == [2, ["read_file"], "low", "demo"]
         with pytest.raises(AssertionError, match="holds options only"):
             await k.run("%%neta --model demo stray words\nprompt")
 

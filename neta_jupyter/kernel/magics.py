@@ -57,6 +57,9 @@ From Python: run = neta_jupyter.ask("...", approve="auto"); await run.wait()
 
 _VALUED = ("model", "session", "max-steps", "approve", "tools", "thinking")
 _FLAGS = ("new",)
+_FIELD_OF = {"session": "session_name", "thinking": "thinking_level"}
+"""Options named unlike their run-request field; the others map by name (``--max-steps`` →
+``max_steps``), so a run option needs only its entry in ``_VALUED`` (and a line of HELP)."""
 _LEADING = re.compile(r"\s*--(?P<name>[A-Za-z][\w-]*)?(?=\s|=|$)")
 _VALUE = re.compile(r"(?:=|\s+)(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"']+)")
 _TRAILING = re.compile(
@@ -207,20 +210,20 @@ class NetaMagics(Magics):
         ctx = self.context
         if options.get("new"):
             ctx.new_session()
+        fields = {
+            _FIELD_OF.get(name, name.replace("-", "_")): value
+            for name, value in options.items()
+            if name in _VALUED
+        }
+        fields.update(
+            content=prompt,
+            session_name=str(options.get("session") or ctx.session()),
+            approve=options.get("approve") or default_approve(),
+            notebook_path=notebook_path(ctx.shell.user_ns),
+            kernel_variables=_variables_now(ctx.shell.user_ns),
+        )
         try:
-            run = RunRequest.model_validate(
-                {
-                    "content": prompt,
-                    "session_name": str(options.get("session") or ctx.session()),
-                    "model": options.get("model"),
-                    "max_steps": options.get("max-steps"),
-                    "approve": options.get("approve") or default_approve(),
-                    "tools": options.get("tools"),
-                    "notebook_path": notebook_path(ctx.shell.user_ns),
-                    "thinking_level": options.get("thinking"),
-                    "kernel_variables": _variables_now(ctx.shell.user_ns),
-                }
-            )
+            run = RunRequest.model_validate(fields)
         except ValidationError as exc:
             raise UsageError(describe_validation(exc)) from None
         ctx.launch(run)

@@ -53,15 +53,21 @@ def default_data_dir() -> Path:
 
 
 def run_request(args: argparse.Namespace) -> RunRequest:
-    """The run the command line asks for, wherever it lives."""
+    """The run the command line asks for, wherever it lives.
+
+    A flag whose name is a run option's (``--max-steps`` → ``max_steps``) sets that option, so a
+    run option needs only its flag in ``cli.py``.
+    """
+    fields: dict[str, Any] = {
+        "content": args.prompt,
+        "session_name": args.session,
+        "approve": "auto" if args.yes else "ask",
+    }
+    for name in RunRequest.model_fields.keys() - fields.keys():
+        if getattr(args, name, None) is not None:
+            fields[name] = getattr(args, name)
     try:
-        return RunRequest(
-            content=args.prompt,
-            model=args.model,
-            session_name=args.session,
-            max_steps=args.max_steps,
-            approve="auto" if args.yes else "ask",
-        )
+        return RunRequest.model_validate(fields)
     except ValidationError as exc:
         raise CliError(describe_validation(exc)) from exc
 
