@@ -19,6 +19,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     passed = sum(ok for _, ok, _ in results)
     print(f"\npass rate: {passed}/{len(results)} with {args.model}")
     if args.json:
-        rows = [{"task": t.name, "passed": ok, **vars(o)} for t, ok, o in results]
+        rows = [{"task": t.name, "passed": ok, **asdict(o)} for t, ok, o in results]
         Path(args.json).write_text(json.dumps({"model": args.model, "results": rows}, indent=1))
     return 0
 
@@ -86,8 +87,9 @@ async def evaluate(args: argparse.Namespace) -> list[tuple[Task, bool, Outcome]]
         )
         results = []
         try:
-            await kernel.execute(KERNEL_SETUP)
             for task in chosen:
+                # Every task starts from the same variables, whatever code the last one ran.
+                await kernel.execute(KERNEL_SETUP)
                 outcome = await run_task(runtime, task, args)
                 ok = task.check(outcome)
                 results.append((task, ok, outcome))
@@ -106,6 +108,9 @@ async def run_task(runtime: Runtime, task: Task, args: argparse.Namespace) -> Ou
         await asyncio.wait_for(runtime.wait(run.request_id), args.timeout)
     except TimeoutError:
         await runtime.terminate("eval", run.request_id)
+    except asyncio.CancelledError:  # Ctrl-C: stop the run too, so the kernel can be shut down
+        await runtime.terminate("eval", run.request_id)
+        raise
     events = [json.loads(e.payload) for e in runtime.store.events.read_after(run.request_id, -1)]
     return outcome_of(events, time.monotonic() - began)
 
@@ -114,6 +119,7 @@ def outcome_of(events: list[dict[str, Any]], seconds: float) -> Outcome:
     """What the model answered, which tools it used, how the run ended."""
     answer: list[str] = []
     tools: list[str] = []
+    trace: list[str] = []
     images = 0
     ending = "none"
     for event in events:
@@ -122,13 +128,16 @@ def outcome_of(events: list[dict[str, Any]], seconds: float) -> Outcome:
             answer.append(data.get("text") or "")
         elif kind == "TOOL_START":
             tools.append(str(data.get("toolName")))
-        elif kind == "TOOL_COMPLETED" and data.get("images"):
-            images += len(data["images"])
+            trace.append(f"{data.get('toolName')}({data.get('arguments', '')[:300]})")
+        elif kind in ("TOOL_COMPLETED", "TOOL_FAILED"):
+            images += len(data.get("images") or [])
+            result = data.get("output") or data.get("errorMessage") or ""
+            trace.append(f"  -> {kind.removeprefix('TOOL_').lower()}: {result[:300]}")
         elif kind in TERMINAL:
             reason = data.get("finishReason") or data.get("errorCode") or ""
             ending = f"{kind.removeprefix('MESSAGE_').lower()} {reason}".strip()
     steps = max((int(e.get("step") or 0) for e in events), default=0)
-    return Outcome("".join(answer), tools, images, ending, round(seconds, 1), steps)
+    return Outcome("".join(answer), tools, images, ending, round(seconds, 1), steps, trace)
 
 
 def _report(task: Task, ok: bool, outcome: Outcome) -> None:

@@ -77,6 +77,7 @@ def scores() -> list[float]:
 
 
 KERNEL_SETUP = f"""
+%reset -f
 import pandas as pd
 threshold = 0.75
 df = pd.DataFrame({{
@@ -98,6 +99,8 @@ class Outcome:
     ending: str
     seconds: float
     steps: int
+    trace: list[str] = field(default_factory=list)
+    """Each call with its arguments and the start of its result, to see what went wrong."""
 
 
 Check = Callable[[Outcome], bool]

@@ -256,7 +256,8 @@ async def test_a_file_read_in_parts_says_so_and_the_model_reads_on(
     head, body = first.split("\n", 1)
     shown = len(body.splitlines())
     assert head == (
-        f"Only lines 1-{shown} of sales.csv, which has 2,001 lines ({len(text):,} bytes) in all. "
+        f"Only lines 1-{shown} of sales.csv, which has 2,001 lines ({len(text):,} bytes; a table: "
+        "a header line and 2,000 rows, for sums or counts use python) in all. "
         f"Lines {shown + 1}-2001 are not shown: read on with read_file offset={shown + 1} "
         "(and limit for fewer lines):"
     )

@@ -86,6 +86,20 @@ async def test_a_long_file_is_read_in_parts_that_say_what_they_are(tmp_path: Pat
         await read_file.run('{"path": "long.txt", "offset": 1001}', ctx(tmp_path))
 
 
+async def test_a_table_says_how_many_rows_it_has(tmp_path: Path) -> None:
+    (tmp_path / "sales.csv").write_text("region,units\nNorth,3\nSouth,4\n")
+    (tmp_path / "names.csv").write_text("alpha,beta\ngamma,delta\n")
+    table = (await read_file.run('{"path": "sales.csv"}', ctx(tmp_path))).output
+    assert table.splitlines()[0] == (
+        "Contents of sales.csv (3 lines, 29 bytes; a table: a header line and 2 rows, for sums or "
+        "counts use python):"
+    )
+    words = (await read_file.run('{"path": "names.csv"}', ctx(tmp_path))).output
+    assert words.splitlines()[0] == "Contents of names.csv (2 lines, 23 bytes):", (
+        "no header to tell apart from the rows: nothing is claimed"
+    )
+
+
 async def test_a_line_longer_than_one_read_is_cut_and_says_so(tmp_path: Path) -> None:
     (tmp_path / "min.json").write_text('{"a": "' + "y" * 30_000 + '"}')
     header = (await read_file.run('{"path": "min.json"}', ctx(tmp_path))).output.split("\n")[0]

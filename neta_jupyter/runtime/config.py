@@ -17,13 +17,17 @@ DEFAULT_SYSTEM_PROMPT = (
     "concise markdown."
 )
 
-COMPACT_SYSTEM_PROMPT = (
-    "You help with files and data in a Jupyter notebook. To answer, call a tool only for facts "
-    "you do not have yet: read_file to read a file, list_files to find files, list_variables "
-    "or inspect_variable for the user's variables, python to compute or plot (print the "
-    "result). As soon as a tool result answers the question, reply in one or two sentences "
-    "that state the answer."
-)
+COMPACT_SYSTEM_PROMPT = """\
+You work in the user's Jupyter notebook. You see their files and Python variables only through \
+tools: to answer a question about a file or a variable, call a tool first, then answer from \
+its result in one or two sentences.
+- What a file says: read_file {"path": "notes.txt"}
+- Which files exist: list_files {}
+- Counts, sums or averages over a CSV: python {"code": "import pandas as pd\\n\
+t = pd.read_csv('data.csv')\\nprint(len(t))"}
+- The user's variables: list_variables {}; one dataframe: inspect_variable {"name": "df"}
+- A plot: python {"code": "df['x'].plot(kind='hist')\\nimport matplotlib.pyplot as plt\\n\
+plt.show()"}"""
 """For small models and context windows (an endpoint's ``compact: true``)."""
 
 COMPACT_TOOLS = ("list_files", "read_file", "list_variables", "inspect_variable", "python")

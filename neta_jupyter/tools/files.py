@@ -150,7 +150,27 @@ async def read_file(
     if b"\x00" in data[:4096]:
         raise ToolError(f"{path} looks like a binary file")
     window = FileWindow.of(data, size, offset, limit, max_bytes)
-    return f"{window.header(path)}\n{window.text}" if window.text else window.header(path)
+    header = window.header(path, table=_is_table(path, data))
+    return f"{header}\n{window.text}" if window.text else header
+
+
+def _is_table(path: str, data: bytes) -> bool:
+    """A CSV or TSV file whose first line names its columns (text over numbers)."""
+    delimiter = {".csv": ",", ".tsv": "\t"}.get(Path(path).suffix.lower())
+    lines = data[:65536].decode("utf-8", errors="replace").splitlines()[:2]
+    if delimiter is None or len(lines) < 2:
+        return False
+    names, first_row = (line.split(delimiter) for line in lines)
+
+    def numeric(field: str) -> bool:
+        try:
+            float(field.strip().strip('"'))
+        except ValueError:
+            return False
+        return True
+
+    same_width = len(names) == len(first_row) > 1
+    return same_width and not any(map(numeric, names)) and any(map(numeric, first_row))
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +225,19 @@ class FileWindow:
             counted=size <= len(data),
         )
 
-    def header(self, path: str) -> str:
-        """What the text is, in one line: the model must not take a part for the whole."""
+    def header(self, path: str, table: bool = False) -> str:
+        """What the text is, in one line: the model must not take a part for the whole.
+
+        ``table``: the file is a table whose first line names the columns, so its rows are
+        counted for the model too (small models miscount them, or try to sum them by eye).
+        """
         lines = _count(self.total_lines, "line") + ("" if self.counted else " or more")
         size = _count(self.total_bytes, "byte")
         if self.total_bytes == 0:
             return f"{path} is empty (0 bytes)."
+        if table and self.counted:
+            rows = _count(self.total_lines - 1, "row")
+            size += f"; a table: a header line and {rows}, for sums or counts use python"
         if self.first == 1 and self.last == self.total_lines and self.counted and not self.cut:
             return f"Contents of {path} ({lines}, {size}):"
         span = (
