@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from neta_jupyter.widgets import run_widget
+from neta_jupyter.widgets.comm import Action, RetryAction
 from neta_jupyter.widgets.run_widget import BATCH_INTERVAL, RunWidget
 from neta_jupyter.widgets.transcript import digest, transcript_markdown
 
@@ -141,9 +143,9 @@ def test_widget_falls_back_to_an_inline_module_without_the_built_javascript(
 class RecordingWidget(RunWidget):
     """Keeps what would go to the front end."""
 
-    def __init__(self, feed: Any) -> None:
+    def __init__(self, feed: Any, request_id: str = "r_1") -> None:
         self.sent: list[tuple[float, dict[str, Any]]] = []
-        super().__init__(feed)
+        super().__init__(feed, request_id=request_id)
 
     def send(self, content: Any, buffers: Any = None) -> None:
         self.sent.append((asyncio.get_event_loop().time(), content))
@@ -152,14 +154,18 @@ class RecordingWidget(RunWidget):
 class Feed:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
-        self.actions: list[dict[str, Any]] = []
+        self.actions: list[Action] = []
 
     def events_after(self, seq: int) -> list[dict[str, Any]]:
         return [e for e in self.events if e["seq"] > seq]
 
-    async def perform(self, action: dict[str, Any]) -> None:
+    async def follow_run(self, request_id: str, after_seq: int) -> AsyncIterator[dict[str, Any]]:
+        for event in self.events_after(after_seq):
+            yield event
+
+    async def perform(self, action: Action) -> None:
         self.actions.append(action)
-        if action.get("action") == "retry":
+        if isinstance(action, RetryAction):
             raise RuntimeError("the run cannot be retried")
 
 
@@ -187,6 +193,6 @@ async def test_widget_replays_then_batches_live_events() -> None:
 
     widget._on_view_message(widget, {"kind": "action", "action": "retry", "requestId": "r_1"}, [])
     await asyncio.sleep(0.01)
-    assert feed.actions == [{"kind": "action", "action": "retry", "requestId": "r_1"}]
+    assert feed.actions == [RetryAction(kind="action", action="retry", request_id="r_1")]
     assert widget.sent[-1][1] == {"kind": "error", "message": "the run cannot be retried"}
     widget.close()

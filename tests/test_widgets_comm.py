@@ -138,3 +138,65 @@ async def test_replay_actions_and_batched_live_events_over_the_comm(tmp_path: Pa
         ]
         assert updates[-1]["status"] == "completed" and updates[-1]["requestId"] == rid
         assert "391" in updates[-1]["finalText"]
+
+
+async def test_a_view_follows_another_run_through_the_widget_and_approves_it(
+    tmp_path: Path,
+) -> None:
+    """A child run is a run: a view opens it through its widget's comm and answers it there."""
+    async with kernel(tmp_path, {"NETA_DEMO_PACE": "0.002"}) as k:
+        await k.run("%load_ext neta_jupyter")
+        own = await k.run("%neta hello")
+        opened = next(
+            m
+            for m in own
+            if m["msg_type"] == "comm_open"
+            and m["content"]["data"]["state"].get("prompt") == "hello"
+        )
+        comm_id = opened["content"]["comm_id"]
+        await k.run(LAST + "await _last.wait(30)", timeout=40)
+        await k.run("%neta what is 17*23?")
+        other = await k.json(
+            LAST + "await _last.wait(30)\n"
+            "print(__import__('json').dumps([_last.request_id, _last.pending_ask['askId']]))",
+            timeout=40,
+        )
+        rid, ask_id = other
+
+        def about_other(after: int) -> list[dict[str, Any]]:
+            return [
+                e
+                for m in event_messages(k, comm_id, after)
+                if custom(m).get("requestId") == rid  # type: ignore[union-attr]
+                for e in custom(m)["events"]  # type: ignore[index]
+            ]
+
+        mark = len(k.messages)
+        to_widget(k, comm_id, {"kind": "replay", "lastSeq": -1, "requestId": rid})
+        await k.wait_for(
+            lambda m: any(e["eventType"] == "MESSAGE_SUSPENDED" for e in about_other(mark))
+        )
+        replayed = about_other(mark)
+        assert [e["seq"] for e in replayed] == list(range(len(replayed)))
+        assert {e["requestId"] for e in replayed} == {rid}
+
+        to_widget(
+            k,
+            comm_id,
+            {
+                "kind": "action",
+                "action": "resume",
+                "requestId": rid,
+                "askId": ask_id,
+                "approved": True,
+            },
+        )
+        await k.wait_for(
+            lambda m: any(e["eventType"] == "MESSAGE_COMPLETED" for e in about_other(mark))
+        )
+        events = about_other(mark)
+        assert [e["seq"] for e in events] == list(range(len(events))), "no loss, no repeats"
+        done = next(e for e in events if e["eventType"] == "TOOL_COMPLETED")
+        assert done["data"]["output"].strip() == "391"
+        status = await k.json(LAST + "print(__import__('json').dumps(_last.status))")
+        assert status == "completed"

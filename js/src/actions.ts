@@ -13,3 +13,9 @@ export type Action =
   | { readonly action: "input"; readonly content: string };
 
 export type ActionName = Action["action"];
+
+/**
+ * An action and the run it is for: the view's own run, or a child run it shows (a sub-agent's
+ * permission ask answered from the parent's view names the child).
+ */
+export type RunAction = Action & { readonly requestId: string };

@@ -5,7 +5,6 @@ import type {
   CompactionData,
   ProcessData,
   SkillData,
-  SubagentData,
   SupplementaryInputData,
   TodoData,
   TokenUsageData,
@@ -129,19 +128,6 @@ export function applySkill(state: RunState, data: Loose<SkillData>, _seq: number
   if (!name || !skillState) return state;
   const skills = upsert(state.skills, name, () => ({ name, state: skillState, message: str(data.message) }));
   return { ...state, skills };
-}
-
-export function applySubagent(state: RunState, data: Loose<SubagentData>, _seq: number, eventType: string): RunState {
-  const batchId = id(data.batchId);
-  if (!batchId) return state;
-  const subagents = upsert(state.subagents, batchId, (prev) => ({
-    batchId,
-    done: eventType === "SUBAGENT_RUN_COMPLETED" || (prev?.done ?? false),
-    status: str(data.status) ?? prev?.status,
-    message: str(data.message) ?? prev?.message,
-    events: (prev?.events ?? 0) + (eventType === "SUBAGENT_EVENT" ? 1 : 0),
-  }));
-  return { ...state, subagents };
 }
 
 export function applyTodo(state: RunState, data: Loose<TodoData>): RunState {

@@ -8,6 +8,8 @@
  * later seqs: its next non-terminal event sets the status back to running.
  */
 import type { ClarifyData, MessageData, PermissionAskData, PermissionResolvedData, SessionData } from "./events";
+import { readClarify, readPermission } from "./reducer-asks";
+import { applySubagent } from "./reducer-subagents";
 import { applyTool, applyToolSide } from "./reducer-tools";
 import {
   applyAttachment,
@@ -16,13 +18,12 @@ import {
   applyProcess,
   applySkill,
   applyStatus,
-  applySubagent,
   applyTodo,
   applyTokenUsage,
   readUsage,
 } from "./reducer-side";
 import { initialState, type RunState, type TextSegment } from "./state";
-import { TERMINAL_EVENT_TYPES, bool, id, isRecord, num, seqOf, str, strList, type Loose } from "./wire";
+import { TERMINAL_EVENT_TYPES, bool, id, isRecord, num, seqOf, str, type Loose } from "./wire";
 
 export type Data = Readonly<Record<string, unknown>>;
 export type Handler = (state: RunState, data: Data, seq: number, eventType: string) => RunState;
@@ -163,17 +164,8 @@ function applySession(state: RunState, data: Loose<SessionData>): RunState {
 }
 
 function applyPermissionAsk(state: RunState, data: Loose<PermissionAskData>): RunState {
-  const askId = id(data.askId);
-  if (!askId) return state;
-  const permission = {
-    askId,
-    toolName: str(data.toolName) ?? "",
-    toolCallId: id(data.toolCallId),
-    arguments: str(data.arguments) ?? "",
-    ruleDescription: str(data.ruleDescription),
-    rulePattern: str(data.rulePattern),
-  };
-  return { ...state, permission };
+  const permission = readPermission(data);
+  return permission ? { ...state, permission } : state;
 }
 
 function applyPermissionResolved(state: RunState, data: Loose<PermissionResolvedData>): RunState {
@@ -183,9 +175,8 @@ function applyPermissionResolved(state: RunState, data: Loose<PermissionResolved
 }
 
 function applyClarify(state: RunState, data: Loose<ClarifyData>): RunState {
-  const clarifyId = id(data.clarifyId);
-  if (!clarifyId) return state;
-  return { ...state, clarify: { clarifyId, question: str(data.question) ?? "", options: strList(data.options) } };
+  const clarify = readClarify(data);
+  return clarify ? { ...state, clarify } : state;
 }
 
 // --- terminal events -----------------------------------------------------------------------------

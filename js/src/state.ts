@@ -150,6 +150,37 @@ export interface SubagentBatch {
   readonly status?: string;
   readonly message?: string;
   readonly events: number;
+  /** Its child runs' requestIds, in the order they were announced. */
+  readonly children: readonly string[];
+}
+
+/** `queued`, `running`, `suspended`, `completed`, `failed`, or a status a newer server added. */
+export type ChildStatus = string;
+
+/** A child run (a sub-agent) as the parent's stream describes it: a bounded summary. */
+export interface SubagentChild {
+  /** The child run: its own stream has all of it, and actions on it name it. */
+  readonly requestId: string;
+  readonly batchId: string;
+  readonly agentId?: string;
+  /** What it was asked to do (written by the parent's model: shown as text only). */
+  readonly task: string;
+  readonly role?: string;
+  readonly model?: string;
+  readonly status: ChildStatus;
+  /** Its live status line. */
+  readonly message?: string;
+  readonly step?: number;
+  readonly totalTokens?: number;
+  readonly durationMs?: number;
+  /** The start of its answer; `answerTruncated` when the child's stream has more. */
+  readonly answerPreview?: string;
+  readonly answerTruncated: boolean;
+  readonly errorCode?: string;
+  readonly errorMessage?: string;
+  /** What the suspended child waits for, answerable from the parent's view. */
+  readonly permission: PermissionAsk | null;
+  readonly clarify: ClarifyRequest | null;
 }
 
 export interface RunState {
@@ -180,6 +211,8 @@ export interface RunState {
   readonly skills: Keyed<SkillState>;
   readonly compaction: CompactionState | null;
   readonly subagents: Keyed<SubagentBatch>;
+  /** Child runs of every batch, by requestId. */
+  readonly children: Keyed<SubagentChild>;
 }
 
 export const EMPTY_KEYED: Keyed<never> = { order: [], byId: {} };
@@ -205,6 +238,7 @@ export function initialState(requestId: string | null = null): RunState {
     skills: EMPTY_KEYED,
     compaction: null,
     subagents: EMPTY_KEYED,
+    children: EMPTY_KEYED,
   };
 }
 

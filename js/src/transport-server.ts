@@ -11,8 +11,8 @@
  *   ended     → MESSAGE_COMPLETED or unrecoverable MESSAGE_FAILED: unsubscribe and close.
  *   refused   → the server says the run is unknown or not ours: stop and say so.
  */
-import type { Action } from "./actions";
-import { arrivalProbe, postAction, type ArrivalProbe, type EventsHandler, type Fetch, type NoticeHandler, type PageConfig, type Transport } from "./transport";
+import type { RunAction } from "./actions";
+import { arrivalProbe, closedWith, postAction, type ArrivalProbe, type EventsHandler, type Fetch, type NoticeHandler, type PageConfig, type Transport } from "./transport";
 import { EVENT_TYPES, isRecord, seqOf, str } from "./wire";
 
 export interface ServerEnv {
@@ -43,6 +43,8 @@ export interface ServerOptions {
   /** Seq already applied by the view (-1 for none). */
   readonly lastSeq?: number;
   readonly env?: ServerEnv;
+  /** Closes the transport when it aborts. */
+  readonly signal?: AbortSignal;
 }
 
 type Phase = "live" | "waiting" | "ended" | "refused";
@@ -69,7 +71,7 @@ export function sseUrl(config: PageConfig, requestId: string, lastSeq: number): 
 }
 
 export function createServerTransport(options: ServerOptions): Transport {
-  return new ServerTransport(options);
+  return closedWith(new ServerTransport(options), options.signal);
 }
 
 class ServerTransport implements Transport {
@@ -112,10 +114,9 @@ class ServerTransport implements Transport {
     if (this.noticeShown) this.onNotice(null);
   }
 
-  async send(action: Action): Promise<void> {
-    const { config, requestId } = this.options;
-    await postAction(this.env.fetch, config, requestId, action, this.env.cookies());
-    // The run goes on (or ends) now: make sure we are there to see it.
+  async send(action: RunAction): Promise<void> {
+    await postAction(this.env.fetch, this.options.config, action, this.env.cookies());
+    // The run goes on (or ends) now, or goes on once its child does: make sure we are there to see it.
     if (!this.socket && !this.source) this.reconnectNow();
   }
 

@@ -3,10 +3,15 @@
  *
  * - server (`mode == "server"` on a page served by Jupyter): follows the run over the server's
  *   WebSocket (SSE when that cannot connect); actions go to the REST API. See transport-server.ts.
- * - comm (embedded, or no Jupyter page): the kernel pushes `{"kind": "events", "events": [...]}`
- *   custom messages; actions go back as `{"kind": "action", ...}`.
+ * - comm (embedded, or no Jupyter page): the kernel pushes the run's events as custom messages and
+ *   takes actions back (the messages are typed in comm.ts).
+ *
+ * Either follows one run: the widget's own, or a child of it that the view opened; either sends
+ * actions for any run, since each action names its run.
  */
-import type { Action } from "./actions";
+import type { RunAction } from "./actions";
+import { onAbort } from "./lifetime";
+import { actionMessage, isAbout, readKernelMessage, replayMessage, unsubscribeMessage } from "./comm";
 import type { ImagePolicy } from "./sanitize";
 import { isRecord, str } from "./wire";
 
@@ -35,8 +40,14 @@ export function arrivalProbe(): ArrivalProbe | null {
 export interface Transport {
   start(onEvents: EventsHandler, onNotice?: NoticeHandler): void;
   /** Resolves when the action was accepted; rejects with an Error carrying the server's message. */
-  send(action: Action): Promise<void>;
+  send(action: RunAction): Promise<void>;
   close(): void;
+}
+
+/** Close `transport` when `signal` aborts (the view that started it went away); returns it. */
+export function closedWith<T extends Transport>(transport: T, signal: AbortSignal | undefined): T {
+  if (signal) onAbort(signal, () => transport.close());
+  return transport;
 }
 
 // --- the Jupyter page -------------------------------------------------------------------------
@@ -99,7 +110,7 @@ export function imagePolicy(config: PageConfig | null): ImagePolicy {
 
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 
-const ENDPOINTS: Readonly<Record<Action["action"], string>> = {
+const ENDPOINTS: Readonly<Record<RunAction["action"], string>> = {
   resume: "neta/api/agent/run/resumeTask",
   terminate: "neta/api/agent/run/terminateTask",
   retry: "neta/api/agent/run/retryTask",
@@ -107,9 +118,9 @@ const ENDPOINTS: Readonly<Record<Action["action"], string>> = {
 };
 
 /** The REST body of an action (DESIGN §5); `action` itself is the endpoint, not a field. */
-export function actionBody(requestId: string, action: Action): Record<string, unknown> {
+export function actionBody(action: RunAction): Record<string, unknown> {
   const { action: _name, ...fields } = action;
-  return { requestId, ...fields };
+  return fields;
 }
 
 export function cookie(name: string, cookies: string = document.cookie): string | undefined {
@@ -120,13 +131,7 @@ export function cookie(name: string, cookies: string = document.cookie): string 
   return undefined;
 }
 
-export async function postAction(
-  fetchImpl: Fetch,
-  config: PageConfig,
-  requestId: string,
-  action: Action,
-  cookies?: string,
-): Promise<void> {
+export async function postAction(fetchImpl: Fetch, config: PageConfig, action: RunAction, cookies?: string): Promise<void> {
   const headers: Record<string, string> = { "Content-Type": "application/json" };
   const xsrf = cookie("_xsrf", cookies);
   if (xsrf) headers["X-XSRFToken"] = xsrf;
@@ -137,7 +142,7 @@ export async function postAction(
       method: "POST",
       credentials: "same-origin",
       headers,
-      body: JSON.stringify(actionBody(requestId, action)),
+      body: JSON.stringify(actionBody(action)),
     });
   } catch {
     throw new Error("Could not reach the Jupyter server");
@@ -159,34 +164,49 @@ export interface CommModel {
 
 export interface CommOptions {
   readonly model: CommModel;
-  /** The run's id now (the trait may be filled in after the view started). */
+  /** The widget's run's id now (the trait may be filled in after the view started). */
   readonly requestId: () => string;
   /** Highest seq this view has applied, -1 for none: the kernel resends everything after it. */
   readonly lastSeq: () => number;
+  /** Follow this child run of the widget's run instead of the widget's own. */
+  readonly child?: string;
+  /** Closes the transport when it aborts. */
+  readonly signal?: AbortSignal;
 }
 
 export function createCommTransport(options: CommOptions): Transport {
+  const { model, child } = options;
+  const own = child === undefined;
+  const followed = (): string => child ?? options.requestId();
   let handler: ((message: unknown) => void) | null = null;
-  return {
+  let closed = false;
+  const transport: Transport = {
     start(onEvents, onNotice) {
-      const probe = arrivalProbe();
-      handler = (message) => {
-        if (!isRecord(message)) return;
-        if (message["kind"] === "events" && Array.isArray(message["events"])) {
-          probe?.(message["events"]);
-          onEvents(message["events"]);
+      if (closed) return;
+      const probe = own ? arrivalProbe() : null;
+      handler = (raw) => {
+        const message = readKernelMessage(raw);
+        if (!message || !isAbout(message, followed(), own)) return;
+        if (message.kind === "events") {
+          probe?.(message.events);
+          onEvents(message.events);
+        } else {
+          onNotice?.(message.message);
         }
-        if (message["kind"] === "error") onNotice?.(str(message["message"]) ?? "The kernel reported an error");
       };
-      options.model.on("msg:custom", handler);
-      options.model.send({ kind: "replay", lastSeq: options.lastSeq() });
+      model.on("msg:custom", handler);
+      model.send(replayMessage(options.lastSeq(), child));
     },
     async send(action) {
-      options.model.send({ kind: "action", ...actionBody(options.requestId(), action), action: action.action });
+      model.send(actionMessage(action));
     },
     close() {
-      if (handler) options.model.off("msg:custom", handler);
+      closed = true;
+      if (!handler) return;
+      model.off("msg:custom", handler);
       handler = null;
+      if (child !== undefined) model.send(unsubscribeMessage(child));
     },
   };
+  return closedWith(transport, options.signal);
 }

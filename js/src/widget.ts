@@ -1,10 +1,17 @@
 /**
  * The run widget: model → transport → reducer → renderer (index.ts loads it for anywidget).
  *
- * Traits read (the Python widget defines them): `request_id`, `mode` ("server" | "embedded"),
- * `prompt`, `snapshot`. The module writes `snapshot` back (throttled, and at once when the run
- * comes to rest) so a saved notebook keeps the answer.
+ * The traits it reads and the messages it exchanges with the kernel are typed in comm.ts. The
+ * module writes `snapshot` back (throttled, and at once when the run comes to rest) so a saved
+ * notebook keeps the answer.
+ *
+ * One lifetime per view: an AbortController whose signal everything the view starts is given
+ * (transports, the renderer, model listeners, the views of child runs it opens); disposing the
+ * view aborts it, and each of them ends itself.
  */
+import type { RunAction } from "./actions";
+import type { TraitName, WidgetTraits } from "./comm";
+import { childLifetime, onAbort } from "./lifetime";
 import { reduceAll } from "./reducer";
 import { SnapshotWriter, stateFromSnapshot } from "./snapshot";
 import { hasEnded, initialState, type RunState } from "./state";
@@ -15,8 +22,8 @@ import { RunView } from "./view/run-view";
 
 /** The part of anywidget's model this module uses. */
 export interface WidgetModel extends CommModel {
-  get(name: string): unknown;
-  set(name: string, value: unknown): void;
+  get(name: TraitName): unknown;
+  set(name: TraitName, value: unknown): void;
   save_changes(): void;
   on(name: string, callback: (...args: unknown[]) => void): void;
   off(name: string, callback?: (...args: unknown[]) => void): void;
@@ -26,6 +33,11 @@ function text(value: unknown): string {
   return typeof value === "string" ? value : "";
 }
 
+/** A string trait, or "" when the model holds something else. */
+function stringTrait(model: WidgetModel, name: "request_id" | "prompt"): WidgetTraits[typeof name] {
+  return text(model.get(name));
+}
+
 /** How many runs' latest states the page keeps for their next view. */
 const RECENT_RUNS = 16;
 
@@ -33,6 +45,7 @@ const RECENT_RUNS = 16;
  * The latest state of the runs viewed lately, by requestId. JupyterLab makes a new view of a widget
  * each time the kernel refreshes its output (at the end of every run); the new view starts from the
  * state the one before it reached, instead of following the whole run again from its first event.
+ * A child run opened again starts from where its view had got to, too.
  */
 const recentStates = new Map<string, RunState>();
 
@@ -52,22 +65,84 @@ function startState(requestId: string): RunState {
   return (requestId && recentStates.get(requestId)) || initialState(requestId || null);
 }
 
+/** Listen to the model until `signal` aborts. */
+function listen(model: WidgetModel, name: string, callback: () => void, signal: AbortSignal): void {
+  model.on(name, callback);
+  onAbort(signal, () => model.off(name, callback));
+}
+
+/** How the views of one widget reach runs: its page (server) or its comm, for any run of its tree. */
+class Connections {
+  readonly config: PageConfig | null = readPageConfig();
+
+  constructor(private readonly model: WidgetModel) {}
+
+  /** Follow the widget's own run, or, with `child`, another run of its tree; null until there is one. */
+  transport(lastSeq: () => number, signal: AbortSignal, child?: string): Transport | null {
+    const ownId = (): string => stringTrait(this.model, "request_id");
+    if (this.model.get("mode") === "server" && this.config) {
+      // A server run is followed by its id; without one yet, wait for the trait to be set.
+      const requestId = child ?? ownId();
+      return requestId ? createServerTransport({ config: this.config, requestId, lastSeq: lastSeq(), signal }) : null;
+    }
+    return createCommTransport({ model: this.model, requestId: ownId, lastSeq, child, signal });
+  }
+
+  resolveUrl = (path: string): string | null => attachmentUrl(path, this.config);
+}
+
+/**
+ * A live view of a child run inside the parent's view (a sub-agent row opened): the same view,
+ * following the child's own stream, until `signal` aborts.
+ */
+function showChildRun(connections: Connections, requestId: string, container: HTMLElement, signal: AbortSignal): void {
+  let state = startState(requestId);
+  let transport: Transport | null = null;
+  const view = new RunView(container, {
+    onAction: (action) => send(transport, action),
+    resolveUrl: connections.resolveUrl,
+    showRun: (id, el, s) => showChildRun(connections, id, el, s),
+    signal,
+  });
+  view.update(state);
+  if (hasEnded(state)) return;
+  transport = connections.transport(() => state.lastSeq, signal, requestId);
+  transport?.start(
+    (events) => {
+      const next = reduceAll(events, state);
+      if (next === state) return;
+      state = next;
+      remember(next);
+      view.update(next);
+    },
+    (message) => view.setNotice(message),
+  );
+}
+
+function send(transport: Transport | null, action: RunAction): Promise<void> {
+  return transport ? transport.send(action) : Promise.reject(new Error("Not connected to the run"));
+}
+
 class RunWidget {
-  private readonly config: PageConfig | null = readPageConfig();
+  private readonly connections: Connections;
   private readonly view: RunView;
   private readonly snapshots: SnapshotWriter;
   private state: RunState;
   private transport: Transport | null = null;
-  private readonly onRequestId = () => this.restart();
-  private readonly onPrompt = () => this.view.setPrompt(text(this.model.get("prompt")));
+  /** The current connection's lifetime: a new run id ends it and starts another. */
+  private connection: AbortController;
 
-  constructor(private readonly model: WidgetModel, el: HTMLElement) {
-    setImagePolicy(imagePolicy(this.config));
+  constructor(private readonly model: WidgetModel, el: HTMLElement, private readonly lifetime: AbortSignal) {
+    this.connections = new Connections(model);
+    setImagePolicy(imagePolicy(this.connections.config));
     this.state = startState(this.requestId());
+    this.connection = childLifetime(lifetime);
     this.view = new RunView(el, {
-      prompt: text(model.get("prompt")),
-      onAction: (action) => (this.transport ? this.transport.send(action) : Promise.reject(new Error("Not connected to the run"))),
-      resolveUrl: (path) => attachmentUrl(path, this.config),
+      prompt: stringTrait(model, "prompt"),
+      onAction: (action) => send(this.transport, action),
+      resolveUrl: this.connections.resolveUrl,
+      showRun: (id, container, signal) => showChildRun(this.connections, id, container, signal),
+      signal: lifetime,
     });
     this.snapshots = new SnapshotWriter(
       (snapshot) => {
@@ -76,43 +151,31 @@ class RunWidget {
       },
       { setTimeout: (cb, ms) => setTimeout(cb, ms), clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
     );
+    onAbort(lifetime, () => this.snapshots.dispose());
     // Until live events arrive (or if they never can), show what the saved notebook knew.
     const saved = this.state.lastSeq < 0 ? stateFromSnapshot(model.get("snapshot")) : null;
     this.view.update(saved ?? this.state);
-    model.on("change:request_id", this.onRequestId);
-    model.on("change:prompt", this.onPrompt);
+    listen(model, "change:request_id", () => this.restart(), lifetime);
+    listen(model, "change:prompt", () => this.view.setPrompt(stringTrait(model, "prompt")), lifetime);
     this.connect();
   }
 
-  dispose(): void {
-    this.model.off("change:request_id", this.onRequestId);
-    this.model.off("change:prompt", this.onPrompt);
-    this.transport?.close();
-    this.transport = null;
-    this.snapshots.dispose();
-    this.view.dispose();
-  }
-
   private requestId(): string {
-    return text(this.model.get("request_id"));
+    return stringTrait(this.model, "request_id");
   }
 
   private connect(): void {
-    const requestId = this.requestId();
-    const server = this.model.get("mode") === "server" && this.config !== null;
-    // A server run is followed by its id; without one yet, wait for the trait to be set.
-    if ((server && !requestId) || hasEnded(this.state)) return;
-    this.transport = server && this.config
-      ? createServerTransport({ config: this.config, requestId, lastSeq: this.state.lastSeq })
-      : createCommTransport({ model: this.model, requestId: () => this.state.requestId ?? this.requestId(), lastSeq: () => this.state.lastSeq });
-    this.transport.start(
+    if (hasEnded(this.state)) return;
+    this.transport = this.connections.transport(() => this.state.lastSeq, this.connection.signal);
+    this.transport?.start(
       (events) => this.apply(events),
       (message) => this.view.setNotice(message),
     );
   }
 
   private restart(): void {
-    this.transport?.close();
+    this.connection.abort();
+    this.connection = childLifetime(this.lifetime);
     this.transport = null;
     this.state = startState(this.requestId());
     this.view.setNotice(null);
@@ -132,6 +195,7 @@ class RunWidget {
 
 /** Show the run of `model` in `el`; returns the cleanup. */
 export function mount(model: WidgetModel, el: HTMLElement): () => void {
-  const widget = new RunWidget(model, el);
-  return () => widget.dispose();
+  const lifetime = new AbortController();
+  new RunWidget(model, el, lifetime.signal);
+  return () => lifetime.abort();
 }

@@ -306,7 +306,7 @@ describe("the rest of the catalogue", () => {
       { id: "t2", content: "Plot", status: "in_progress" },
     ]);
     expect(state.skills.byId["geo"]).toEqual({ name: "geo", state: "missing", message: "Skill geo is not installed" });
-    expect(state.subagents.byId["b1"]).toEqual({ batchId: "b1", done: true, status: "completed", message: "1 result", events: 1 });
+    expect(state.subagents.byId["b1"]).toEqual({ batchId: "b1", done: true, status: "completed", message: "1 result", events: 1, children: [] });
   });
 
   it("handles a failed tool and its side events, ignoring unknown categories", () => {

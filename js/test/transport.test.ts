@@ -331,7 +331,7 @@ describe("server transport falling back to SSE", () => {
     // Suspended: the stream is closed and polled slowly until the run goes on.
     expect(lastSource().closed).toBe(true);
     const sources = FakeSource.all.length;
-    await transport.send({ action: "resume", askId: "ask_1", approved: true, always: false });
+    await transport.send({ action: "resume", requestId: "r_perm", askId: "ask_1", approved: true, always: false });
     expect(FakeSource.all.length).toBe(sources + 1);
     expect(lastSource().url).toContain(`lastEventId=${cut - 1}`);
     perm.slice(cut).forEach((e) => lastSource().emit(e));
@@ -368,7 +368,7 @@ describe("actions over REST", () => {
     [{ action: "retry" }, "retryTask", { requestId: "r_1" }],
     [{ action: "input", content: "more" }, "addSupplementaryInput", { requestId: "r_1", content: "more" }],
   ])("%o posts to %s", async (action, endpoint, body) => {
-    await postAction(fetchMock, CONFIG, "r_1", action, "_xsrf=2|ab%3D|cd|17");
+    await postAction(fetchMock, CONFIG, { ...action, requestId: "r_1" }, "_xsrf=2|ab%3D|cd|17");
     const [url, init] = fetchMock.mock.calls[0]!;
     expect(url).toBe(`/user/alice/neta/api/agent/run/${endpoint}`);
     expect(init).toMatchObject({
@@ -383,15 +383,15 @@ describe("actions over REST", () => {
     fetchMock.mockResolvedValueOnce(
       new Response(JSON.stringify({ httpStatusCode: 409, message: "Run is not suspended", success: false, errCode: "CONFLICT", requestId: "r_1" }), { status: 409 }),
     );
-    await expect(postAction(fetchMock, CONFIG, "r_1", { action: "retry" })).rejects.toThrow("Run is not suspended");
+    await expect(postAction(fetchMock, CONFIG, { action: "retry", requestId: "r_1" })).rejects.toThrow("Run is not suspended");
     fetchMock.mockResolvedValueOnce(new Response("<html>", { status: 502 }));
-    await expect(postAction(fetchMock, CONFIG, "r_1", { action: "retry" })).rejects.toThrow("HTTP 502");
+    await expect(postAction(fetchMock, CONFIG, { action: "retry", requestId: "r_1" })).rejects.toThrow("HTTP 502");
     fetchMock.mockRejectedValueOnce(new TypeError("network"));
-    await expect(postAction(fetchMock, CONFIG, "r_1", { action: "retry" })).rejects.toThrow("Could not reach");
+    await expect(postAction(fetchMock, CONFIG, { action: "retry", requestId: "r_1" })).rejects.toThrow("Could not reach");
   });
 
   it("adds the page's token where the page uses token auth", async () => {
-    await postAction(fetchMock, { baseUrl: "/", token: "t0k" }, "r_1", { action: "retry" }, "");
+    await postAction(fetchMock, { baseUrl: "/", token: "t0k" }, { action: "retry", requestId: "r_1" }, "");
     expect(fetchMock.mock.calls[0]![1].headers).toEqual({ "Content-Type": "application/json", Authorization: "token t0k" });
     expect(sseUrl({ baseUrl: "/", token: "t0k" }, "r 1", 3)).toBe("/neta/api/agent/run/stream?requestId=r+1&lastEventId=3&token=t0k");
   });
@@ -456,8 +456,8 @@ describe("comm transport", () => {
     expect(seqs()).toEqual([0]);
     expect(notices).toEqual(["The run is gone"]);
 
-    await transport.send({ action: "resume", askId: "ask_1", approved: false, always: false });
-    await transport.send({ action: "input", content: "hi" });
+    await transport.send({ action: "resume", requestId: "r_1", askId: "ask_1", approved: false, always: false });
+    await transport.send({ action: "input", requestId: "r_1", content: "hi" });
     expect(model.sent.slice(1)).toEqual([
       { kind: "action", action: "resume", requestId: "r_1", askId: "ask_1", approved: false, always: false },
       { kind: "action", action: "input", requestId: "r_1", content: "hi" },
@@ -465,5 +465,56 @@ describe("comm transport", () => {
 
     transport.close();
     expect(model.handlers.size).toBe(0);
+  });
+
+  it("ignores, with a warning, a message of a kind it does not know or with fields of the wrong type", () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const model = fakeModel();
+    createCommTransport({ model, requestId: () => "r_1", lastSeq: () => -1 }).start(
+      (events) => received.push(...events),
+      (message) => notices.push(message),
+    );
+    expect(() => {
+      model.push({ kind: "hologram", events: [envelope("TEXT_START", 0, { type: "text", text: "a" }, "r_1")] });
+      model.push({ kind: "events", events: "not a list" });
+      model.push({ kind: "events", events: [], requestId: 7 });
+      model.push("events");
+    }).not.toThrow();
+    expect(received).toEqual([]);
+    expect(notices).toEqual([]);
+    expect(warn).toHaveBeenCalledTimes(4);
+    expect(String(warn.mock.calls[0]![0])).toContain('unknown kind "hologram"');
+    warn.mockRestore();
+  });
+
+  it("follows a child run by its requestId beside the widget's own, and lets it go when closed", () => {
+    const model = fakeModel();
+    const own: unknown[] = [];
+    const child: unknown[] = [];
+    const childNotices: (string | null)[] = [];
+    const lifetime = new AbortController();
+    createCommTransport({ model, requestId: () => "r_parent", lastSeq: () => 4 }).start((events) => own.push(...events));
+    createCommTransport({ model, requestId: () => "r_parent", lastSeq: () => -1, child: "r_child", signal: lifetime.signal }).start(
+      (events) => child.push(...events),
+      (message) => childNotices.push(message),
+    );
+    expect(model.sent).toEqual([
+      { kind: "replay", lastSeq: 4 },
+      { kind: "replay", lastSeq: -1, requestId: "r_child" },
+    ]);
+
+    const parentEvent = envelope("TEXT_START", 5, { type: "text", text: "p" }, "r_parent");
+    const childEvent = envelope("TEXT_START", 0, { type: "text", text: "c" }, "r_child");
+    model.push({ kind: "events", events: [parentEvent] });
+    model.push({ kind: "events", events: [childEvent], requestId: "r_child" });
+    model.push({ kind: "events", events: [envelope("TEXT_START", 0, {}, "r_other")], requestId: "r_other" });
+    model.push({ kind: "error", message: "no such run", requestId: "r_child" });
+    expect(own).toEqual([parentEvent]);
+    expect(child).toEqual([childEvent]);
+    expect(childNotices).toEqual(["no such run"]);
+
+    lifetime.abort();
+    expect(model.sent[model.sent.length - 1]).toEqual({ kind: "unsubscribe", requestId: "r_child" });
+    expect(model.handlers.size).toBe(1);
   });
 });

@@ -3,7 +3,7 @@
  * under clicks that are not deliberate or come too early.
  */
 import { beforeEach, describe, expect, it, vi } from "vitest";
-import type { Action } from "../src/actions";
+import type { RunAction } from "../src/actions";
 import { reduceAll } from "../src/reducer";
 import { ARM_DELAY_MS, isDeliberate, shownInViewport, type PromptGuard } from "../src/view/guard";
 import { RunView } from "../src/view/run-view";
@@ -24,7 +24,7 @@ const FOREIGN = "style, form, input, button:not(.neta-button), iframe, svg, scri
 
 let container: HTMLElement;
 let clock: FakeClock;
-let onAction: ReturnType<typeof vi.fn<(action: Action) => Promise<void>>>;
+let onAction: ReturnType<typeof vi.fn<(action: RunAction) => Promise<void>>>;
 let view: RunView;
 const seen = { visible: true, deliberate: true, watchers: new Set<(visible: boolean) => void>() };
 const guard: PromptGuard = {
@@ -46,7 +46,7 @@ beforeEach(() => {
   container = document.createElement("div");
   document.body.append(container);
   clock = new FakeClock();
-  onAction = vi.fn<(action: Action) => Promise<void>>(async () => {});
+  onAction = vi.fn<(action: RunAction) => Promise<void>>(async () => {});
   seen.visible = true;
   seen.deliberate = true;
   seen.watchers.clear();
@@ -157,7 +157,7 @@ describe("prompt buttons", () => {
     clock.advance(1);
     expect(approve().disabled).toBe(false);
     approve().click();
-    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "ask_1", approved: true, always: false });
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", requestId: "r_test", askId: "ask_1", approved: true, always: false });
   });
 
   it("wait again from the start when the prompt leaves the view", () => {
@@ -201,7 +201,7 @@ describe("prompt buttons", () => {
     expect(onAction).not.toHaveBeenCalled();
     seen.deliberate = true;
     ctrlEnter();
-    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "cl", answer: "my answer" });
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", requestId: "r_test", askId: "cl", answer: "my answer" });
   });
 });
 

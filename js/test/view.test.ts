@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
-import type { Action } from "../src/actions";
+import type { RunAction } from "../src/actions";
 import { JOIN_LIMIT, PIECE, renderBlock } from "../src/markdown";
 import { reduceAll } from "../src/reducer";
 import { initialState, type RunState } from "../src/state";
@@ -11,7 +11,7 @@ import { envelope, fixture, type Envelope } from "./helpers";
 
 let container: HTMLElement;
 let clock: FakeClock;
-let onAction: ReturnType<typeof vi.fn<(action: Action) => Promise<void>>>;
+let onAction: ReturnType<typeof vi.fn<(action: RunAction) => Promise<void>>>;
 let view: RunView;
 
 /** The browser's visibility and hit checks, as a test sets them: in view, every click deliberate. */
@@ -39,7 +39,7 @@ function setup(): void {
   container = document.createElement("div");
   document.body.append(container);
   clock = new FakeClock();
-  onAction = vi.fn<(action: Action) => Promise<void>>(async () => {});
+  onAction = vi.fn<(action: RunAction) => Promise<void>>(async () => {});
   view = new RunView(container, {
     prompt: "which columns have missing values?",
     onAction,
@@ -221,7 +221,7 @@ describe("permission prompt", () => {
     ["neta-deny", false, false],
   ])("%s sends the decision and disables the buttons", async (testid, approved, always) => {
     byTestId(testid).click();
-    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "ask_1", approved, always });
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", requestId: "r_perm", askId: "ask_1", approved, always });
     await settle();
     expect((byTestId("neta-approve") as HTMLButtonElement).disabled).toBe(true);
   });
@@ -254,13 +254,13 @@ describe("clarify box", () => {
     const box = byTestId("neta-clarify");
     expect(box.textContent).toContain("Which column should I plot?");
     all("neta-clarify-option", box)[1]!.click();
-    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "cl_1", answer: "b" });
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", requestId: "r_misc", askId: "cl_1", answer: "b" });
   });
 
   it("answers with free text", () => {
     (byTestId("neta-clarify-input") as HTMLTextAreaElement).value = "column c, please";
     byTestId("neta-clarify-send").click();
-    expect(onAction).toHaveBeenCalledWith({ action: "resume", askId: "cl_1", answer: "column c, please" });
+    expect(onAction).toHaveBeenCalledWith({ action: "resume", requestId: "r_misc", askId: "cl_1", answer: "column c, please" });
   });
 });
 
@@ -268,7 +268,7 @@ describe("controls", () => {
   it("Stop terminates a running run", () => {
     show(reduceAll(fixture("basic_run").slice(0, 5)));
     byTestId("neta-stop").click();
-    expect(onAction).toHaveBeenCalledWith({ action: "terminate" });
+    expect(onAction).toHaveBeenCalledWith({ action: "terminate", requestId: "r_basic" });
   });
 
   it("Retry appears on a recoverable failure only", () => {
@@ -276,7 +276,7 @@ describe("controls", () => {
     expect(byTestId("neta-error").textContent).toContain("The model did not answer in time (LLM_ERROR)");
     expect(byTestId("neta-retry").hidden).toBe(false);
     byTestId("neta-retry").click();
-    expect(onAction).toHaveBeenCalledWith({ action: "retry" });
+    expect(onAction).toHaveBeenCalledWith({ action: "retry", requestId: "r_fail" });
     // promptTokens is 0: no cache hit rate.
     expect(byTestId("neta-usage").textContent).not.toContain("cache");
 
@@ -292,7 +292,7 @@ describe("controls", () => {
     expect(input.closest("[hidden]")).toBeNull();
     input.value = "also plot it";
     byTestId("neta-input-send").click();
-    expect(onAction).toHaveBeenCalledWith({ action: "input", content: "also plot it" });
+    expect(onAction).toHaveBeenCalledWith({ action: "input", requestId: "r_basic", content: "also plot it" });
     await settle();
     expect(input.value).toBe("");
     expect(container.querySelector(".neta-input-list")?.textContent).toContain("queued");

@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Generator
+from typing import Any, assert_never
 
 from ..client import RunRequest, Started, TransportError
+from ..widgets.comm import Action, InputAction, ResumeAction, RetryAction, TerminateAction
 from ..widgets.transcript import RunDigest, render_markdown, render_text
 from .host import Host, HostError
 
@@ -366,27 +367,45 @@ class RunHandle:
         """Envelopes after ``seq``, as the view receives them."""
         return [self._outgoing(e) for e in self.events if int(e.get("seq", -1)) > seq]
 
-    async def perform(self, action: dict[str, Any]) -> None:
-        """A view's action."""
-        request_id = self._rid()
-        match action.get("action"):
-            case "resume":
+    async def follow_run(
+        self, request_id: str, after_seq: int = -1
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Another run's envelopes (a child of this one), as the view receives them.
+
+        A dropped connection only ends the segment: the widget looks again later.
+        """
+        try:
+            async for envelope in self.host.follow(request_id, after_seq):
+                yield self._outgoing(envelope)
+        except TransportError:
+            return
+
+    async def perform(self, action: Action) -> None:
+        """A view's action, on the run it names (this one, or a child of it)."""
+        request_id = action.request_id or self._rid()
+        match action:
+            case ResumeAction():
                 await self.host.resume(
                     request_id,
-                    approved=action.get("approved"),
-                    ask_id=action.get("askId"),
-                    always=bool(action.get("always")),
-                    answer=action.get("answer"),
+                    approved=action.approved,
+                    ask_id=action.ask_id,
+                    always=action.always,
+                    answer=action.answer,
                 )
-                self._resumed()
-            case "terminate":
-                await self.stop()
-            case "retry":
-                await self.retry()
-            case "input":
-                await self.add_input(str(action.get("content") or ""))
-            case other:
-                raise HostError(f"unknown action {other!r}", code="UNKNOWN_ACTION")
+            case TerminateAction():
+                await self.host.terminate(request_id)
+            case RetryAction():
+                await self.host.retry(request_id)
+            case InputAction():
+                await self.host.add_input(request_id, action.content)
+            case _:
+                assert_never(action)
+        if request_id != self.request_id:
+            self.poke()  # this run may go on now that its child does
+        elif not isinstance(action, InputAction | TerminateAction):
+            self._resumed()
+        else:
+            self.poke()
 
     def _outgoing(self, envelope: dict[str, Any]) -> dict[str, Any]:
         """The envelope for the view: embedded images become data URLs it can load."""

@@ -1,34 +1,43 @@
 """The run widget: an anywidget; its front end (``js/``, built to ``static/widget.js``) draws a run.
 
-Contract with the JavaScript:
-
-* traits ``request_id``, ``mode`` (``"server"`` | ``"embedded"``), ``prompt`` and ``snapshot``
-  (``{requestId, status, finalText, lastSeq, errorMessage?, suspendReason?}``; kept current by both
-  sides, so a saved notebook keeps the run's outcome);
-* kernel → view custom messages ``{"kind": "events", "events": [envelope, …]}``, at most one per
-  :data:`BATCH_INTERVAL`, and ``{"kind": "error", "message": …}`` when an action failed;
-* view → kernel ``{"kind": "replay", "lastSeq": n}`` (send everything after ``n``, then live) and
-  ``{"kind": "action", "action": "resume" | "terminate" | "retry" | "input", "requestId", …}``.
-
-Events are pushed only after a view asked for a replay: nobody listens before that (and in server
-mode a view on a Jupyter page follows the server itself).
+The contract with the JavaScript (the traits and the comm messages both ways) is typed in
+:mod:`.comm`, with its TypeScript twin in ``js/src/comm.ts``. Events are pushed only after a view
+asked for a replay: nobody listens before that (and in server mode a view on a Jupyter page
+follows the server itself). A view may also ask for the events of a child run of the widget's run
+(a sub-agent it opened); those follow the child's own stream until the view lets it go.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Sequence
+import logging
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 import anywidget
 import traitlets
 
-BATCH_INTERVAL = 0.05
-"""Seconds between two event messages to a view (jupyter_server drops bursts over 1000/s)."""
-MAX_BATCH = 500
-"""Envelopes in one message; a long replay is split."""
+from .comm import (
+    Action,
+    BadMessage,
+    ErrorMessage,
+    InputAction,
+    KernelMessage,
+    ReplayMessage,
+    ResumeAction,
+    RetryAction,
+    TerminateAction,
+    UnknownKind,
+    UnsubscribeMessage,
+    outgoing,
+    parse_view_message,
+)
+from .outbox import BATCH_INTERVAL, MAX_BATCH, ChildFollower, Outbox
+
+__all__ = ["BATCH_INTERVAL", "MAX_BATCH", "EventFeed", "RunWidget"]
+
+_log = logging.getLogger(__name__)
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _FALLBACK_ESM = """
@@ -48,14 +57,18 @@ export default { render };
 
 
 class EventFeed(Protocol):
-    """What feeds a widget: the run's envelopes and the actions its view asks for."""
+    """What feeds a widget: its run's envelopes, other runs' (children's), and actions."""
 
     def events_after(self, seq: int) -> list[dict[str, Any]]:
-        """Envelopes with a seq above ``seq``, ready to send."""
+        """The widget's run's envelopes with a seq above ``seq``, ready to send."""
         ...
 
-    def perform(self, action: dict[str, Any]) -> Awaitable[None]:
-        """Carry out a view's action (``resume``, ``terminate``, ``retry``, ``input``)."""
+    def follow_run(self, request_id: str, after_seq: int) -> AsyncIterator[dict[str, Any]]:
+        """Another run's envelopes after ``after_seq`` up to its next terminal event."""
+        ...
+
+    def perform(self, action: Action) -> Awaitable[None]:
+        """Carry out a view's action on the run it names."""
         ...
 
 
@@ -80,9 +93,8 @@ class RunWidget(anywidget.AnyWidget):
         super().__init__(**traits)
         self._feed = feed
         self._listening = False
-        self._pending: list[dict[str, Any]] = []
-        self._timer: asyncio.TimerHandle | None = None
-        self._last_sent = float("-inf")
+        self._outbox = Outbox(self._send_message)
+        self._children: dict[str, ChildFollower] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_msg(self._on_view_message)
 
@@ -101,75 +113,80 @@ class RunWidget(anywidget.AnyWidget):
         if comm is not None:
             comm.handle_msg = self._handle_msg
 
+    def close(self) -> None:
+        """Stop following child runs, then close the comm."""
+        for child in self._children.values():
+            child.stop()
+        self._children.clear()
+        super().close()
+
     # --- kernel → view
 
     def push(self, events: Sequence[dict[str, Any]]) -> None:
         """Queue envelopes for the views; sent in batches at most every BATCH_INTERVAL."""
-        if not self._listening or not events:
-            return
-        self._pending.extend(events)
-        if self._timer is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._flush()
-            return
-        delay = max(0.0, self._last_sent + BATCH_INTERVAL - loop.time())
-        self._timer = loop.call_later(delay, self._flush)
+        if self._listening:
+            self._outbox.push(events)
 
     def flush(self) -> None:
         """Send what is queued as soon as the rate limit allows (the run came to rest)."""
-        if not self._pending or self._timer is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._flush()
-            return
-        delay = self._last_sent + BATCH_INTERVAL - loop.time()
-        if delay <= 0:
-            self._flush()
-        else:
-            self._timer = loop.call_later(delay, self._flush)
+        self._outbox.flush()
 
-    def _flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        batch, self._pending = self._pending, []
-        self._send_events(batch)
-
-    def _send_events(self, events: Sequence[dict[str, Any]]) -> None:
-        for start in range(0, len(events), MAX_BATCH):
-            self.send({"kind": "events", "events": list(events[start : start + MAX_BATCH])})
-        with contextlib.suppress(RuntimeError):
-            self._last_sent = asyncio.get_running_loop().time()
+    def _send_message(self, message: KernelMessage) -> None:
+        self.send(outgoing(message))
 
     # --- view → kernel
 
     def _on_view_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict):
+        try:
+            message = parse_view_message(content)
+        except UnknownKind as exc:
+            _log.warning("run widget: ignored %s", exc)
             return
-        match content.get("kind"):
-            case "replay":
-                self._replay(content.get("lastSeq"))
-            case "action":
-                self._act(content)
+        except BadMessage as exc:
+            _log.warning("run widget: refused %s", exc)
+            self._send_message(ErrorMessage(kind="error", message=f"The kernel refused {exc}"))
+            return
+        match message:
+            case ReplayMessage(request_id=request_id, last_seq=last_seq):
+                if request_id is None or request_id == self.request_id:
+                    self._replay(last_seq)
+                else:
+                    self._follow_child(request_id, last_seq)
+            case UnsubscribeMessage(request_id=request_id):
+                child = self._children.pop(request_id, None)
+                if child is not None:
+                    child.stop()
+            case ResumeAction() | TerminateAction() | RetryAction() | InputAction():
+                self._act(message)
+            case _:
+                assert_never(message)
 
-    def _replay(self, last_seq: Any) -> None:
+    def _replay(self, last_seq: int) -> None:
         self._listening = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._pending = []
+        self._outbox.clear()
         if self._feed is not None:
-            after = last_seq if isinstance(last_seq, int) else -1
-            self._send_events(self._feed.events_after(after))
+            self._outbox.send_now(self._feed.events_after(last_seq))
 
-    def _act(self, action: dict[str, Any]) -> None:
+    def _follow_child(self, request_id: str, last_seq: int) -> None:
         if self._feed is None:
-            self.send({"kind": "error", "message": "This run cannot be controlled from here"})
+            self._refuse("This run cannot be followed from here", request_id)
+            return
+        previous = self._children.pop(request_id, None)
+        if previous is not None:
+            previous.stop()
+        child = ChildFollower(self._feed, request_id, self._send_message)
+        if child.start(last_seq):
+            self._children[request_id] = child
+        else:
+            self._refuse("The kernel has no running event loop", request_id)
+
+    def _refuse(self, text: str, request_id: str | None) -> None:
+        target = None if request_id == self.request_id else request_id
+        self._send_message(ErrorMessage(kind="error", message=text, request_id=target))
+
+    def _act(self, action: Action) -> None:
+        if self._feed is None:
+            self._refuse("This run cannot be controlled from here", action.request_id)
             return
         feed = self._feed
 
@@ -177,12 +194,16 @@ class RunWidget(anywidget.AnyWidget):
             try:
                 await feed.perform(action)
             except Exception as exc:
-                self.send({"kind": "error", "message": str(exc) or type(exc).__name__})
+                self._refuse(str(exc) or type(exc).__name__, action.request_id)
+                return
+            child = self._children.get(action.request_id)
+            if child is not None:
+                child.poke()
 
         try:
             task = asyncio.get_running_loop().create_task(perform())
         except RuntimeError:
-            self.send({"kind": "error", "message": "The kernel has no running event loop"})
+            self._refuse("The kernel has no running event loop", action.request_id)
             return
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .comm import Snapshot
 from .inert import code_span, inert_markdown, inert_text, plain_text
 
 RunStatus = Literal["starting", "running", "suspended", "completed", "failed"]
@@ -140,20 +141,17 @@ class RunDigest:
 
     def snapshot(self) -> dict[str, Any]:
         """The widget's ``snapshot`` trait (the JavaScript writes the same shape)."""
-        status = "running" if self.status == "starting" else self.status
-        snapshot: dict[str, Any] = {
-            "requestId": self.request_id,
-            "status": status,
-            "finalText": self.text,
-            "lastSeq": self.last_seq,
-        }
-        if self.status == "failed" and self.error_message:
-            snapshot["errorMessage"] = self.error_message
-        # The same field the widget writes, so a reload that reads this snapshot first says why
-        # the run waits ("Waiting for your approval") instead of a bare "Suspended".
-        if self.status == "suspended" and self.suspend_type:
-            snapshot["suspendReason"] = self.suspend_type
-        return snapshot
+        snapshot = Snapshot(
+            request_id=self.request_id,
+            status="running" if self.status == "starting" else self.status,
+            final_text=self.text,
+            last_seq=self.last_seq,
+            error_message=(self.error_message or None) if self.status == "failed" else None,
+            # The same field the widget writes, so a reload that reads this snapshot first says
+            # why the run waits ("Waiting for your approval") instead of a bare "Suspended".
+            suspend_reason=(self.suspend_type or None) if self.status == "suspended" else None,
+        )
+        return snapshot.model_dump(by_alias=True, exclude_none=True)
 
 
 def digest(envelopes: Iterable[dict[str, Any]]) -> RunDigest:

@@ -32,7 +32,11 @@ abstract class PromptPart<T> implements Part {
   protected abstract build(request: T): HTMLElement[];
 
   render(state: RunState): void {
-    const request = this.current(state);
+    this.show(this.current(state));
+  }
+
+  /** Show `request` (null: none); the parent's view shows a child run's request this way. */
+  show(request: T | null): void {
     if (request === this.shown) return;
     this.shown = request;
     this.controls?.dispose();

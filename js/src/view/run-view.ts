@@ -8,14 +8,16 @@
  * between two renders (one frame more per `CHARS_PER_SKIPPED_FRAME`), which keeps that layout work
  * per second bounded. It waits on a timer, so that no frames are asked for meanwhile.
  */
-import type { Action } from "../actions";
+import type { Action, RunAction } from "../actions";
+import { childLifetime, onAbort } from "../lifetime";
 import type { RunState } from "../state";
 import { h, isolateKeys, setData } from "./dom";
 import { browserGuard, type PromptGuard } from "./guard";
 import { AttachmentsPart, FooterPart, HeaderPart, InputPart, TodoPart, ToastPart } from "./panels";
-import type { Part, ViewContext } from "./part";
+import type { Part, ShowRun, ViewContext } from "./part";
 import { ProcessPart } from "./process";
 import { ClarifyPart, PermissionPart } from "./prompts";
+import { SubagentPart } from "./subagents";
 import { ToolsPart } from "./tools";
 import { AnswerPart, ReasoningPart } from "./transcript";
 
@@ -28,9 +30,13 @@ export interface FrameClock {
 
 export interface RunViewOptions {
   readonly prompt?: string;
-  /** Performs an action; rejects with an Error whose message is shown to the user. */
-  readonly onAction: (action: Action) => Promise<void>;
+  /** Performs an action (it names its run); rejects with an Error whose message is shown to the user. */
+  readonly onAction: (action: RunAction) => Promise<void>;
   readonly resolveUrl: (path: string) => string | null;
+  /** Shows a child run's live view inside this one (a sub-agent row opened). */
+  readonly showRun?: ShowRun;
+  /** The view is disposed when it aborts. */
+  readonly signal?: AbortSignal;
   readonly clock?: FrameClock;
   /** Tests replace the browser's visibility and hit checks of the prompts. */
   readonly guard?: PromptGuard;
@@ -63,15 +69,19 @@ export class RunView {
   private skipFrames = 0;
   private wait: unknown = null;
   private disposed = false;
+  private readonly lifetime: AbortController;
 
   constructor(container: HTMLElement, private readonly options: RunViewOptions) {
     this.clock = options.clock ?? browserClock;
+    this.lifetime = childLifetime(options.signal);
     const ctx: ViewContext = {
-      act: (action) => this.act(action),
+      act: (action, requestId) => this.act(action, requestId),
       resolveUrl: options.resolveUrl,
       setTimeout: (callback, ms) => this.clock.setTimeout(callback, ms),
       clearTimeout: (handle) => this.clock.clearTimeout(handle),
       guard: options.guard ?? browserGuard,
+      showRun: options.showRun,
+      signal: this.lifetime.signal,
     };
     this.header = new HeaderPart(ctx, options.prompt ?? "");
     this.footer = new FooterPart(ctx);
@@ -84,6 +94,7 @@ export class RunView {
       new TodoPart(),
       new ToolsPart(ctx),
       new ProcessPart(),
+      new SubagentPart(ctx),
       new PermissionPart(ctx),
       new ClarifyPart(ctx),
       this.answer,
@@ -94,6 +105,7 @@ export class RunView {
     this.root = h("div", { className: "neta-run", testid: "neta-run" }, this.parts.map((p) => p.element));
     isolateKeys(this.root);
     container.append(this.root);
+    onAbort(this.lifetime.signal, () => this.dispose());
   }
 
   /** Show this state at the next animation frame (never synchronously). */
@@ -146,7 +158,9 @@ export class RunView {
   }
 
   dispose(): void {
+    if (this.disposed) return;
     this.disposed = true;
+    this.lifetime.abort();
     if (this.frame !== null) this.clock.cancelFrame(this.frame);
     if (this.wait !== null) this.clock.clearTimeout(this.wait);
     this.frame = null;
@@ -155,9 +169,14 @@ export class RunView {
     this.root.remove();
   }
 
-  private async act(action: Action): Promise<boolean> {
+  private async act(action: Action, target?: string): Promise<boolean> {
+    const requestId = target ?? this.state?.requestId;
+    if (!requestId) {
+      this.setNotice("The run has not started yet");
+      return false;
+    }
     try {
-      await this.options.onAction(action);
+      await this.options.onAction({ ...action, requestId });
       this.setNotice(null);
       return true;
     } catch (error) {
