@@ -198,5 +198,7 @@ async def test_a_view_follows_another_run_through_the_widget_and_approves_it(
         assert [e["seq"] for e in events] == list(range(len(events))), "no loss, no repeats"
         done = next(e for e in events if e["eventType"] == "TOOL_COMPLETED")
         assert done["data"]["output"].strip() == "391"
-        status = await k.json(LAST + "print(__import__('json').dumps(_last.status))")
+        status = await k.json(
+            LAST + f"print(__import__('json').dumps(_last.host.status({rid!r})['status']))"
+        )
         assert status == "completed"
