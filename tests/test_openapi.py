@@ -10,6 +10,8 @@ import httpx
 import pytest
 from tornado.web import RequestHandler
 
+from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
+from neta_jupyter.runtime import Runtime
 from neta_jupyter.server.openapi import ErrorBody
 from tests.helpers import ApiClient
 from tests.server_process import ServerProcess
@@ -43,6 +45,43 @@ async def test_every_route_is_documented_and_every_documented_route_exists(
         for method in ops:
             reply = await api.http.request(method.upper(), path.lstrip("/"), content=b"{}")
             assert reply.status_code not in (405, 500), (method, path, reply.text)
+
+
+async def test_a_suspended_runs_status_and_pending_ask_are_as_documented(
+    api: ApiClient, runtime: Runtime, jp_base_url: str
+) -> None:
+    import jsonschema
+
+    runtime.models.register(
+        "ask",
+        ScriptedModel(
+            [ScriptedTurn(tool_calls=[ScriptedToolCall("clarify", {"question": "Which year?"})])]
+        ),
+    )
+    rid = (await api.start("sales?", model="ask"))["requestId"]
+    events = await api.segment(rid)
+    [question] = [e["data"] for e in events if e["eventType"] == "CLARIFY_REQUEST"]
+    doc = (await api.http.get("neta/api/openapi.json")).json()
+    prefix = jp_base_url.rstrip("/")
+    for path, params in (
+        ("/neta/api/agent/run/status", {"requestId": rid}),
+        ("/neta/api/agent/runs", {}),
+    ):
+        documented = doc["paths"][prefix + path]["get"]["responses"]["200"]["content"]
+        body = (await api.http.get(path.lstrip("/"), params=params)).json()
+        jsonschema.validate(
+            body, {**documented["application/json"]["schema"], "components": doc["components"]}
+        )
+    status = await api.status(rid)
+    pending = doc["components"]["schemas"]["PendingAsk"]
+    assert set(status["pendingAsk"]) == set(pending["properties"]) == set(pending["required"])
+    assert status["pendingAsk"] == {
+        "kind": "clarify",
+        "askId": question["clarifyId"],
+        "toolCallId": question["toolCallId"],
+        "toolName": "clarify",
+    }
+    assert all(p.get("description") for p in pending["properties"].values())
 
 
 def test_schemathesis_finds_no_server_errors(tmp_path: Path) -> None:

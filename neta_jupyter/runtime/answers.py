@@ -12,32 +12,22 @@ from .errors import RunNotFound
 from .tree import CALL_OUTCOMES, entry_data, session_stream
 
 if TYPE_CHECKING:
-    from ..store import Entry, RunRecord, SessionRecord
+    from ..store import Entry, SessionRecord
     from .manager import Runtime
+    from .runs import Run
 
 
-def run_summary(run: RunRecord, last_seq: int) -> dict[str, Any]:
-    """What clients need to know about a run."""
-    return {
-        "requestId": run.request_id,
-        "sessionId": run.session_id,
-        "status": run.status,
-        "model": run.model,
-        "prompt": run.prompt,
-        "created": run.created,
-        "imported": run.imported,
-        "lastSeq": last_seq,
-        "step": run.state.get("step", 0),
-        "recoverable": bool(run.state.get("recoverable")),
-        "pendingAsk": run.state.get("ask"),
-        "usage": run.state.get("usage") or {},
-    }
+def run_summary(run: Run, last_seq: int) -> dict[str, Any]:
+    """What clients need to know about a run (:class:`~neta_jupyter.events.runs.RunSummary`)."""
+    return run.summary(last_seq).model_dump(mode="json", by_alias=True)
 
 
 def run_summaries(runtime: Runtime, principal: str, session_id: str | None) -> list[dict[str, Any]]:
     """The principal's runs (of one session when given), newest first."""
-    runs = runtime.store.records.runs(principal=principal, session_id=session_id)
-    return [run_summary(r, runtime.last_seq(r.request_id)) for r in runs]
+    return [
+        run_summary(r, runtime.last_seq(r.request_id))
+        for r in runtime.list_runs(principal, session_id)
+    ]
 
 
 def session_json(session: SessionRecord) -> dict[str, Any]:

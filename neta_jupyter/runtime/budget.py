@@ -14,10 +14,11 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from ..events import BudgetData, EventType, LedgerData, TokenUsageData
+from ..events import BudgetData, EventType, LedgerData, TokenUsageData, Usage
 from ..providers.base import Model, ModelRequest, ProviderInvalidRequest
-from ..store import RecordStore, RunRecord
+from ..store import RecordStore
 from .emitter import RunEmitter
+from .runs import Run
 from .streaming import Reply
 
 Action = Literal["allow", "compact", "stop"]
@@ -79,7 +80,7 @@ def decide(est: Estimate, budget: int, compacted: bool) -> tuple[Action, str]:
 
 def publish_decision(
     emitter: RunEmitter,
-    run: RunRecord,
+    run: Run,
     request: ModelRequest,
     est: Estimate,
     budget: int,
@@ -87,11 +88,11 @@ def publish_decision(
 ) -> Action:
     """Decide and publish BUDGET_CHECKED; returns the action."""
     action, reason = decide(est, budget, compacted)
-    run.state["attempt_seq"] = run.state.get("attempt_seq", 0) + 1
+    run.state.attempt_seq += 1
     emitter.emit(
         EventType.BUDGET_CHECKED,
         BudgetData(
-            attempt_seq=run.state["attempt_seq"],
+            attempt_seq=run.state.attempt_seq,
             request_hash=request_hash(request),
             action=action,
             reason=reason,
@@ -107,7 +108,7 @@ def publish_decision(
 def reconcile(
     emitter: RunEmitter,
     records: RecordStore,
-    run: RunRecord,
+    run: Run,
     request: ModelRequest,
     est: Estimate,
     reply: Reply,
@@ -129,20 +130,20 @@ def reconcile(
         inputs, outputs, in_src, out_src = est.tokens, 0, "estimated", "unknown"
         cached = reasoning = 0
     session = records.add_usage(run.session_id, inputs, outputs, usage is None)
-    totals = run.state.setdefault("usage", {})
-    for key, value in (
-        ("promptTokens", inputs),
-        ("completionTokens", outputs),
-        ("cachedTokens", cached),
-        ("reasoningTokens", reasoning),
-    ):
-        totals[key] = totals.get(key, 0) + value
-    totals["totalTokens"] = totals["promptTokens"] + totals["completionTokens"]
-    emitter.total_tokens = totals["totalTokens"]
+    totals = run.state.usage
+    prompt, completion = totals.prompt_tokens + inputs, totals.completion_tokens + outputs
+    run.state.usage = Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_tokens=totals.cached_tokens + cached,
+        reasoning_tokens=totals.reasoning_tokens + reasoning,
+        total_tokens=prompt + completion,
+    )
+    emitter.total_tokens = run.state.usage.total_tokens
     emitter.emit(
         EventType.LEDGER_RECONCILED,
         LedgerData(
-            attempt_seq=run.state.get("attempt_seq", 0),
+            attempt_seq=run.state.attempt_seq,
             request_hash=request_hash(request),
             input_tokens=inputs,
             input_source=in_src,

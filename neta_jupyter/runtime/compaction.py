@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ..events.models import CompactionData, CompactionScope, EventType, StatusCode
 from ..providers.base import Message, Model, ModelRequest, ProviderError, TextPart
-from ..store import Entry, RunRecord
+from ..store import Entry
 from .emitter import RunEmitter
 from .retries import status
+from .runs import Run
 from .tree import SessionTree
 
 SUMMARY_SYSTEM = (
@@ -41,7 +42,7 @@ async def compact(
     *,
     model: Model,
     tree: SessionTree,
-    run: RunRecord,
+    run: Run,
     emitter: RunEmitter,
     scope: CompactionScope,
     tokens_before: int,
@@ -49,7 +50,7 @@ async def compact(
     instructions: str | None = None,
 ) -> bool:
     """Summarise what precedes the current turn; True when the transcript was replaced."""
-    path = tree.records.path(run.session_id, run.state.get("leaf"))
+    path = tree.records.path(run.session_id, run.state.leaf)
     cut = split_point(path)
     emitter.emit(
         EventType.COMPACTION_START, CompactionData(scope=scope, tokens_before=tokens_before)
@@ -94,7 +95,7 @@ async def compact(
         request_id=run.request_id,
         run=emitter,
     )
-    run.state["leaf"] = leaf.entry_id
+    run.state.leaf = leaf.entry_id
     after = len(SUMMARY_PREFIX + summary) // 4 + len(_transcript(path[cut:])) // 4
     emitter.emit(
         EventType.COMPACTION_APPLIED,

@@ -5,31 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..events import ErrorCode, EventType, MessageData, Usage
-from ..store import RecordStore, RunRecord
 from .emitter import RunEmitter
 from .loop import Finish, Suspend
+from .runs import Run, Runs
 from .tree import SessionTree
 
 NOT_RUN = "Not run: the run ended before this call was executed."
 
 
-def usage_snapshot(run: RunRecord) -> Usage:
+def usage_snapshot(run: Run) -> Usage:
     """The run's token totals for the terminal event."""
-    totals = run.state.get("usage", {})
-    return Usage(
-        prompt_tokens=totals.get("promptTokens", 0),
-        completion_tokens=totals.get("completionTokens", 0),
-        cached_tokens=totals.get("cachedTokens", 0),
-        reasoning_tokens=totals.get("reasoningTokens", 0),
-        total_tokens=totals.get("totalTokens", 0),
-    )
+    return run.state.usage
 
 
-def end_run(
-    records: RecordStore, run: RunRecord, emitter: RunEmitter, outcome: Suspend | Finish
-) -> None:
+def end_run(runs: Runs, run: Run, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
     """MESSAGE_SUSPENDED or MESSAGE_COMPLETED."""
-    message_id = run.state.get("last_assistant")
+    message_id = run.state.last_assistant
     if isinstance(outcome, Suspend):
         emitter.emit(
             EventType.MESSAGE_SUSPENDED,
@@ -53,15 +44,15 @@ def end_run(
         run.status = "completed"
     # One commit makes the terminal event and the status durable together (now, or once the
     # store can be written again).
-    records.save_run(run, keep=True)
+    runs.save(run, keep=True)
 
 
-def recover_crashed(records: RecordStore, emitter_of: Callable[[RunRecord], RunEmitter]) -> int:
+def recover_crashed(runs: Runs, emitter_of: Callable[[Run], RunEmitter]) -> int:
     """Runs a crashed process left running end with SYSTEM_CRASH; how many there were."""
-    crashed = records.runs(status="running", limit=100_000)
+    crashed = runs.find(status="running", limit=100_000)
     for run in crashed:
         fail_run(
-            records,
+            runs,
             run,
             emitter_of(run),
             ErrorCode.SYSTEM_CRASH,
@@ -72,8 +63,8 @@ def recover_crashed(records: RecordStore, emitter_of: Callable[[RunRecord], RunE
 
 
 def fail_run(
-    records: RecordStore,
-    run: RunRecord,
+    runs: Runs,
+    run: Run,
     emitter: RunEmitter,
     code: ErrorCode,
     message: str,
@@ -83,11 +74,11 @@ def fail_run(
 ) -> None:
     """MESSAGE_FAILED; an unrecoverable failure also closes the calls left open."""
     if not recoverable:
-        close_open_calls(records, run, emitter)
+        close_open_calls(runs, run, emitter)
     emitter.emit(
         EventType.MESSAGE_FAILED,
         MessageData(
-            message_id=run.state.get("last_assistant"),
+            message_id=run.state.last_assistant,
             error_code=code,
             error_message=message,
             recoverable=recoverable,
@@ -96,18 +87,19 @@ def fail_run(
         ),
     )
     run.status = "failed"
-    run.state["recoverable"] = recoverable
-    run.state["ask"] = None
-    records.save_run(run, keep=True)
+    run.state.recoverable = recoverable
+    run.state.ask = None
+    runs.save(run, keep=True)
 
 
-def close_open_calls(records: RecordStore, run: RunRecord, emitter: RunEmitter) -> None:
+def close_open_calls(runs: Runs, run: Run, emitter: RunEmitter) -> None:
     """Answer unanswered tool calls so the transcript stays valid for the next prompt."""
-    if run.state.get("phase") != "tools" or not run.state.get("last_assistant"):
+    state, records = run.state, runs.records
+    if state.phase != "tools" or not state.last_assistant:
         return
-    path = records.path(run.session_id, run.state.get("leaf"))
+    path = records.path(run.session_id, state.leaf)
     answered = {e.message.get("tool_call_id") for e in path if e.role == "tool"}
-    assistant = records.get_entry(run.state["last_assistant"])
+    assistant = records.get_entry(state.last_assistant)
     calls = assistant.message.get("tool_calls", []) if assistant is not None else []
     tree = SessionTree(records, emitter.log)
     for call in calls:
@@ -119,8 +111,8 @@ def close_open_calls(records: RecordStore, run: RunRecord, emitter: RunEmitter) 
             NOT_RUN,
             "not_run",
             request_id=run.request_id,
-            parent_id=run.state.get("leaf"),
+            parent_id=state.leaf,
             run=emitter,
         )
-        run.state["leaf"] = entry.entry_id
-    run.state["phase"] = "model"
+        state.leaf = entry.entry_id
+    state.phase = "model"

@@ -13,14 +13,18 @@ refuses and reminds exactly as the first activation decided.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
 
 from ..events import StatusCode
 from ..providers.base import ToolCall
 from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .retries import status
+
+if TYPE_CHECKING:
+    from .state import RunState
 
 REPEAT_REMINDER = (
     "You made exactly the same tool call ({calls}) with the same arguments {count} times in a "
@@ -34,11 +38,21 @@ REPEAT_STOP_TEXT = (
 )
 
 
-@dataclass(slots=True)
-class StepVerdict:
+class RepeatedCalls(BaseModel):
+    """The calls of the latest step and how many steps in a row made exactly them."""
+
+    signature: str = ""
+    """The step's distinct calls, independent of order and JSON spacing."""
+    count: int = 1
+    """Steps in a row with that signature."""
+
+
+class StepVerdict(BaseModel):
     """What happens to the calls of one reply."""
 
-    refused: dict[str, str] = field(default_factory=dict)
+    step: int = 0
+    """The step (model reply) it was decided for."""
+    refused: dict[str, str] = Field(default_factory=dict)
     """Call id → why it is not run."""
     repeats: int = 1
     """Consecutive steps, this one included, that made exactly these calls."""
@@ -49,27 +63,6 @@ class StepVerdict:
     calls: str = ""
     """The repeated calls as the reminder names them."""
 
-    def to_json(self) -> dict[str, Any]:
-        """For the run's state."""
-        return {
-            "refused": self.refused,
-            "repeats": self.repeats,
-            "remind": self.remind,
-            "stop": self.stop,
-            "calls": self.calls,
-        }
-
-    @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> StepVerdict:
-        """Inverse of :meth:`to_json`."""
-        return cls(
-            refused=dict(obj.get("refused") or {}),
-            repeats=int(obj.get("repeats") or 1),
-            remind=bool(obj.get("remind")),
-            stop=bool(obj.get("stop")),
-            calls=str(obj.get("calls") or ""),
-        )
-
     def reminder(self) -> str:
         """The nudge for the model."""
         return REPEAT_REMINDER.format(calls=self.calls, count=self.repeats)
@@ -79,16 +72,16 @@ class StepVerdict:
         return REPEAT_STOP_TEXT.format(calls=self.calls, count=self.repeats)
 
 
-def screen_step(state: dict[str, Any], config: RuntimeConfig, calls: list[ToolCall]) -> StepVerdict:
+def screen_step(state: RunState, config: RuntimeConfig, calls: list[ToolCall]) -> StepVerdict:
     """The verdict on the current step's calls, decided once per step and kept in ``state``."""
-    kept = state.get("guard")
-    if isinstance(kept, dict) and kept.get("step") == state.get("step"):
-        return StepVerdict.from_json(kept)
-    verdict = StepVerdict(refused=_refusals(calls, config.max_tool_calls_per_step))
+    kept = state.verdict
+    if kept is not None and kept.step == state.step:
+        return kept
+    verdict = StepVerdict(step=state.step, refused=_refusals(calls, config.max_tool_calls_per_step))
     signature = _signature(calls)
-    previous = state.get("repeat") or {}
-    if signature and previous.get("signature") == signature:
-        verdict.repeats = int(previous.get("count", 1)) + 1
+    previous = state.repeat
+    if signature and previous is not None and previous.signature == signature:
+        verdict.repeats = previous.count + 1
     verdict.calls = ", ".join(dict.fromkeys(c.name for c in calls))
     limit = config.max_repeated_calls
     if verdict.repeats > limit:
@@ -100,8 +93,8 @@ def screen_step(state: dict[str, Any], config: RuntimeConfig, calls: list[ToolCa
         verdict.refused = {c.id: verdict.refused.get(c.id, why) for c in calls}
     elif verdict.repeats == limit:
         verdict.remind = True
-    state["repeat"] = {"signature": signature, "count": verdict.repeats}
-    state["guard"] = {"step": state.get("step"), **verdict.to_json()}
+    state.repeat = RepeatedCalls(signature=signature, count=verdict.repeats)
+    state.verdict = verdict
     return verdict
 
 

@@ -34,7 +34,7 @@ from ..providers.base import (
     ToolCall,
     as_thinking_level,
 )
-from ..store import Entry, RunRecord, Store, new_id
+from ..store import Entry, Store, new_id
 from ..tools import Tool, ToolContext, ToolError, decide
 from ..tools.agent import RUNTIME_TOOL_NAMES
 from ..tools.kernel_tools import variables_as_of_prompt
@@ -46,8 +46,10 @@ from .config import MAX_STEPS_TEXT, TOOL_FAILURE_REMINDER, RuntimeConfig
 from .emitter import RunEmitter
 from .guards import announce_repeats, screen_step
 from .retries import status, stream_with_retries
+from .runs import Run, Runs
+from .state import Ask, RunState
 from .streaming import Reply, SentSoFar, kept_across_activations
-from .tooling import ToolRunner, VirtualTool
+from .tooling import ToolRunner
 from .tree import SessionTree
 
 KERNEL_SUMMARY_WAIT = 1.5
@@ -82,9 +84,9 @@ class Finish:
 Step = CallModel | RunTools | Suspend | Finish
 
 
-def first_step(state: dict[str, Any]) -> CallModel | RunTools:
+def first_step(state: RunState) -> CallModel | RunTools:
     """Where an activation starts, from the persisted phase."""
-    return RunTools() if state.get("phase") == "tools" else CallModel()
+    return RunTools() if state.phase == "tools" else CallModel()
 
 
 class RunLoop:
@@ -92,13 +94,13 @@ class RunLoop:
 
     def __init__(
         self,
-        run: RunRecord,
+        run: Run,
         *,
         store: Store,
         config: RuntimeConfig,
         model: Model,
+        runs: Runs,
         tools: list[Tool],
-        virtual_tools: list[VirtualTool],
         kernel: KernelBridge | None,
         emitter: RunEmitter,
         system_prompt: str | None = None,
@@ -107,10 +109,11 @@ class RunLoop:
         self.state = run.state
         self._records = store.records
         self._tree = SessionTree(store.records, store.events)
+        self._runs = runs
         self._config = config
         self._model = model
         self._tools = {t.name: t for t in tools}
-        self._virtual = {v.name: v for v in virtual_tools}
+        self._virtual = {v.name: v for v in run.options.virtual_tools}
         self._kernel = kernel
         self._emitter = emitter
         self._system_prompt = system_prompt or config.system_prompt
@@ -139,20 +142,20 @@ class RunLoop:
     # --- model step
 
     async def _call_model(self) -> Step:
-        max_steps = int(self.run.options.get("maxSteps") or self._config.max_steps)
-        if self.state["step"] >= max_steps:
+        max_steps = self.run.options.max_steps or self._config.max_steps
+        if self.state.step >= max_steps:
             text = MAX_STEPS_TEXT.format(max_steps=max_steps)
             return self._finish_with_notice(FinishReason.MAX_STEPS, text)
         self._consume_inputs()
         await self._summarise_kernel()
-        step = self.state["step"] + 1
+        step = self.state.step + 1
         self._emitter.step = step
         with kept_across_activations(self.state, step) as sent:
             reply = await self._reply(f"call_{self.run.request_id[-6:]}_{step}", sent)
         entry = self._add_entry("assistant", _assistant_message(reply))
-        self.state.update(step=step, last_assistant=entry.entry_id)
-        self.state["phase"] = "tools" if reply.tool_calls else "model"
-        self._records.save_run(self.run)
+        self.state.step, self.state.last_assistant = step, entry.entry_id
+        self.state.phase = "tools" if reply.tool_calls else "model"
+        self._runs.save(self.run)
         return RunTools() if reply.tool_calls else Finish(FinishReason.STOP)
 
     def _finish_with_notice(self, reason: FinishReason, text: str) -> Finish:
@@ -160,7 +163,7 @@ class RunLoop:
         self._emitter.emit(EventType.TEXT_START, TextData(text=text, synthetic=True))
         self._emitter.emit(EventType.TEXT_END, TextData())
         entry = self._add_entry("assistant", {"role": "assistant", "content": text})
-        self.state["last_assistant"] = entry.entry_id
+        self.state.last_assistant = entry.entry_id
         return Finish(reason, text)
 
     def _consume_inputs(self) -> None:
@@ -173,31 +176,31 @@ class RunLoop:
                     input_id=input_id,
                     content=content,
                     user_message_id=entry.entry_id,
-                    assistant_message_id=self.state.get("assistant_message_id"),
+                    assistant_message_id=self.state.assistant_message_id,
                 ),
             )
 
     def _build_request(self) -> ModelRequest:
-        path = self._records.path(self.run.session_id, self.state.get("leaf"))
+        path = self._records.path(self.run.session_id, self.state.leaf)
         definitions = [t.definition for t in self._tools.values()]
         definitions += [v.definition for v in self._virtual.values()]
         conversation = context.messages(path)
-        if reminder := self.state.pop("remind", None):
+        if reminder := self.state.remind:
             # Injected for this request only: a nudge, not part of the conversation.
-            text = reminder if isinstance(reminder, str) else TOOL_FAILURE_REMINDER
-            conversation.append(Message(role="user", content=text))
+            self.state.remind = None
+            conversation.append(Message(role="user", content=reminder))
         session = self._records.get_session(self.run.session_id)
         system = context.system_prompt(
             self._system_prompt,
             root=self._config.root_dir,
-            notebook_path=self.run.options.get("notebookPath"),
+            notebook_path=self.run.options.notebook_path,
             session=session,
             skills=self._config.skill_catalogue(self._config.root_dir)
             if self._config.skill_catalogue and "run_skill" in self._tools
             else [],
             kernel_summary=self._kernel_summary,
         )
-        thinking = self.run.options.get("thinkingLevel") or (session and session.thinking_level)
+        thinking = self.run.options.thinking_level or (session and session.thinking_level)
         return ModelRequest(
             system=system,
             messages=conversation,
@@ -210,7 +213,7 @@ class RunLoop:
         tool = self._tools.get("list_variables")
         if self._kernel_summary is not None or tool is None or self._kernel is None:
             return
-        if (captured := self.run.options.get("kernelVariables")) is not None:
+        if (captured := self.run.options.kernel_variables) is not None:
             # What the prompt refers to: the variables when its cell ran (a later cell may be
             # running now, and the kernel answers only when it ends).
             self._kernel_summary = variables_as_of_prompt(captured)
@@ -282,7 +285,8 @@ class RunLoop:
     # --- tool step
 
     async def _run_tools(self) -> Step:
-        assistant = self._records.get_entry(self.state["last_assistant"])
+        assert self.state.last_assistant is not None, "a tools phase follows a persisted reply"
+        assistant = self._records.get_entry(self.state.last_assistant)
         assert assistant is not None, "a tools phase always follows a persisted reply"
         answered = self._answered_calls(assistant)
         calls = [ToolCall(**raw) for raw in assistant.message.get("tool_calls", [])]
@@ -302,25 +306,25 @@ class RunLoop:
             self._answer(assistant, call, output, ok)
             await self._emitter.flush()
         reminded = await self._track_failures(outcomes)
-        self.state["phase"] = "model"
+        self.state.phase = "model"
         if verdict.stop:
             return self._finish_with_notice(FinishReason.REPEATED_TOOL_CALLS, verdict.stop_text())
         if verdict.remind and not reminded:
             # The failure reminder, when due, already says not to repeat the call.
-            self.state["remind"] = verdict.reminder()
+            self.state.remind = verdict.reminder()
             await announce_repeats(self._emitter, verdict, self._config.max_repeated_calls)
-        self._records.save_run(self.run)
+        self._runs.save(self.run)
         return CallModel()
 
     async def _track_failures(self, outcomes: list[bool]) -> bool:
         """Count steps whose calls all failed; past the threshold, remind the model (once)."""
-        failed = self.state.get("failed_tool_steps", 0) + 1 if outcomes and not any(outcomes) else 0
-        self.state["failed_tool_steps"] = failed
+        failed = self.state.failed_tool_steps + 1 if outcomes and not any(outcomes) else 0
+        self.state.failed_tool_steps = failed
         limit = self._config.max_failed_tool_steps
         if failed < limit:
             return False
-        self.state["failed_tool_steps"] = 0
-        self.state["remind"] = TOOL_FAILURE_REMINDER
+        self.state.failed_tool_steps = 0
+        self.state.remind = TOOL_FAILURE_REMINDER
         await status(
             self._emitter,
             StatusCode.TOOL_CONSECUTIVE_FAILURES,
@@ -331,7 +335,7 @@ class RunLoop:
         return True
 
     def _answered_calls(self, assistant: Entry) -> set[str]:
-        path = self._records.path(self.run.session_id, self.state.get("leaf"))
+        path = self._records.path(self.run.session_id, self.state.leaf)
         ids = [e.entry_id for e in path]
         after = path[ids.index(assistant.entry_id) + 1 :] if assistant.entry_id in ids else []
         return {e.message.get("tool_call_id", "") for e in after if e.role == "tool"}
@@ -347,7 +351,7 @@ class RunLoop:
             return self._runner.fail_without_running(
                 call, f"unknown tool {call.name!r}; available tools: {known}"
             )
-        decided = self.state.setdefault("decisions", {}).get(call.id)
+        decided = self.state.decisions.get(call.id)
         if decided is None:
             try:
                 arguments = tool.parse_arguments(call.arguments)
@@ -366,14 +370,14 @@ class RunLoop:
             request_id=self.run.request_id,
             tool_call_id=call.id,
             kernel=self._kernel,
-            variables_at_prompt=self.run.options.get("kernelVariables"),
+            variables_at_prompt=self.run.options.kernel_variables,
             kernel_wait=self._config.kernel_wait,
         )
         return await self._runner.run_tool(call, tool, ctx)
 
     async def _runtime_tool(self, call: ToolCall, tool: Tool) -> tuple[str, bool] | Suspend:
         """The clarify and todo tools act on the run, so the runtime carries them out."""
-        answer = self.state.setdefault("answers", {}).get(call.id)
+        answer = self.state.answers.get(call.id)
         if call.name == "clarify" and answer is not None:
             return self._runner.complete(call, answer)
         try:
@@ -395,12 +399,9 @@ class RunLoop:
                 call, f"todo list updated: {len(items)} items, {done} done"
             )
         clarify_id = new_id("clr")
-        self.state["ask"] = {
-            "kind": "clarify",
-            "askId": clarify_id,
-            "toolCallId": call.id,
-            "toolName": call.name,
-        }
+        self.state.ask = Ask(
+            kind="clarify", ask_id=clarify_id, tool_call_id=call.id, tool_name=call.name
+        )
         self._emitter.emit(
             EventType.CLARIFY_REQUEST,
             ClarifyData(
@@ -429,7 +430,7 @@ class RunLoop:
             always_allowed=frozenset(session.always_allow if session else []),
         )
         action = decision.action
-        approve = self.run.options.get("approve", "ask")
+        approve = self.run.options.approve
         if action == "ask" and approve in ("auto", "deny"):
             action = "allow" if approve == "auto" else "deny"
         if action == "allow":
@@ -439,12 +440,9 @@ class RunLoop:
                 call, f"not allowed: {decision.rule_description} ({decision.rule_pattern})"
             )
         ask_id = new_id("ask")
-        self.state["ask"] = {
-            "kind": "permission",
-            "askId": ask_id,
-            "toolCallId": call.id,
-            "toolName": call.name,
-        }
+        self.state.ask = Ask(
+            kind="permission", ask_id=ask_id, tool_call_id=call.id, tool_name=call.name
+        )
         self._emitter.emit(
             EventType.PERMISSION_ASK,
             PermissionAskData(
@@ -469,19 +467,19 @@ class RunLoop:
 
     def _add_entry(self, role: Any, message: dict[str, Any]) -> Entry:
         entry_id = None
-        if role == "assistant" and not self.state.get("assistant_used"):
-            entry_id = self.state.get("assistant_message_id")
-            self.state["assistant_used"] = True
+        if role == "assistant" and not self.state.assistant_used:
+            entry_id = self.state.assistant_message_id
+            self.state.assistant_used = True
         entry = self._tree.add(
             self.run.session_id,
             role,
             message,
             request_id=self.run.request_id,
-            parent_id=self.state.get("leaf"),
+            parent_id=self.state.leaf,
             entry_id=entry_id,
             run=self._emitter,
         )
-        self.state["leaf"] = entry.entry_id
+        self.state.leaf = entry.entry_id
         return entry
 
     def _answer(self, assistant: Entry, call: ToolCall, output: str, ok: bool) -> None:
@@ -492,10 +490,10 @@ class RunLoop:
             output,
             "completed" if ok else "failed",
             request_id=self.run.request_id,
-            parent_id=self.state.get("leaf"),
+            parent_id=self.state.leaf,
             run=self._emitter,
         )
-        self.state["leaf"] = entry.entry_id
+        self.state.leaf = entry.entry_id
 
 
 def _assistant_message(reply: Reply) -> dict[str, Any]:

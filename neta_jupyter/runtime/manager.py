@@ -10,7 +10,9 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any
+from typing import Any, cast
+
+from pydantic import ValidationError
 
 from ..events import (
     ErrorCode,
@@ -22,8 +24,8 @@ from ..events import (
     SuspendType,
 )
 from ..providers import ModelRegistry, ProviderError, UnknownModel
-from ..providers.base import THINKING_LEVELS, ProviderInvalidRequest
-from ..store import EventRow, RunRecord, SessionRecord, StorageError, Store, StoredEvent, new_id
+from ..providers.base import THINKING_LEVELS, ProviderInvalidRequest, as_thinking_level
+from ..store import EventRow, SessionRecord, StorageError, Store, StoredEvent, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
 from .admission import StartGate
@@ -33,10 +35,12 @@ from .emitter import RunEmitter
 from .endings import end_run, fail_run, recover_crashed
 from .errors import BadRunRequest, RunConflict, RunNotFound
 from .loop import Finish, RunLoop, Step, Suspend, first_step
+from .runs import Run, Runs
+from .state import Approve, Ask, RunOptions, RunState
 from .tooling import VirtualTool
 from .tree import SessionTree, session_stream
 
-KernelFactory = Callable[[RunRecord], KernelBridge | None]
+KernelFactory = Callable[[Run], KernelBridge | None]
 
 
 class Runtime:
@@ -55,6 +59,8 @@ class Runtime:
         from ..tools import builtin_tools
 
         self.store = store
+        self.runs = Runs(store.records)
+        """The runs of the store, typed."""
         self.config = config
         self.models = models or ModelRegistry(demo_pace=config.demo_pace)
         self.tools = tools or ToolRegistry(builtin_tools())
@@ -78,12 +84,16 @@ class Runtime:
 
     # --- queries
 
-    def get_run(self, principal: str, request_id: str) -> RunRecord:
+    def get_run(self, principal: str, request_id: str) -> Run:
         """The principal's run; another principal's run does not exist for them."""
-        run = self.store.records.get_run(request_id)
+        run = self.runs.get(request_id)
         if run is None or run.principal != principal:
             raise RunNotFound(f"no run with requestId {request_id!r}")
         return run
+
+    def list_runs(self, principal: str, session_id: str | None = None) -> list[Run]:
+        """The principal's runs (of one session when given), newest first."""
+        return self.runs.find(principal=principal, session_id=session_id)
 
     def session_stream(self, principal: str, session_id: str) -> str:
         """The key in the event log of the stream of the principal's session's tree events."""
@@ -156,7 +166,7 @@ class Runtime:
         notebook_path: str | None = None,
         thinking_level: str | None = None,
         kernel_variables: list[str] | None = None,
-    ) -> RunRecord:
+    ) -> Run:
         """Create a run, persist the user message and start the loop.
 
         ``kernel_variables``: the kernel's variables when the prompt was written, one summary line
@@ -172,8 +182,8 @@ class Runtime:
         except UnknownModel as exc:
             raise BadRunRequest(str(exc), code="UNKNOWN_MODEL") from exc
         try:
-            declared = [VirtualTool.from_json(v) for v in virtual_tools or []]
-        except (KeyError, TypeError, AttributeError) as exc:
+            declared = [VirtualTool.model_validate(v) for v in virtual_tools or []]
+        except ValidationError as exc:
             raise BadRunRequest(
                 f"invalid virtualTools: {exc}", code="INVALID_VIRTUAL_TOOLS"
             ) from exc
@@ -183,7 +193,7 @@ class Runtime:
         session = self._session(principal, session_id, session_name)
         session = await self._supersede_suspended(session)
         request_id = new_id("r")
-        run = RunRecord(
+        run = Run(
             request_id=request_id,
             principal=principal,
             session_id=session.session_id,
@@ -191,32 +201,26 @@ class Runtime:
             model=model_name,
             created=time.time(),
             prompt=content,
-            options={
-                "virtualTools": virtual_tools or [],
-                "tools": tools,
-                "maxSteps": max_steps,
-                "approve": approve,
-                "kernelId": kernel_id,
-                "notebookPath": notebook_path,
-                "thinkingLevel": thinking_level,
-                "kernelVariables": kernel_variables,
-            },
-            state={
-                "step": 0,
-                "phase": "model",
-                "decisions": {},
-                "usage": {},
-                "assistant_message_id": new_id("e"),
-            },
+            options=RunOptions(
+                virtual_tools=declared,
+                tools=tools,
+                max_steps=max_steps,
+                approve=cast(Approve, approve),
+                kernel_id=kernel_id,
+                notebook_path=notebook_path,
+                thinking_level=as_thinking_level(thinking_level),
+                kernel_variables=kernel_variables,
+            ),
+            state=RunState(assistant_message_id=new_id("e")),
         )
-        self.store.records.create_run(run)
+        self.runs.create(run)
         emitter = RunEmitter(self.store.events, request_id)
         try:
             self._begin(run, session.leaf_entry_id, emitter)
         except StorageError as exc:
             # Stored as running with no task: make it end, now or once the store can be written.
             fail_run(
-                self.store.records,
+                self.runs,
                 run,
                 emitter,
                 ErrorCode.INTERNAL_ERROR,
@@ -224,10 +228,10 @@ class Runtime:
                 recoverable=False,
             )
             raise
-        self._launch(run, declared, first_step(run.state))
+        self._launch(run, first_step(run.state))
         return run
 
-    def _begin(self, run: RunRecord, leaf: str | None, emitter: RunEmitter) -> None:
+    def _begin(self, run: Run, leaf: str | None, emitter: RunEmitter) -> None:
         """The first entries and events of a new run."""
         session_id, content = run.session_id, run.prompt
         user_id = new_id("e")
@@ -236,7 +240,7 @@ class Runtime:
             SessionData(
                 session_id=session_id,
                 user_message_id=user_id,
-                assistant_message_id=run.state["assistant_message_id"],
+                assistant_message_id=run.state.assistant_message_id,
             ),
         )
         self.tree.add(
@@ -248,8 +252,8 @@ class Runtime:
             entry_id=user_id,
             run=emitter,
         )
-        run.state["leaf"] = user_id
-        self.store.records.save_run(run)
+        run.state.leaf = user_id
+        self.runs.save(run)
 
     async def resume(
         self,
@@ -260,65 +264,74 @@ class Runtime:
         ask_id: str | None = None,
         always: bool = False,
         answer: str | None = None,
-    ) -> RunRecord:
+    ) -> Run:
         """Continue a suspended run, with the decision on its pending ask if it has one."""
         run = self.get_run(principal, request_id)
         if run.status != "suspended" or self.is_active(request_id):
             raise RunConflict(
                 f"run {request_id} is {run.status}, not suspended", code="RUN_NOT_SUSPENDED"
             )
-        ask = run.state.get("ask")
-        emitter = self._emitter(run)
-        if ask and ask.get("kind") == "clarify":
-            if ask_id is not None and ask_id != ask["askId"]:
-                raise RunConflict(f"{ask_id!r} is not the pending question", code="ASK_MISMATCH")
-            if answer is None and approved is not False:
-                raise BadRunRequest(
-                    "answer is required to reply to a question", code="ANSWER_REQUIRED"
-                )
-            reply = answer if answer is not None else "The user chose not to answer."
-            run.state.setdefault("answers", {})[ask["toolCallId"]] = reply
-            run.state["ask"] = None
-        elif ask:
-            if ask_id is not None and ask_id != ask["askId"]:
-                raise RunConflict(f"askId {ask_id!r} is not the pending ask", code="ASK_MISMATCH")
-            if approved is None:
-                raise BadRunRequest(
-                    "approved (true or false) is required to answer a permission ask",
-                    code="APPROVED_REQUIRED",
-                )
-            run.state["decisions"][ask["toolCallId"]] = approved
-            if always and approved:
-                self.store.records.allow_always(run.session_id, ask["toolName"])
-            emitter.emit(
-                EventType.PERMISSION_ASK_RESOLVED,
-                PermissionResolvedData(
-                    ask_id=ask["askId"],
-                    approved=approved,
-                    reason="user",
-                    resolve_type="always" if always and approved else "once",
-                ),
-            )
-            run.state["ask"] = None
+        ask = run.state.ask
+        if ask is not None and ask.kind == "clarify":
+            self._answer(run, ask, ask_id=ask_id, approved=approved, answer=answer)
+        elif ask is not None:
+            self._decide(run, ask, ask_id=ask_id, approved=approved, always=always)
         run.status = "running"
-        self.store.records.save_run(run)
-        self._launch(run, self._virtual_tools(run), first_step(run.state))
+        self.runs.save(run)
+        self._launch(run, first_step(run.state))
         return run
 
-    async def retry(self, principal: str, request_id: str) -> RunRecord:
+    def _answer(
+        self, run: Run, ask: Ask, *, ask_id: str | None, approved: bool | None, answer: str | None
+    ) -> None:
+        """Record the answer to the run's pending question."""
+        if ask_id is not None and ask_id != ask.ask_id:
+            raise RunConflict(f"{ask_id!r} is not the pending question", code="ASK_MISMATCH")
+        if answer is None and approved is not False:
+            raise BadRunRequest("answer is required to reply to a question", code="ANSWER_REQUIRED")
+        reply = answer if answer is not None else "The user chose not to answer."
+        run.state.answers[ask.tool_call_id] = reply
+        run.state.ask = None
+
+    def _decide(
+        self, run: Run, ask: Ask, *, ask_id: str | None, approved: bool | None, always: bool
+    ) -> None:
+        """Record the decision on the run's pending permission ask."""
+        if ask_id is not None and ask_id != ask.ask_id:
+            raise RunConflict(f"askId {ask_id!r} is not the pending ask", code="ASK_MISMATCH")
+        if approved is None:
+            raise BadRunRequest(
+                "approved (true or false) is required to answer a permission ask",
+                code="APPROVED_REQUIRED",
+            )
+        run.state.decisions[ask.tool_call_id] = approved
+        if always and approved:
+            self.store.records.allow_always(run.session_id, ask.tool_name)
+        self._emitter(run).emit(
+            EventType.PERMISSION_ASK_RESOLVED,
+            PermissionResolvedData(
+                ask_id=ask.ask_id,
+                approved=approved,
+                reason="user",
+                resolve_type="always" if always and approved else "once",
+            ),
+        )
+        run.state.ask = None
+
+    async def retry(self, principal: str, request_id: str) -> Run:
         """Continue a run that failed recoverably, from its last completed step."""
         run = self.get_run(principal, request_id)
-        if run.status != "failed" or not run.state.get("recoverable"):
+        if run.status != "failed" or not run.state.recoverable:
             raise RunConflict(
                 f"run {request_id} is {run.status} and cannot be retried", code="RUN_NOT_RETRYABLE"
             )
         run.status = "running"
-        run.state["recoverable"] = False
-        self.store.records.save_run(run)
-        self._launch(run, self._virtual_tools(run), first_step(run.state))
+        run.state.recoverable = False
+        self.runs.save(run)
+        self._launch(run, first_step(run.state))
         return run
 
-    async def terminate(self, principal: str, request_id: str) -> RunRecord:
+    async def terminate(self, principal: str, request_id: str) -> Run:
         """Cancel a running or suspended run (USER_CANCELLED)."""
         run = self.get_run(principal, request_id)
         task = self._tasks.get(request_id)
@@ -360,10 +373,10 @@ class Runtime:
         *,
         instructions: str | None = None,
         model: str | None = None,
-    ) -> RunRecord:
+    ) -> Run:
         """Summarise a session's older turns now (a short run whose stream shows the compaction)."""
         session = await self._supersede_suspended(self._session(principal, session_id, None))
-        run = RunRecord(
+        run = Run(
             request_id=new_id("r"),
             principal=principal,
             session_id=session.session_id,
@@ -371,25 +384,25 @@ class Runtime:
             model=model or self.config.default_model,
             created=time.time(),
             prompt="/compact",
-            options={"kind": "compact", "instructions": instructions},
-            state={"step": 0, "phase": "model", "usage": {}, "leaf": session.leaf_entry_id},
+            options=RunOptions(kind="compact", instructions=instructions),
+            state=RunState(leaf=session.leaf_entry_id),
         )
-        self.store.records.create_run(run)
+        self.runs.create(run)
         self._emitter(run).emit(
             EventType.SESSION_CREATED, SessionData(session_id=session.session_id)
         )
-        self.store.records.save_run(run)
+        self.runs.save(run)
         self._tasks[run.request_id] = asyncio.create_task(
             self._finally_inactive(run.request_id, self._compaction(run)),
             name=f"neta-compact-{run.request_id}",
         )
         return run
 
-    async def _compaction(self, run: RunRecord) -> None:
+    async def _compaction(self, run: Run) -> None:
         emitter = self._emitter(run)
         try:
             model = self.models.resolve(run.model)
-            path = self.store.records.path(run.session_id, run.state["leaf"])
+            path = self.store.records.path(run.session_id, run.state.leaf)
             tokens = sum(len(str(e.message.get("content", ""))) for e in path) // 4
             done = await compact(
                 model=model,
@@ -399,7 +412,7 @@ class Runtime:
                 scope="manual",
                 tokens_before=tokens,
                 budget=self.config.prompt_budget,
-                instructions=run.options.get("instructions"),
+                instructions=run.options.instructions,
             )
             message = "compacted the conversation" if done else "nothing was compacted"
             await self._end(run, emitter, Finish(FinishReason.STOP, message))
@@ -437,10 +450,10 @@ class Runtime:
         session = self._session(principal, session_id, None)
         self.store.records.set_thinking_level(session.session_id, level)
 
-    def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> RunRecord:
+    def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> Run:
         """Register a history run that has messages but no event stream."""
         session = self.store.records.get_or_create_session(principal, session_name)
-        run = RunRecord(
+        run = Run(
             request_id=new_id("r"),
             principal=principal,
             session_id=session.session_id,
@@ -450,7 +463,7 @@ class Runtime:
             prompt=prompt,
             imported=True,
         )
-        self.store.records.create_run(run)
+        self.runs.create(run)
         user = self.tree.add(
             session.session_id,
             "user",
@@ -471,7 +484,7 @@ class Runtime:
 
     def recover(self) -> int:
         """At start-up: runs left running by a crashed process end with SYSTEM_CRASH."""
-        return recover_crashed(self.store.records, self._emitter)
+        return recover_crashed(self.runs, self._emitter)
 
     async def shutdown(self) -> None:
         """Suspend every executing run with SHUTDOWN_INTERRUPT (resumable after restart)."""
@@ -497,7 +510,7 @@ class Runtime:
     async def _supersede_suspended(self, session: SessionRecord) -> SessionRecord:
         """End the session's suspended runs; the session as it is after (its leaf may move)."""
         records = self.store.records
-        for run in records.runs(session_id=session.session_id, limit=20):
+        for run in self.runs.find(session_id=session.session_id, limit=20):
             if run.status == "running" or self.is_active(run.request_id):
                 raise RunConflict(
                     f"run {run.request_id} is still running in this session; stop it or use "
@@ -515,18 +528,15 @@ class Runtime:
                 )
         return records.get_session(session.session_id) or session
 
-    def _virtual_tools(self, run: RunRecord) -> list[VirtualTool]:
-        return [VirtualTool.from_json(v) for v in run.options.get("virtualTools") or []]
-
-    def _emitter(self, run: RunRecord) -> RunEmitter:
+    def _emitter(self, run: Run) -> RunEmitter:
         emitter = RunEmitter(self.store.events, run.request_id)
-        emitter.step = run.state.get("step") or None
-        emitter.total_tokens = run.state.get("usage", {}).get("totalTokens")
+        emitter.step = run.state.step or None
+        emitter.total_tokens = run.state.usage.total_tokens or None
         return emitter
 
-    def _launch(self, run: RunRecord, virtual: list[VirtualTool], step: Step) -> None:
+    def _launch(self, run: Run, step: Step) -> None:
         self._tasks[run.request_id] = asyncio.create_task(
-            self._finally_inactive(run.request_id, self._activate(run, virtual, step)),
+            self._finally_inactive(run.request_id, self._activate(run, step)),
             name=f"neta-run-{run.request_id}",
         )
 
@@ -538,10 +548,10 @@ class Runtime:
             if self._tasks.get(request_id) is asyncio.current_task():
                 del self._tasks[request_id]
 
-    async def _activate(self, run: RunRecord, virtual: list[VirtualTool], step: Step) -> None:
+    async def _activate(self, run: Run, step: Step) -> None:
         emitter = self._emitter(run)
         try:
-            loop = self._loop(run, virtual, emitter)
+            loop = self._loop(run, emitter)
             async with asyncio.timeout(self.config.task_timeout):
                 outcome = await loop.drive(step)
             await self._end(run, emitter, outcome)
@@ -601,11 +611,11 @@ class Runtime:
                 recoverable=False,
             )
 
-    def _loop(self, run: RunRecord, virtual: list[VirtualTool], emitter: RunEmitter) -> RunLoop:
+    def _loop(self, run: Run, emitter: RunEmitter) -> RunLoop:
         kernel = self.kernels(run) if self.kernels is not None else None
         profile = self.models.profile(run.model)
         # The run's own choice first, then the endpoint's: a small model gets fewer tools.
-        names = run.options.get("tools") or (
+        names = run.options.tools or (
             list(profile.tools)
             if profile.tools is not None
             else list(COMPACT_TOOLS)
@@ -617,19 +627,19 @@ class Runtime:
             store=self.store,
             config=self.config,
             model=self.models.resolve(run.model),
+            runs=self.runs,
             tools=self.tools.select(names, kernel_attached=kernel is not None),
-            virtual_tools=virtual,
             kernel=kernel,
             emitter=emitter,
             system_prompt=self.config.compact_system_prompt if profile.compact else None,
         )
 
-    async def _end(self, run: RunRecord, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
-        await self._settle(lambda: end_run(self.store.records, run, emitter, outcome))
+    async def _end(self, run: Run, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
+        await self._settle(lambda: end_run(self.runs, run, emitter, outcome))
 
     async def _fail(
         self,
-        run: RunRecord,
+        run: Run,
         emitter: RunEmitter,
         code: ErrorCode,
         message: str,
@@ -642,7 +652,7 @@ class Runtime:
 
         def write() -> None:
             fail_run(
-                self.store.records,
+                self.runs,
                 run,
                 emitter,
                 code,

@@ -17,8 +17,8 @@ from pydantic.alias_generators import to_camel
 from ..providers.base import ThinkingLevel
 
 if TYPE_CHECKING:
-    from ..store import RunRecord
     from .manager import Runtime
+    from .runs import Run
 
 __all__ = [
     "CompactRequest",
@@ -158,12 +158,12 @@ def describe_validation(exc: ValidationError) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
-async def start_run(runtime: Runtime, principal: str, body: RunRequest) -> RunRecord:
+async def start_run(runtime: Runtime, principal: str, body: RunRequest) -> Run:
     """Start a run from a validated request body."""
     return await runtime.start(principal, body.content, **body.start_options())
 
 
-async def resume_run(runtime: Runtime, principal: str, body: ResumeRequest) -> RunRecord:
+async def resume_run(runtime: Runtime, principal: str, body: ResumeRequest) -> Run:
     """Resume a run (a permission decision, an answer, or after a shutdown)."""
     return await runtime.resume(
         principal,

@@ -14,7 +14,9 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
 
 from ..events import EventType, ReasoningData, TextData, ToolData
 from ..events.redact import StreamRedactor
@@ -27,6 +29,9 @@ from ..providers.base import (
     UsagePart,
 )
 from .emitter import RunEmitter
+
+if TYPE_CHECKING:
+    from .state import RunState
 
 _TURN = 0.0005
 """Seconds of handling parts that all streams together take per turn of the event loop before
@@ -58,23 +63,28 @@ class Reply:
         """No answer and no tool call: nothing the run can use."""
         return not self.text.strip() and not self.tool_calls
 
-    def to_json(self) -> dict[str, Any]:
+    def kept(self, step: int) -> KeptReply:
         """What the run's state keeps of a reply cut off (usage is not kept)."""
-        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls]
-        return {"text": self.text, "reasoning": self.reasoning, "toolCalls": calls}
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> Reply:
-        """The reply :meth:`to_json` kept."""
-        return cls(
-            text=str(value.get("text") or ""),
-            reasoning=str(value.get("reasoning") or ""),
-            tool_calls=[ToolCall(**c) for c in value.get("toolCalls") or []],
+        return KeptReply(
+            step=step, text=self.text, reasoning=self.reasoning, tool_calls=list(self.tool_calls)
         )
 
 
-_KEPT = "shown_of_step"
-"""Key in the run's state of what clients saw of the step's reply before its activation ended."""
+class KeptReply(BaseModel):
+    """What clients saw of one step's reply before its activation ended."""
+
+    step: int
+    """The step (model reply) it belongs to."""
+    text: str = ""
+    """Answer text sent."""
+    reasoning: str = ""
+    """Reasoning text sent."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Tool calls sent, with the ids clients know them by."""
+
+    def reply(self) -> Reply:
+        """As a reply the next attempt continues."""
+        return Reply(text=self.text, reasoning=self.reasoning, tool_calls=list(self.tool_calls))
 
 
 class SentSoFar:
@@ -91,22 +101,22 @@ class SentSoFar:
 
 
 @contextmanager
-def kept_across_activations(state: dict[str, Any], step: int) -> Iterator[SentSoFar]:
+def kept_across_activations(state: RunState, step: int) -> Iterator[SentSoFar]:
     """What the step's reply showed before its activation ended is kept in the run's state.
 
     A shutdown (or a failure that can be retried) may cut a reply off mid-stream; when the run
     goes on, the step is asked for again and sends only what its clients have not seen.
     """
-    kept = state.get(_KEPT)
-    sent = SentSoFar(Reply.from_json(kept) if kept and kept.get("step") == step else None)
+    kept = state.kept_reply
+    sent = SentSoFar(kept.reply() if kept is not None and kept.step == step else None)
     try:
         yield sent
     except BaseException:
         shown = sent.reply()
         if shown is not None and (shown.text or shown.reasoning or shown.tool_calls):
-            state[_KEPT] = {"step": step, **shown.to_json()}
+            state.kept_reply = shown.kept(step)
         raise
-    state.pop(_KEPT, None)
+    state.kept_reply = None
 
 
 class _Fresh:

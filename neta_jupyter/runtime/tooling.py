@@ -6,17 +6,22 @@ import asyncio
 import json
 import mimetypes
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 
 from ..events import AttachmentData, EventType, ToolData
 from ..providers.base import ToolCall, ToolDefinition
-from ..store import AttachmentRecord, RecordStore, RunRecord, new_id
+from ..store import AttachmentRecord, RecordStore, new_id
 from ..tools import Tool, ToolContext, ToolError, ToolFile, ToolResult
 from ..tools.registry import invalid_json_message
 from .emitter import RunEmitter
 from .process import ProcessLog, ProcessReporter
+
+if TYPE_CHECKING:
+    from .runs import Run
 
 DEFAULT_VIRTUAL_RECEIPT = '{"status":"success"}'
 
@@ -30,25 +35,26 @@ _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class VirtualTool:
+class VirtualTool(BaseModel):
     """A tool the caller renders itself (seed 003 §8): never executed, answered with a mock."""
 
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    mock_response: str | None
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    )
 
+    name: str
+    """As the model calls it."""
+    description: str = ""
+    """As offered to the model."""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON Schema of its arguments (only their presence and JSON types are checked)."""
+    mock_response: str | None = None
+    """The tool's result for the model (``None``: a plain success receipt)."""
+
+    @field_validator("parameters", mode="before")
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> VirtualTool:
-        """From the run request's ``virtualTools`` entry."""
-        mock = obj.get("mockResponse")
-        return cls(
-            name=str(obj["name"]),
-            description=str(obj.get("description", "")),
-            parameters=obj.get("parameters") or {"type": "object", "properties": {}},
-            mock_response=None if mock is None else str(mock),
-        )
+    def _object_schema(cls, value: Any) -> Any:
+        return value or {"type": "object", "properties": {}}
 
     @property
     def definition(self) -> ToolDefinition:
@@ -78,7 +84,7 @@ class ToolRunner:
 
     def __init__(
         self,
-        run: RunRecord,
+        run: Run,
         emitter: RunEmitter,
         records: RecordStore,
         *,

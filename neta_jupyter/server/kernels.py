@@ -17,7 +17,7 @@ from typing import Any
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
 
-from ..store import RunRecord
+from ..runtime.runs import Run
 from ..tools import ToolError, ToolResult
 from ..tools.kernel_tools import KernelOutput
 from ..tools.registry import KernelBridge
@@ -243,13 +243,13 @@ class ServerKernels:
         self._log = log
         self._bridges: dict[str, ServerKernelBridge] = {}
 
-    def __call__(self, run: RunRecord) -> KernelBridge | None:
+    def __call__(self, run: Run) -> KernelBridge | None:
         """The bridge for the run's kernel; None without one or once it has shut down."""
         running = set(self._km.list_kernel_ids())
         for gone in [kid for kid in self._bridges if kid not in running]:
             _close_later(self._bridges.pop(gone))
-        kernel_id = run.options.get("kernelId")
-        if not isinstance(kernel_id, str) or kernel_id not in running:
+        kernel_id = run.options.kernel_id
+        if kernel_id is None or kernel_id not in running:
             return None
         bridge = self._bridges.get(kernel_id)
         if bridge is None:

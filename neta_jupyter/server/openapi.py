@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events.runs import RunList, RunSummary
 from .schemas import (
     CompactRequest,
     ImportRequest,
@@ -45,6 +46,8 @@ class Operation:
     """Success statuses without a body."""
     extra_errors: tuple[int, ...] = ()
     """Error statuses beyond the ones every operation has."""
+    response: type[BaseModel] | None = None
+    """The success body's model, when it has one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +87,25 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         f"{_RUN}/status",
-        (Operation("get", "A run's status", query=(("requestId", True, "string"),)),),
+        (
+            Operation(
+                "get",
+                "A run's status",
+                query=(("requestId", True, "string"),),
+                response=RunSummary,
+            ),
+        ),
     ),
     Route(
         "/neta/api/agent/runs",
-        (Operation("get", "The caller's runs", query=(("sessionId", False, "string"),)),),
+        (
+            Operation(
+                "get",
+                "The caller's runs",
+                query=(("sessionId", False, "string"),),
+                response=RunList,
+            ),
+        ),
     ),
     Route(
         "/neta/api/agent/attachment/download",
@@ -139,6 +156,14 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
 
 
+def _component(model: type[BaseModel], components: dict[str, Any]) -> dict[str, Any]:
+    """A reference to ``model``'s schema, which joins ``components`` with the models it uses."""
+    schema = _schema(model)
+    components.update(schema.pop("$defs", {}))
+    components[model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
 def _operation(op: Operation, components: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"summary": op.summary, "security": [{"token": []}]}
     if op.query:
@@ -147,21 +172,17 @@ def _operation(op: Operation, components: dict[str, Any]) -> dict[str, Any]:
             for name, required, kind in op.query
         ]
     if op.body is not None:
-        schema = _schema(op.body)
-        components.update(schema.pop("$defs", {}))
-        components[op.body.__name__] = schema
         out["requestBody"] = {
             "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": f"#/components/schemas/{op.body.__name__}"}}
-            },
+            "content": {"application/json": {"schema": _component(op.body, components)}},
         }
     error = {
         "description": "refused",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
     }
+    success = _component(op.response, components) if op.response is not None else {}
     responses: dict[str, Any] = {
-        "200": {"description": "success", "content": {op.content: {"schema": {}}}},
+        "200": {"description": "success", "content": {op.content: {"schema": success}}},
         "400": error,
         "403": error,
         "404": error,

@@ -37,9 +37,10 @@ class RunRecord:
     prompt: str = ""
     imported: bool = False
     options: dict[str, Any] = field(default_factory=dict)
-    """What the run was started with (tools, max steps, virtual tools, …)."""
+    """What the run was started with: the runtime's ``RunOptions`` as a JSON document (with its
+    ``version``; the store never reads it)."""
     state: dict[str, Any] = field(default_factory=dict)
-    """Where the loop is: step, phase, pending ask, usage."""
+    """Where its loop is: the runtime's ``RunState`` as a JSON document (likewise)."""
 
 
 @dataclass(slots=True)

@@ -1,0 +1,71 @@
+"""What the run API says about a run (its status, its pending ask): wire models, not events.
+
+They are built from the runtime's own record of the run and never are that record: the runtime
+may rename what it keeps without any client noticing. As with events, fields are only added.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict
+
+from .models import Usage, _Wire
+
+AskKind = Literal["permission", "clarify"]
+RunStatusName = Literal["running", "suspended", "completed", "failed"]
+
+
+class _Documented(_Wire):
+    """Field docstrings become the descriptions of the API document."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
+class PendingAsk(_Documented):
+    """What a suspended run waits for: a decision on a tool call, or an answer to a question."""
+
+    kind: AskKind
+    """``permission`` (answer with ``approved``) or ``clarify`` (answer with ``answer``)."""
+    ask_id: str
+    """Pass it back to ``resumeTask`` as ``askId`` (for a question: the ``clarifyId``)."""
+    tool_call_id: str
+    """The tool call that waits."""
+    tool_name: str
+    """Its tool."""
+
+
+class RunSummary(_Documented):
+    """A run as ``GET …/run/status`` and ``GET …/runs`` describe it."""
+
+    request_id: str
+    """The run."""
+    session_id: str
+    """Its session."""
+    status: RunStatusName
+    """``running``, ``suspended``, ``completed`` or ``failed``."""
+    model: str
+    """The model it runs on."""
+    prompt: str
+    """The user's prompt."""
+    created: float
+    """When it started (seconds since the epoch)."""
+    imported: bool = False
+    """A history run registered without a stream (its stream answers 409)."""
+    last_seq: int
+    """Seq of its last event (-1 before the first)."""
+    step: int
+    """Model replies so far."""
+    recoverable: bool
+    """A failure ``retryTask`` can continue."""
+    pending_ask: PendingAsk | None = None
+    """What it waits for while suspended on a permission ask or a question."""
+    usage: Usage
+    """Its token totals."""
+
+
+class RunList(_Documented):
+    """``GET …/runs``: the caller's runs, newest first."""
+
+    runs: list[RunSummary]
+    """One summary per run."""

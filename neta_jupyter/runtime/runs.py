@@ -1,0 +1,123 @@
+"""Runs as the runtime works with them: the store's record with typed options and state.
+
+The store keeps a run's options and state as JSON documents and never reads them; this module
+turns them into :class:`RunOptions` and :class:`RunState` (upgrading documents of an older
+shape) and back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..events.runs import RunSummary
+from ..store import RecordStore, RunRecord, RunStatus
+from .state import RunOptions, RunState, load_options, load_state
+
+
+@dataclass(slots=True)
+class Run:
+    """One run (one requestId)."""
+
+    request_id: str
+    """The run."""
+    principal: str
+    """The user it belongs to."""
+    session_id: str
+    """Its session."""
+    status: RunStatus
+    """Where it stands."""
+    model: str
+    """The model it runs on."""
+    created: float
+    """When it started (seconds since the epoch)."""
+    prompt: str = ""
+    """The user's prompt."""
+    imported: bool = False
+    """A history run registered without a stream."""
+    options: RunOptions = field(default_factory=RunOptions)
+    """What it was started with."""
+    state: RunState = field(default_factory=RunState)
+    """Where its loop is."""
+
+    def record(self) -> RunRecord:
+        """As the store keeps it."""
+        return RunRecord(
+            request_id=self.request_id,
+            principal=self.principal,
+            session_id=self.session_id,
+            status=self.status,
+            model=self.model,
+            created=self.created,
+            prompt=self.prompt,
+            imported=self.imported,
+            options=self.options.to_document(),
+            state=self.state.to_document(),
+        )
+
+    @classmethod
+    def of(cls, record: RunRecord) -> Run:
+        """The run a stored record describes, in whatever shape it was stored."""
+        return cls(
+            request_id=record.request_id,
+            principal=record.principal,
+            session_id=record.session_id,
+            status=record.status,
+            model=record.model,
+            created=record.created,
+            prompt=record.prompt,
+            imported=record.imported,
+            options=load_options(record.options),
+            state=load_state(record.state),
+        )
+
+    def summary(self, last_seq: int) -> RunSummary:
+        """What clients are told about the run."""
+        ask = self.state.ask
+        return RunSummary(
+            request_id=self.request_id,
+            session_id=self.session_id,
+            status=self.status,
+            model=self.model,
+            prompt=self.prompt,
+            created=self.created,
+            imported=self.imported,
+            last_seq=last_seq,
+            step=self.state.step,
+            recoverable=self.state.recoverable,
+            pending_ask=ask.to_wire() if ask is not None else None,
+            usage=self.state.usage,
+        )
+
+
+class Runs:
+    """Typed runs over the store's run records."""
+
+    def __init__(self, records: RecordStore) -> None:
+        self.records = records
+
+    def create(self, run: Run) -> None:
+        """Persist a new run."""
+        self.records.create_run(run.record())
+
+    def save(self, run: Run, *, keep: bool = False) -> None:
+        """Persist a run's status and state (``keep``: see :meth:`RecordStore.save_run`)."""
+        self.records.save_run(run.record(), keep=keep)
+
+    def get(self, request_id: str) -> Run | None:
+        """The run, if it exists."""
+        record = self.records.get_run(request_id)
+        return Run.of(record) if record is not None else None
+
+    def find(
+        self,
+        *,
+        principal: str | None = None,
+        session_id: str | None = None,
+        status: RunStatus | None = None,
+        limit: int = 200,
+    ) -> list[Run]:
+        """Runs matching the filters, newest first."""
+        found = self.records.runs(
+            principal=principal, session_id=session_id, status=status, limit=limit
+        )
+        return [Run.of(r) for r in found]

@@ -1,0 +1,165 @@
+"""A run's options (what it was started with) and state (where its loop is), typed.
+
+Both are stored with the run's record as JSON documents that carry their ``version``. A document
+of an older shape is upgraded step by step when it is read (:func:`upgrade_state`), so a run
+stored by an earlier release loads, resumes and retries like a new one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ..events import Usage
+from ..events.runs import AskKind, PendingAsk
+from ..providers.base import ThinkingLevel
+from .guards import RepeatedCalls, StepVerdict
+from .streaming import KeptReply
+from .tooling import VirtualTool
+
+OPTIONS_VERSION = 1
+STATE_VERSION = 1
+
+Approve = Literal["ask", "auto", "deny"]
+
+
+class RunOptions(BaseModel):
+    """What a run was started with; it never changes afterwards."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    version: int = OPTIONS_VERSION
+    """Shape of the stored document; older shapes are upgraded when read."""
+    virtual_tools: list[VirtualTool] = Field(default_factory=list)
+    """Tools the caller renders itself, answered with their mock response (seed 003 §8)."""
+    tools: list[str] | None = None
+    """Names of the tools offered to the model (``None``: the endpoint's or all)."""
+    max_steps: int | None = None
+    """Model replies at most (``None``: the runtime's limit)."""
+    approve: Approve = "ask"
+    """What a call that needs permission gets: asked, allowed or denied without asking."""
+    kernel_id: str | None = None
+    """The notebook kernel the run's kernel tools use."""
+    notebook_path: str | None = None
+    """The notebook the prompt came from (its folder's ``AGENTS.md`` joins the context)."""
+    thinking_level: ThinkingLevel | None = None
+    """How hard the model thinks in this run (``None``: the session's level)."""
+    kernel_variables: list[str] | None = None
+    """The kernel's variables when the prompt was written, one summary line each."""
+    kind: Literal["agent", "compact"] = "agent"
+    """``compact``: a run that only summarises its session's older turns."""
+    instructions: str | None = None
+    """What a compaction run's summary should also keep."""
+
+    def to_document(self) -> dict[str, Any]:
+        """As stored (camelCase, as the run was requested)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class Ask(BaseModel):
+    """The permission ask or question a suspended run waits on."""
+
+    kind: AskKind
+    """``permission``: a decision on a tool call; ``clarify``: an answer to a question."""
+    ask_id: str
+    """The id the answer must name."""
+    tool_call_id: str
+    """The call that waits."""
+    tool_name: str
+    """Its tool."""
+
+    def to_wire(self) -> PendingAsk:
+        """What clients are told (``pendingAsk``)."""
+        return PendingAsk(
+            kind=self.kind,
+            ask_id=self.ask_id,
+            tool_call_id=self.tool_call_id,
+            tool_name=self.tool_name,
+        )
+
+
+class RunState(BaseModel):
+    """Everything a later activation of the run needs besides the session tree."""
+
+    version: int = STATE_VERSION
+    """Shape of the stored document; older shapes are upgraded when read."""
+    step: int = 0
+    """Model replies completed."""
+    phase: Literal["model", "tools"] = "model"
+    """Where the next activation starts: ask the model, or run the last reply's calls."""
+    leaf: str | None = None
+    """The session-tree entry the conversation continues from."""
+    assistant_message_id: str | None = None
+    """The entry id announced in SESSION_CREATED for this turn's first reply."""
+    assistant_used: bool = False
+    """Whether a reply has taken that id yet."""
+    last_assistant: str | None = None
+    """Entry of the latest reply (the ``messageId`` of terminal events)."""
+    ask: Ask | None = None
+    """What the run waits on while suspended."""
+    decisions: dict[str, bool] = Field(default_factory=dict)
+    """Tool call id → the user's permission decision."""
+    answers: dict[str, str] = Field(default_factory=dict)
+    """Tool call id → the user's answer to its question."""
+    recoverable: bool = False
+    """The run failed in a way ``retryTask`` can continue."""
+    usage: Usage = Field(default_factory=Usage)
+    """Token totals of the run."""
+    attempt_seq: int = 0
+    """Budget checks made (``BUDGET_CHECKED.attemptSeq``)."""
+    remind: str | None = None
+    """A nudge added to the next request only."""
+    failed_tool_steps: int = 0
+    """Steps in a row whose tool calls all failed."""
+    repeat: RepeatedCalls | None = None
+    """The latest step's calls and how many steps in a row made exactly them."""
+    verdict: StepVerdict | None = None
+    """The verdict on the current step's calls, kept so a resumed step decides alike."""
+    kept_reply: KeptReply | None = None
+    """What clients saw of a reply cut off mid-stream, so asking again does not repeat it."""
+
+    def to_document(self) -> dict[str, Any]:
+        """As stored."""
+        return self.model_dump(mode="json")
+
+
+def load_options(document: dict[str, Any]) -> RunOptions:
+    """Options as stored, of any version (the first shape had the same keys, no version)."""
+    return RunOptions.model_validate(document)
+
+
+def load_state(document: dict[str, Any]) -> RunState:
+    """State as stored, of any version."""
+    return RunState.model_validate(upgrade_state(document))
+
+
+def upgrade_state(document: dict[str, Any]) -> dict[str, Any]:
+    """The document in the current shape."""
+    doc = dict(document)
+    if doc.get("version") is None:
+        doc = _state_from_first_shape(doc)
+    return doc
+
+
+def _state_from_first_shape(doc: dict[str, Any]) -> dict[str, Any]:
+    """The first stored shape: a plain dict, camelCase ask and usage, other names for two keys."""
+    if isinstance(ask := doc.get("ask"), dict):
+        doc["ask"] = {
+            "kind": ask.get("kind", "permission"),
+            "ask_id": ask.get("askId"),
+            "tool_call_id": ask.get("toolCallId"),
+            "tool_name": ask.get("toolName"),
+        }
+    if isinstance(guard := doc.pop("guard", None), dict):
+        doc["verdict"] = guard
+    if isinstance(kept := doc.pop("shown_of_step", None), dict):
+        doc["kept_reply"] = {
+            "step": kept.get("step"),
+            "text": kept.get("text") or "",
+            "reasoning": kept.get("reasoning") or "",
+            "tool_calls": kept.get("toolCalls") or [],
+        }
+    doc["version"] = 1
+    return doc
