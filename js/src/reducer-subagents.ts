@@ -47,12 +47,18 @@ function childOf(state: RunState, batch: SubagentBatch | undefined, data: Loose<
   return batch.children.find((child) => state.children.byId[child]?.agentId === agentId);
 }
 
+/** The same request as `prev` (told again with the child's next change) keeps `prev`, so its prompt stays armed. */
+function same<T extends { readonly askId?: string; readonly clarifyId?: string }>(prev: T | null, next: T | null): T | null {
+  if (!prev || !next) return next;
+  return JSON.stringify(prev) === JSON.stringify(next) ? prev : next;
+}
+
 /** A new ask replaces the one before; a child that moved on (not suspended) waits for nothing. */
 function waitsFor(child: SubagentChild, ask: Record<string, unknown> | null, status: string): Pick<SubagentChild, "permission" | "clarify"> {
   if (ask) {
     return {
-      permission: ask["type"] === "permission_ask" ? readPermission(ask) : null,
-      clarify: ask["type"] === "clarify" ? readClarify(ask) : null,
+      permission: same(child.permission, ask["type"] === "permission_ask" ? readPermission(ask) : null),
+      clarify: same(child.clarify, ask["type"] === "clarify" ? readClarify(ask) : null),
     };
   }
   return status === "suspended" ? { permission: child.permission, clarify: child.clarify } : { permission: null, clarify: null };

@@ -55,6 +55,13 @@ describe("the reducer, for a run that delegates", () => {
     expect(going).toMatchObject({ status: "running", permission: null, clarify: null });
   });
 
+  it("keeps the same ask told again with the child's next change, so its prompt is not built again", () => {
+    const asking = reduceAll(upTo(events, 5));
+    const again = reduce(asking, { ...events[5]!, seq: 6, data: { ...events[5]!.data, message: "Waiting for approval of python" } });
+    expect(again.children.byId["r_child_b"]?.permission).toBe(asking.children.byId["r_child_b"]?.permission);
+    expect(again.children.byId["r_child_b"]?.message).toBe("Waiting for approval of python");
+  });
+
   it("takes a child's question the same way", () => {
     const asked = reduce(
       reduceAll(upTo(events, 4)),
@@ -178,6 +185,9 @@ describe("the sub-agent panel", () => {
     expect(byTestId("neta-subagent-title").textContent).toBe("2 sub-agents · finished");
     // The rows were updated in place, not built again.
     expect(row("r_child_a")).toBe(a);
+    // A status line that only repeats the status is not shown twice.
+    show([...events.slice(0, 6), envelope("SUBAGENT_EVENT", 6, { type: "subagent", batchId: "b1", agentId: "a1", status: "completed", message: "Done" }, "r_parent")]);
+    expect(byTestId("neta-subagent-status", row("r_child_a")).textContent).toBe("Done");
   });
 
   it("shows what models wrote as text: no markup of a task, status line or answer gets into the page", () => {

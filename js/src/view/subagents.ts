@@ -23,9 +23,17 @@ const STATUS_LABELS: Readonly<Record<string, string>> = {
 };
 
 export function childStatusLabel(child: SubagentChild): string {
-  if (child.status === "suspended" && child.permission) return "Waiting for your approval";
-  if (child.status === "suspended" && child.clarify) return "Waiting for your answer";
+  if (child.permission) return "Waiting for your approval";
+  if (child.clarify) return "Waiting for your answer";
   return STATUS_LABELS[child.status] ?? child.status;
+}
+
+/** The label, and what the child is doing when that says more (and it is not waiting for you). */
+export function childStatusLine(child: SubagentChild): string {
+  const label = childStatusLabel(child);
+  const waiting = child.permission !== null || child.clarify !== null;
+  const line = child.message?.trim() ?? "";
+  return line && !waiting && line.toLowerCase() !== label.toLowerCase() ? `${label} · ${line}` : label;
 }
 
 /** Tokens and duration, as far as the parent's stream told them. */
@@ -84,7 +92,7 @@ class ChildRow {
     setText(this.role, child.role ?? "");
     setVisible(this.role, Boolean(child.role));
     setText(this.task, child.task || child.agentId || child.requestId);
-    setText(this.status, child.message && !child.permission && !child.clarify ? `${childStatusLabel(child)} · ${child.message}` : childStatusLabel(child));
+    setText(this.status, childStatusLine(child));
     setData(this.element, "status", child.status);
     setText(this.meta, childMeta(child));
     setVisible(this.meta, this.meta.textContent !== "");
