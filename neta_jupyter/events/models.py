@@ -450,6 +450,9 @@ class TokenUsageData(_Wire):
     """Turn cached input tokens."""
     reasoning_tokens: int = 0
     """Turn reasoning tokens."""
+    subagent_request_id: str | None = None
+    """The figures are a sub-agent's (this child run's whole usage), counted in this run's; the
+    session totals already hold them."""
 
 
 CompactionScope = Literal["in-loop", "turn-level", "manual", "reactive"]
@@ -610,8 +613,9 @@ class SessionEntryData(_Wire):
     """Entry id."""
     parent_id: str | None = None
     """Parent entry (None at the root)."""
-    role: Literal["user", "assistant", "tool", "summary"]
-    """Who the entry is from."""
+    role: Literal["user", "assistant", "tool", "summary", "subagent"]
+    """Who the entry is from; ``subagent``: a child run the run delegated a task to (the
+    child's own entries hang below it)."""
     preview: str | None = None
     """First characters of its content."""
     request_id: str | None = None
@@ -621,6 +625,8 @@ class SessionEntryData(_Wire):
     wait for the user); ``complete`` once the entry changes no more."""
     tool_calls: list[EntryToolCall] | None = None
     """An assistant entry's tool calls and how each ended so far."""
+    child_request_id: str | None = None
+    """A ``subagent`` entry's child run (``pending`` until that run has ended)."""
 
 
 class SessionLeafData(_Wire):

@@ -61,7 +61,9 @@ class RunSummary(_Documented):
     pending_ask: PendingAsk | None = None
     """What it waits for while suspended on a permission ask or a question."""
     usage: Usage
-    """Its token totals."""
+    """Its token totals (a run that delegated counts its sub-agents' tokens in)."""
+    parent_request_id: str | None = None
+    """The run that started it as a sub-agent; absent for a run a user started."""
 
 
 class RunList(_Documented):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from . import _demo_delegate
 from ._demo_reading import (
     _COMPUTE,
     _DATA,
@@ -28,6 +29,7 @@ _IDEAS = {
     "list_variables": '"which columns of df have missing values?"',
     "inspect_variable": '"plot the column with the most missing values"',
     "python": '"plot a histogram of df", or another calculation',
+    "delegate": '"summarise one of those files"',
 }
 _ABILITIES = {
     "list_files": 'list the files next to your notebook: "what files are here?"',
@@ -35,6 +37,7 @@ _ABILITIES = {
     "list_variables": 'show the variables in your kernel: "what variables do I have?"',
     "inspect_variable": 'inspect a dataframe: "which columns of df have missing values?"',
     "python": 'run Python in your kernel, with your permission: "what is 17*23?"',
+    "delegate": 'hand independent parts to sub-agents: "compare notes.txt and data.csv"',
 }
 _DIRECT_ANSWER = """### Hello from the demo model
 
@@ -163,6 +166,8 @@ def _facts(done: _Done) -> list[str]:
         case "run_skill":
             report = done.output.split("\n[process log:")[0].strip().splitlines()
             return ["- The skill reported:", "", *report[:60]]
+        case "delegate":
+            return _demo_delegate.facts(done.output)
         case _:
             return [f"- `{done.name}` returned:", *_fenced(done.output, limit=8)]
 

@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
+from . import _demo_delegate
 from ._demo_answer import _answer, _reasoning
 from ._demo_reading import (
     _COMPUTE,
@@ -92,6 +93,11 @@ def _reply(request: ModelRequest) -> list[StreamPart]:
 def _candidates(turn: _Turn) -> Iterator[_Call]:
     """The calls the prompt asks for, in order; later ones may depend on earlier results."""
     plain, files = turn.plain, turn.files
+    if "delegate" in turn.offered and (delegation := _demo_delegate.delegation(plain, files)):
+        # Independent parts go to sub-agents; once they answered, there is nothing left to do.
+        yield _Call("delegate", *delegation)
+        if turn.results("delegate"):
+            return
     wants_data = bool(_DATA.search(plain))
     reads_unnamed = not files and not wants_data and not turn.expr and _READING.search(plain)
     if (

@@ -57,6 +57,8 @@ def entry_json(entry: Entry) -> dict[str, Any]:
     }
     if node.tool_calls:
         out["toolCalls"] = [c.model_dump(by_alias=True) for c in node.tool_calls]
+    if node.child_request_id:
+        out["childRequestId"] = node.child_request_id
     return out
 
 

@@ -81,6 +81,10 @@ class RuntimeConfig:
     the run."""
     kernel_wait: float = DEFAULT_KERNEL_WAIT
     """Seconds ``list_variables`` / ``inspect_variable`` wait while the user's cell runs."""
+    subagent_concurrency: int = 3
+    """Sub-agents of one ``delegate`` call that run at the same time; the others queue."""
+    subagent_depth: int = 1
+    """How deep sub-agents may nest: 1 lets a run delegate but not its sub-agents."""
 
     skill_catalogue: Callable[[Path], list[tuple[str, str]]] | None = None
     """(name, description) of the skills available under a root, for the system prompt."""

@@ -99,9 +99,13 @@ def messages(path: list[Entry]) -> list[Message]:
     Tool-call arguments that are not a JSON object (a reply cut off mid-call) go out as ``{}``:
     servers parse the history they are sent and refuse the whole request otherwise (llama.cpp
     answers HTTP 500), and the call's result already tells the model what was wrong.
+
+    A sub-agent's conversation starts below its ``subagent`` entry: what is above it is the
+    conversation of the run that delegated, whose call for it has no result yet.
     """
     out = []
-    for entry in path:
+    below = max((i + 1 for i, e in enumerate(path) if e.role == "subagent"), default=0)
+    for entry in path[below:]:
         message = Message.from_json(entry.message)
         if message.role == "tool":
             message.content = trimmed(message.content)

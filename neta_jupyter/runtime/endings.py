@@ -101,7 +101,7 @@ def close_open_calls(runs: Runs, run: Run, emitter: RunEmitter) -> None:
     answered = {e.message.get("tool_call_id") for e in path if e.role == "tool"}
     assistant = records.get_entry(state.last_assistant)
     calls = assistant.message.get("tool_calls", []) if assistant is not None else []
-    tree = SessionTree(records, emitter.log)
+    tree = SessionTree(records, emitter.log, moves_leaf=run.parent_request_id is None)
     for call in calls:
         if assistant is None or call["id"] in answered:
             continue

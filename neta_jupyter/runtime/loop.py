@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from ..events import (
     ClarifyData,
@@ -51,6 +51,9 @@ from .state import Ask, RunState
 from .streaming import Reply, SentSoFar, kept_across_activations
 from .tooling import ToolRunner
 from .tree import SessionTree
+
+if TYPE_CHECKING:
+    from .subagents import Subagents
 
 KERNEL_SUMMARY_WAIT = 1.5
 """Seconds to wait for the kernel's variable summary before going on without it."""
@@ -104,11 +107,14 @@ class RunLoop:
         kernel: KernelBridge | None,
         emitter: RunEmitter,
         system_prompt: str | None = None,
+        subagents: Subagents | None = None,
     ) -> None:
         self.run = run
         self.state = run.state
         self._records = store.records
-        self._tree = SessionTree(store.records, store.events)
+        self._tree = SessionTree(
+            store.records, store.events, moves_leaf=run.parent_request_id is None
+        )
         self._runs = runs
         self._config = config
         self._model = model
@@ -118,6 +124,7 @@ class RunLoop:
         self._emitter = emitter
         self._system_prompt = system_prompt or config.system_prompt
         self._kernel_summary: str | None = None
+        self._subagents = subagents
         self._runner = ToolRunner(
             run,
             emitter,
@@ -372,6 +379,9 @@ class RunLoop:
             kernel=self._kernel,
             variables_at_prompt=self.run.options.kernel_variables,
             kernel_wait=self._config.kernel_wait,
+            delegator=self._subagents.delegator(self.run, self._emitter, call.id)
+            if self._subagents is not None
+            else None,
         )
         return await self._runner.run_tool(call, tool, ctx)
 

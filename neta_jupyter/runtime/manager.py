@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
@@ -37,6 +37,7 @@ from .errors import BadRunRequest, RunConflict, RunNotFound
 from .loop import Finish, RunLoop, Step, Suspend, first_step
 from .runs import Run, Runs
 from .state import Approve, Ask, RunOptions, RunState
+from .subagents import Subagents
 from .tooling import VirtualTool
 from .tree import SessionTree, session_stream
 
@@ -72,6 +73,8 @@ class Runtime:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_reason: dict[str, str] = {}
         self._stopping = False
+        self.subagents = Subagents(self)
+        """The child runs of runs that delegate, and the trees they make."""
         self.register_secrets()
 
     def register_secrets(self) -> None:
@@ -332,27 +335,46 @@ class Runtime:
         return run
 
     async def terminate(self, principal: str, request_id: str) -> Run:
-        """Cancel a running or suspended run (USER_CANCELLED)."""
+        """Cancel a running or suspended run (USER_CANCELLED), and the children it started."""
         run = self.get_run(principal, request_id)
-        task = self._tasks.get(request_id)
-        if task is not None:
-            self._cancel_reason[request_id] = "user"
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        if self.is_active(request_id):
+            await self.cancel(request_id, "user")
             return self.get_run(principal, request_id)
-        if run.status != "suspended":
+        # Running without an activation here: a sub-agent waiting for a slot of its batch.
+        if run.status not in ("suspended", "running"):
             raise RunConflict(
                 f"run {request_id} is {run.status}; nothing to terminate", code="RUN_NOT_ACTIVE"
             )
-        await self._fail(
-            run,
-            self._emitter(run),
-            ErrorCode.USER_CANCELLED,
-            "the run was cancelled",
-            recoverable=False,
-            wait=False,
-        )
-        return run
+        await self.subagents.stop(request_id, "user")
+        return self.get_run(principal, request_id)
+
+    async def cancel(self, request_id: str, reason: str) -> None:
+        """Cancel the run's activation and wait for its end.
+
+        ``reason``: ``user`` (USER_CANCELLED), ``timeout`` (TASK_TIMEOUT: the run that delegated
+        to it ran out of time) or ``shutdown`` (suspended, resumable).
+        """
+        task = self._tasks.get(request_id)
+        if task is not None:
+            self._cancel_reason[request_id] = reason
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def cancel_reason(self, request_id: str) -> Literal["user", "timeout", "shutdown"]:
+        """Why the run's activation is being cancelled (no reason given: its time ran out)."""
+        reason = self._cancel_reason.get(request_id)
+        return "user" if reason == "user" else "shutdown" if reason == "shutdown" else "timeout"
+
+    def continue_run(self, run: Run) -> None:
+        """Start a stored run's loop from where it stands (a sub-agent, when its batch may)."""
+        run.status = "running"
+        self.runs.save(run)
+        self._launch(run, first_step(run.state))
+
+    @property
+    def stopping(self) -> bool:
+        """The runtime is shutting down: no activation starts."""
+        return self._stopping
 
     async def add_input(self, principal: str, request_id: str, content: str) -> str:
         """Queue input for the run's next step boundary."""
@@ -483,8 +505,12 @@ class Runtime:
     # --- lifecycle
 
     def recover(self) -> int:
-        """At start-up: runs left running by a crashed process end with SYSTEM_CRASH."""
-        return recover_crashed(self.runs, self._emitter)
+        """At start-up: runs left running by a crashed process end with SYSTEM_CRASH.
+
+        Except in run trees: a parent that waited for its children, and children that had not
+        got going, are suspended (resumable), so the tree goes on when resumed.
+        """
+        return self.subagents.recover() + recover_crashed(self.runs, self._emitter)
 
     async def shutdown(self) -> None:
         """Suspend every executing run with SHUTDOWN_INTERRUPT (resumable after restart)."""
@@ -528,6 +554,10 @@ class Runtime:
                 )
         return records.get_session(session.session_id) or session
 
+    def emitter(self, run: Run) -> RunEmitter:
+        """Publishes the run's events, carrying on from its step and token total."""
+        return self._emitter(run)
+
     def _emitter(self, run: Run) -> RunEmitter:
         emitter = RunEmitter(self.store.events, run.request_id)
         emitter.step = run.state.step or None
@@ -564,7 +594,16 @@ class Runtime:
                 recoverable=False,
             )
         except asyncio.CancelledError:
-            if self._cancel_reason.pop(run.request_id, "user") == "shutdown":
+            reason = self._cancel_reason.pop(run.request_id, "user")
+            if reason == "timeout":
+                await self._fail(
+                    run,
+                    emitter,
+                    ErrorCode.TASK_TIMEOUT,
+                    "the run that delegated this task ran out of time",
+                    recoverable=False,
+                )
+            elif reason == "shutdown":
                 await self._end(
                     run,
                     emitter,
@@ -622,16 +661,22 @@ class Runtime:
             if profile.compact
             else None
         )
+        base = self.config.compact_system_prompt if profile.compact else self.config.system_prompt
         return RunLoop(
             run,
             store=self.store,
             config=self.config,
             model=self.models.resolve(run.model),
             runs=self.runs,
-            tools=self.tools.select(names, kernel_attached=kernel is not None),
+            tools=self.tools.select(
+                names,
+                kernel_attached=kernel is not None,
+                may_start_runs=self.subagents.may_delegate(run),
+            ),
             kernel=kernel,
             emitter=emitter,
-            system_prompt=self.config.compact_system_prompt if profile.compact else None,
+            system_prompt=self.subagents.system_prompt(base, run),
+            subagents=self.subagents,
         )
 
     async def _end(self, run: Run, emitter: RunEmitter, outcome: Suspend | Finish) -> None:

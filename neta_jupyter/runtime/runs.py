@@ -38,6 +38,8 @@ class Run:
     """What it was started with."""
     state: RunState = field(default_factory=RunState)
     """Where its loop is."""
+    parent_request_id: str | None = None
+    """The run that started it as a sub-agent (``None``: a user started it)."""
 
     def record(self) -> RunRecord:
         """As the store keeps it."""
@@ -52,6 +54,7 @@ class Run:
             imported=self.imported,
             options=self.options.to_document(),
             state=self.state.to_document(),
+            parent_request_id=self.parent_request_id,
         )
 
     @classmethod
@@ -68,6 +71,7 @@ class Run:
             imported=record.imported,
             options=load_options(record.options),
             state=load_state(record.state),
+            parent_request_id=record.parent_request_id,
         )
 
     def summary(self, last_seq: int) -> RunSummary:
@@ -86,6 +90,7 @@ class Run:
             recoverable=self.state.recoverable,
             pending_ask=ask.to_wire() if ask is not None else None,
             usage=self.state.usage,
+            parent_request_id=self.parent_request_id,
         )
 
 
@@ -114,10 +119,15 @@ class Runs:
         principal: str | None = None,
         session_id: str | None = None,
         status: RunStatus | None = None,
+        parent_request_id: str | None = None,
         limit: int = 200,
     ) -> list[Run]:
         """Runs matching the filters, newest first."""
         found = self.records.runs(
-            principal=principal, session_id=session_id, status=status, limit=limit
+            principal=principal,
+            session_id=session_id,
+            status=status,
+            parent_request_id=parent_request_id,
+            limit=limit,
         )
         return [Run.of(r) for r in found]

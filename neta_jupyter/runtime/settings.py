@@ -67,6 +67,14 @@ class NetaSettings(Configurable):
     max_tool_calls_per_step = Int(
         16, help="Distinct tool calls one model reply may run; the rest are refused."
     ).tag(config=True)
+    subagent_concurrency = Int(
+        3, help="Sub-agents of one delegate call that run at the same time; the others queue."
+    ).tag(config=True)
+    subagent_depth = Int(
+        1,
+        help="How deep sub-agents may nest: 1 lets a run delegate but not its sub-agents, 0 "
+        "turns delegation off.",
+    ).tag(config=True)
     extra_tools = List(
         Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
     ).tag(config=True)
@@ -86,6 +94,8 @@ class NetaSettings(Configurable):
             max_tool_calls_per_step=self.max_tool_calls_per_step,
             skill_catalogue=skill_catalogue,
             kernel_wait=self.kernel_wait,
+            subagent_concurrency=max(1, self.subagent_concurrency),
+            subagent_depth=max(0, self.subagent_depth),
         )
 
 

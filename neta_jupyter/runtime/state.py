@@ -25,6 +25,27 @@ STATE_VERSION = 1
 Approve = Literal["ask", "auto", "deny"]
 
 
+class Delegated(BaseModel):
+    """What a sub-agent was asked, by which call of which batch (its parent is on its record)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    parent_tool_call_id: str
+    """The parent's ``delegate`` call that started it: a resumed parent finds it by this."""
+    batch_id: str
+    """The batch of children that call started."""
+    agent_id: str
+    """Its name within the batch."""
+    index: int
+    """Its place in the batch (the order of the call's tasks)."""
+    role_prompt: str | None = None
+    """Who it is and how it should work (its system prompt's role)."""
+    entry_id: str
+    """Its ``subagent`` entry in the session tree, above its own entries."""
+    depth: int = 1
+    """How deep in its tree it is (1: the child of a run a user started)."""
+
+
 class RunOptions(BaseModel):
     """What a run was started with; it never changes afterwards."""
 
@@ -52,6 +73,8 @@ class RunOptions(BaseModel):
     """``compact``: a run that only summarises its session's older turns."""
     instructions: str | None = None
     """What a compaction run's summary should also keep."""
+    delegated: Delegated | None = None
+    """A sub-agent's task and place in its batch (``None``: a user started the run)."""
 
     def to_document(self) -> dict[str, Any]:
         """As stored (camelCase, as the run was requested)."""
@@ -117,6 +140,8 @@ class RunState(BaseModel):
     """The latest step's calls and how many steps in a row made exactly them."""
     verdict: StepVerdict | None = None
     """The verdict on the current step's calls, kept so a resumed step decides alike."""
+    subagents_counted: list[str] = Field(default_factory=list)
+    """Sub-agents whose tokens are already in ``usage``."""
     kept_reply: KeptReply | None = None
     """What clients saw of a reply cut off mid-stream, so asking again does not repeat it."""
 

@@ -39,6 +39,12 @@ Kept beside the message's provider fields, which models never see it among."""
 
 PREVIEW_CHARS = 120
 
+SUBAGENT_CHILD = "childRequestId"
+"""Key of a ``subagent`` entry's message naming the child run it stands for."""
+
+SUBAGENT_ENDED = frozenset({"completed", "failed"})
+"""Statuses of a ``subagent`` entry whose child run has ended (the entry changes no more)."""
+
 
 def session_stream(session_id: str) -> str:
     """The key of a session's stream of tree events in the event log: the session's id."""
@@ -57,6 +63,10 @@ def entry_data(entry: Entry) -> SessionEntryData:
         )
         for call in message.get("tool_calls") or []
     ]
+    pending = any(c.status == "pending" for c in calls)
+    child = message.get(SUBAGENT_CHILD) if entry.role == "subagent" else None
+    if child is not None:
+        pending = message.get("status") not in SUBAGENT_ENDED
     return SessionEntryData(
         session_id=entry.session_id,
         entry_id=entry.entry_id,
@@ -64,17 +74,23 @@ def entry_data(entry: Entry) -> SessionEntryData:
         role=entry.role,
         preview=str(message.get("content", ""))[:PREVIEW_CHARS],
         request_id=entry.request_id,
-        status="pending" if any(c.status == "pending" for c in calls) else "complete",
+        status="pending" if pending else "complete",
         tool_calls=calls or None,
+        child_request_id=child,
     )
 
 
 class SessionTree:
-    """The session tree's writes: the records first, then their events."""
+    """The session tree's writes: the records first, then their events.
 
-    def __init__(self, records: RecordStore, log: EventLog) -> None:
+    ``moves_leaf=False`` writes a branch that leaves the session's leaf where it is: a
+    sub-agent's entries, while the conversation goes on from the run that delegated.
+    """
+
+    def __init__(self, records: RecordStore, log: EventLog, *, moves_leaf: bool = True) -> None:
         self.records = records
         self._log = log
+        self.moves_leaf = moves_leaf
 
     def add(
         self,
@@ -96,6 +112,7 @@ class SessionTree:
             request_id=request_id,
             parent_id=parent_id,
             entry_id=entry_id,
+            move_leaf=self.moves_leaf,
         )
         self._publish(session_id, EventType.SESSION_ENTRY_ADDED, entry_data(entry), run)
         self._moved(session_id, entry.entry_id, previous, request_id, run)
@@ -134,6 +151,12 @@ class SessionTree:
         )
         return entry
 
+    def update(self, entry: Entry, message: dict[str, Any], *, run: RunEmitter | None) -> None:
+        """Replace an entry's message (its place in the tree stays): SESSION_ENTRY_UPDATED."""
+        entry.message = message
+        self.records.update_entry(entry.entry_id, message)
+        self._publish(entry.session_id, EventType.SESSION_ENTRY_UPDATED, entry_data(entry), run)
+
     def switch(self, session_id: str, entry_id: str | None) -> None:
         """Move the session's leaf to another entry of its tree (the caller checked it is)."""
         previous = self._leaf(session_id)
@@ -151,7 +174,9 @@ class SessionTree:
     ) -> Entry:
         """:meth:`RecordStore.replace_path`, then the new branch's entries and its leaf."""
         previous = self._leaf(session_id)
-        leaf = self.records.replace_path(session_id, summary, kept, request_id)
+        leaf = self.records.replace_path(
+            session_id, summary, kept, request_id, move_leaf=self.moves_leaf
+        )
         for entry in self.records.path(session_id, leaf.entry_id):
             self._publish(session_id, EventType.SESSION_ENTRY_ADDED, entry_data(entry), run)
         self._moved(session_id, leaf.entry_id, previous, request_id, run)
@@ -169,7 +194,7 @@ class SessionTree:
         request_id: str | None,
         run: RunEmitter | None,
     ) -> None:
-        if leaf == previous:
+        if leaf == previous or not self.moves_leaf:
             return
         data = SessionLeafData(
             session_id=session_id,

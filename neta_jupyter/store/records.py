@@ -16,7 +16,9 @@ from ..events.redact import Redactor
 from .db import Database
 
 RunStatus = Literal["running", "suspended", "completed", "failed"]
-EntryRole = Literal["user", "assistant", "tool", "summary"]
+EntryRole = Literal["user", "assistant", "tool", "summary", "subagent"]
+"""``subagent``: a child run a run delegated to, and what became of it (its message holds the
+child's ``childRequestId``); the child's own entries hang below it."""
 
 
 def new_id(prefix: str) -> str:
@@ -41,6 +43,8 @@ class RunRecord:
     ``version``; the store never reads it)."""
     state: dict[str, Any] = field(default_factory=dict)
     """Where its loop is: the runtime's ``RunState`` as a JSON document (likewise)."""
+    parent_request_id: str | None = None
+    """The run that started this one as a sub-agent (``None`` for a run a user started)."""
 
 
 @dataclass(slots=True)
@@ -106,7 +110,8 @@ class RecordStore:
         """Persist a new run."""
         self._db.execute(
             "INSERT INTO runs (request_id, principal, session_id, status, model, created, updated,"
-            " imported, prompt, options, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " imported, prompt, options, state, parent_request_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.request_id,
                 run.principal,
@@ -119,6 +124,7 @@ class RecordStore:
                 self.redactor(run.prompt),
                 self._json(run.options),
                 self._json(run.state),
+                run.parent_request_id,
             ),
         )
 
@@ -145,6 +151,7 @@ class RecordStore:
         principal: str | None = None,
         session_id: str | None = None,
         status: RunStatus | None = None,
+        parent_request_id: str | None = None,
         limit: int = 200,
     ) -> list[RunRecord]:
         """Runs matching the filters, newest first."""
@@ -153,6 +160,7 @@ class RecordStore:
             ("principal", principal),
             ("session_id", session_id),
             ("status", status),
+            ("parent_request_id", parent_request_id),
         ):
             if value is not None:
                 clauses.append(f"{column} = ?")
@@ -200,8 +208,13 @@ class RecordStore:
         request_id: str | None,
         parent_id: str | None,
         entry_id: str | None = None,
+        move_leaf: bool = True,
     ) -> Entry:
-        """Append an entry under ``parent_id`` and make it the session's leaf."""
+        """Append an entry under ``parent_id`` and make it the session's leaf.
+
+        Without ``move_leaf`` the leaf stays: a sub-agent writes its own branch while the
+        conversation goes on from the run that delegated to it.
+        """
         message = self.redactor.value(message)
         entry = Entry(
             entry_id or new_id("e"), session_id, parent_id, role, message, request_id, time.time()
@@ -219,7 +232,8 @@ class RecordStore:
                 entry.created,
             ),
         )
-        self.set_leaf(session_id, entry.entry_id)
+        if move_leaf:
+            self.set_leaf(session_id, entry.entry_id)
         return entry
 
     def update_entry(self, entry_id: str, message: dict[str, Any]) -> None:
@@ -292,12 +306,19 @@ class RecordStore:
         )
 
     def replace_path(
-        self, session_id: str, summary: dict[str, Any], kept: list[Entry], request_id: str | None
+        self,
+        session_id: str,
+        summary: dict[str, Any],
+        kept: list[Entry],
+        request_id: str | None,
+        *,
+        move_leaf: bool = True,
     ) -> Entry:
         """Atomically start a branch: a summary root, then copies of ``kept``, as the new leaf.
 
         The old entries stay in the tree (history), but the conversation the model sees from the
-        new leaf is the summary plus the kept turn.
+        new leaf is the summary plus the kept turn. Without ``move_leaf`` the session's leaf
+        stays (a sub-agent's branch).
         """
         now = time.time()
         root = Entry(new_id("e"), session_id, None, "summary", summary, request_id, now)
@@ -330,12 +351,13 @@ class RecordStore:
             )
             for e in chain
         ]
-        statements.append(
-            (
-                "UPDATE sessions SET leaf_entry_id = ? WHERE session_id = ?",
-                (chain[-1].entry_id, session_id),
+        if move_leaf:
+            statements.append(
+                (
+                    "UPDATE sessions SET leaf_entry_id = ? WHERE session_id = ?",
+                    (chain[-1].entry_id, session_id),
+                )
             )
-        )
         self._db.atomic(statements)
         return chain[-1]
 
@@ -407,6 +429,7 @@ def _run(row: Any) -> RunRecord:
         imported=bool(row["imported"]),
         options=json.loads(row["options"]),
         state=json.loads(row["state"]),
+        parent_request_id=row["parent_request_id"],
     )
 
 

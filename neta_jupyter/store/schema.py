@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS runs (
     imported INTEGER NOT NULL DEFAULT 0,
     prompt TEXT NOT NULL DEFAULT '',
     options TEXT NOT NULL DEFAULT '{}',
-    state TEXT NOT NULL DEFAULT '{}'
+    state TEXT NOT NULL DEFAULT '{}',
+    parent_request_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_principal ON runs (principal, created);
 CREATE INDEX IF NOT EXISTS runs_by_session ON runs (session_id, created);
@@ -89,6 +90,13 @@ def migrate(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE sessions ADD COLUMN todo TEXT NOT NULL DEFAULT '[]'")
     if "thinking_level" not in columns:
         conn.execute("ALTER TABLE sessions ADD COLUMN thinking_level TEXT")
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    if "parent_request_id" not in columns:
+        conn.execute("ALTER TABLE runs ADD COLUMN parent_request_id TEXT")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS runs_by_parent ON runs (parent_request_id)"
+        " WHERE parent_request_id IS NOT NULL"
+    )
     columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
     if "request_id" in columns:  # events keyed by (request_id, seq)
         conn.executescript(

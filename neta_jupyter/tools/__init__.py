@@ -1,6 +1,7 @@
 """Tools the agent can call, their registry and the permission rules that guard them."""
 
 from .agent import clarify, todo
+from .delegate import SubTask, delegate
 from .files import list_files, read_file
 from .permissions import DEFAULT_RULES, Decision, PermissionRule, decide
 from .registry import (
@@ -19,7 +20,7 @@ from .skills import discover_skills, run_skill
 
 def builtin_tools() -> list[Tool]:
     """Tools every runtime offers unless configured otherwise."""
-    return [list_files, read_file, clarify, todo, run_skill]
+    return [list_files, read_file, clarify, todo, run_skill, delegate]
 
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "KernelBridge",
     "PermissionRule",
     "ProcessSink",
+    "SubTask",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -36,6 +38,7 @@ __all__ = [
     "ToolResult",
     "builtin_tools",
     "decide",
+    "delegate",
     "discover_skills",
     "list_files",
     "read_file",

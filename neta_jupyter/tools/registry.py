@@ -16,11 +16,14 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..providers.base import ToolDefinition
+
+if TYPE_CHECKING:
+    from .delegate import Delegator
 
 ToolHost = Literal["server", "kernel"]
 
@@ -137,6 +140,8 @@ class ToolContext:
     """The kernel's variables, one summary line each, as the ``%neta`` cell saw them."""
     kernel_wait: float = DEFAULT_KERNEL_WAIT
     """Seconds introspection waits for a kernel that is running a cell."""
+    delegator: Delegator | None = None
+    """Starts child runs of the run (sub-agents), for tools that ``starts_runs``."""
 
 
 ToolFunction = Callable[..., Awaitable[ToolResult | str]]
@@ -152,6 +157,8 @@ class Tool:
     arguments_model: type[BaseModel]
     readonly: bool = False
     host: ToolHost = "server"
+    starts_runs: bool = False
+    """It starts child runs: not offered to a run that may not start any (too deep a child)."""
 
     @property
     def definition(self) -> ToolDefinition:
@@ -216,7 +223,11 @@ def _arguments_model(name: str, function: ToolFunction) -> type[BaseModel]:
 
 
 def tool(
-    *, name: str | None = None, readonly: bool = False, host: ToolHost = "server"
+    *,
+    name: str | None = None,
+    readonly: bool = False,
+    host: ToolHost = "server",
+    starts_runs: bool = False,
 ) -> Callable[[ToolFunction], Tool]:
     """Make a :class:`Tool` of an ``async def f(ctx, …)``; its docstring is the description."""
 
@@ -229,6 +240,7 @@ def tool(
             arguments_model=_arguments_model(tool_name, function),
             readonly=readonly,
             host=host,
+            starts_runs=starts_runs,
         )
 
     return wrap
@@ -254,11 +266,21 @@ class ToolRegistry:
         """Registered names, in registration order."""
         return list(self._tools)
 
-    def select(self, names: list[str] | None, *, kernel_attached: bool) -> list[Tool]:
-        """The tools for one run: those named (all when None), kernel tools only with a kernel."""
+    def select(
+        self, names: list[str] | None, *, kernel_attached: bool, may_start_runs: bool = True
+    ) -> list[Tool]:
+        """The tools for one run: those named (all when None), with the tools it may use.
+
+        Kernel tools come only with a kernel, tools that start child runs only when the run may
+        start them.
+        """
         chosen = (
             self._tools.values()
             if names is None
             else [self._tools[n] for n in names if n in self._tools]
         )
-        return [t for t in chosen if kernel_attached or t.host != "kernel"]
+        return [
+            t
+            for t in chosen
+            if (kernel_attached or t.host != "kernel") and (may_start_runs or not t.starts_runs)
+        ]

@@ -1,0 +1,67 @@
+"""The ``delegate`` tool: hand independent parts of a task to sub-agents that work in parallel.
+
+Each task becomes a child run of the calling run (a full run of its own, followable and resumable
+like any other); the tool returns once every child has ended, with their answers. The runtime
+supplies how children are started (:class:`Delegator`); this module only says what may be asked.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .registry import ToolContext, ToolError, ToolResult, tool
+
+MAX_TASKS = 8
+"""Children one call may start."""
+
+
+class SubTask(BaseModel):
+    """One part of the work, for one sub-agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(min_length=1, max_length=8000, description="what this sub-agent must do")
+    name: str | None = Field(
+        default=None, max_length=80, description="a short name for it, e.g. the file it handles"
+    )
+    role: str | None = Field(
+        default=None,
+        max_length=4000,
+        description="a role prompt: who the sub-agent is and how it should work",
+    )
+    tools: list[str] | None = Field(
+        default=None, description="the tools it may use (default: the same as yours)"
+    )
+    model: str | None = Field(default=None, description="the model it runs on (default: yours)")
+    max_steps: int | None = Field(
+        default=None, ge=1, le=50, description="model replies it may make at most"
+    )
+
+
+class Delegator(Protocol):
+    """Starts a run's child runs and waits for them (supplied by the runtime)."""
+
+    async def delegate(self, tasks: list[SubTask]) -> ToolResult:
+        """Run one child per task, in parallel; their answers once every one has ended."""
+        ...
+
+
+@tool(name="delegate", readonly=True, starts_runs=True)
+async def delegate(
+    ctx: ToolContext,
+    tasks: Annotated[
+        list[SubTask],
+        Field(min_length=1, max_length=MAX_TASKS, description="one entry per sub-agent"),
+    ],
+) -> ToolResult:
+    """Hand independent parts of the work to sub-agents that work at the same time.
+
+    Use it when the request has parts that do not depend on each other (one file each, one
+    question each); each sub-agent starts fresh with only its task, so say everything it needs.
+    Do not use it for a single step you can do yourself.
+    """
+    if ctx.delegator is None:
+        raise ToolError("sub-agents cannot be started from this run")
+    return await ctx.delegator.delegate(tasks)
