@@ -435,3 +435,31 @@ async def test_a_partial_read_is_reported_with_the_file_totals() -> None:
     assert "`notes.txt` has 9,120 lines (401,554 bytes)." in answer
     assert "- I read lines 1 to 3 of it" in answer
     assert "```text\nalpha\nbeta\ngamma\n```" in answer
+
+
+async def test_gives_each_file_of_a_comparison_to_a_sub_agent_and_compares_their_answers() -> None:
+    prompt = "compare notes.txt, data.csv and README.md"
+    chat = Conversation(prompt, (*ALL_TOOLS, "delegate"))
+    call = await chat.call()
+    assert call.name == "delegate"
+    tasks = json.loads(call.arguments)["tasks"]
+    assert [t["name"] for t in tasks] == ["notes.txt", "data.csv", "README.md"]
+    assert all(t["name"] in t["task"] for t in tasks), "each task names its file"
+    sections = [
+        f"### {i}. {t['name']} (completed, run r_{i})\nTask: {t['task']}\nAnswer:\n"
+        f"### What I found\n\n- `{t['name']}` has {i} lines ({i * 100} bytes).\n\n"
+        f"```text\nline one of {t['name']}\n```"
+        for i, t in enumerate(tasks, 1)
+    ]
+    chat.reply(call, "Sub-agents finished: 3 of 3 completed.\n\n" + "\n\n".join(sections))
+    answer = await chat.answer()
+    for i, t in enumerate(tasks, 1):
+        assert f"- `{t['name']}` has {i} lines ({i * 100} bytes)." in answer
+        assert f"It begins: `line one of {t['name']}`" in answer
+    assert "`README.md` is the largest (300 bytes), `notes.txt` the smallest" in answer
+    assert chat.names == ["delegate"], "what the sub-agents found is not read again"
+
+
+async def test_without_sub_agents_a_comparison_reads_each_file_itself() -> None:
+    chat = Conversation("compare notes.txt and data.csv")
+    assert [(await chat.call()).name, (await chat.call()).name] == ["read_file"] * 2

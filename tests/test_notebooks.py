@@ -110,3 +110,20 @@ def test_skill_profiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     report, _ = cell_output(nb, "%neta profile")
     assert "run_skill" in report
     assert "sales.csv" in report
+
+
+def test_subagents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nb = execute("subagents.ipynb", tmp_path, monkeypatch)
+    assert_runs_completed(nb, 1)
+    answer, _ = cell_output(nb, "%neta compare")
+    assert "delegate" in answer
+    for name in ("notes.txt", "data.csv", "README.md"):
+        assert f"`{name}` has " in answer, name
+    _, children = cell_output(nb, "import neta_jupyter")
+    assert [line.split()[:2] for line in children.splitlines()[:3]] == [
+        ["notes.txt", "completed"],
+        ["data.csv", "completed"],
+        ["README.md", "completed"],
+    ]
+    _, history = cell_output(nb, "%neta history")
+    assert history.count("(sub-agent of ") == 3

@@ -378,6 +378,8 @@ def _describe_run(summary: dict[str, Any], *, brief: bool = False) -> str:
         f"{summary.get('requestId')}  {summary.get('status')}  {summary.get('model')}  "
         f"step {summary.get('step', 0)}  {tokens:,} tokens  {when}"
     )
+    if parent := summary.get("parentRequestId"):
+        prompt = f"(sub-agent of {parent}) {prompt}"
     if brief:
         return f"{head}\n    {prompt}"
     lines = [head, f"prompt: {prompt}"]

@@ -56,18 +56,29 @@ def _said(body: list[str]) -> str:
     return next((line for line in body if line.startswith("Failed")), "").strip()
 
 
+def _first_shown_line(said: str) -> str | None:
+    """The first line of the first fenced block of an answer (a file's opening line)."""
+    lines = said.splitlines()
+    for index, line in enumerate(lines[:-1]):
+        if line.startswith("```") and (shown := lines[index + 1].strip().replace("`", "'")):
+            return shown[:100] if not shown.startswith("```") else None
+    return None
+
+
 def facts(output: str) -> list[str]:
     """The answer's bullet points: each sub-agent's main findings, then how the parts compare."""
     parts = findings(output)
-    out = [f"- I gave each part to a sub-agent of its own; {len(parts)} worked at the same time."]
+    out = [f"- I gave each part to a sub-agent of its own ({len(parts)} in all), side by side."]
     sizes: dict[str, int] = {}
     for name, status, said in parts:
         if status != "completed":
             out.append(f"- `{name}`: the sub-agent did not finish ({said or status}).")
             continue
-        points = [line for line in said.splitlines() if line.startswith("- ")]
+        points = [line for line in said.splitlines() if line.startswith("- ")][:3]
+        if first := _first_shown_line(said):
+            points.append(f"- It begins: `{first}`")
         out.append(f"- `{name}`, as its sub-agent found:")
-        out += [f"  {point}" for point in points[:3]] or ["  - (no findings)"]
+        out += [f"  {point}" for point in points] or ["  - (no findings)"]
         if size := _SIZE.search(said):
             sizes[name] = int(size[2].replace(",", ""))
     if len(sizes) >= 2:
