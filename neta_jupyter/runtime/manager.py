@@ -536,7 +536,8 @@ class Runtime:
     async def _supersede_suspended(self, session: SessionRecord) -> SessionRecord:
         """End the session's suspended runs; the session as it is after (its leaf may move)."""
         records = self.store.records
-        for run in self.runs.find(session_id=session.session_id, limit=20):
+        for found in self.runs.find(session_id=session.session_id, limit=20):
+            run = self.runs.get(found.request_id) or found  # stopping a tree ends runs further on
             if run.status == "running" or self.is_active(run.request_id):
                 raise RunConflict(
                     f"run {run.request_id} is still running in this session; stop it or use "
@@ -552,6 +553,7 @@ class Runtime:
                     recoverable=False,
                     wait=False,
                 )
+                await self.subagents.stop_children(run, "user")
         return records.get_session(session.session_id) or session
 
     def emitter(self, run: Run) -> RunEmitter:

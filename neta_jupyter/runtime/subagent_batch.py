@@ -39,6 +39,7 @@ class Batch:
         self.call_id = call_id
         self.batch_id = ""
         self.views: list[ChildView] = []
+        self._stopping = False
         self._tree = SessionTree(self._records, emitter.log, moves_leaf=False)
 
     async def run(self, children: list[Run], *, fresh: bool) -> ToolResult:
@@ -117,7 +118,7 @@ class Batch:
 
     def _fill(self, *, tell: bool = True) -> None:
         """Start queued children while fewer than the limit run."""
-        if self._rt.stopping:
+        if self._stopping or self._rt.stopping:
             return
         running = sum(v.status == "running" for v in self.views)
         for view in self.views:
@@ -212,6 +213,7 @@ class Batch:
 
     async def _stop(self, how: Stop) -> None:
         """The parent stops: its children end (or, at a shutdown, are suspended) too."""
+        self._stopping = True
         for view in self.views:
             if not view.done:
                 await self._owner.stop(view.request_id, how)

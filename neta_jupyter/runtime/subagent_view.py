@@ -177,21 +177,24 @@ class ChildView:
 
 
 RESULT_ANSWER_CHARS = 6000
-"""Characters of each child's answer in the delegate tool's result."""
+"""Characters of a child's answer in the delegate tool's result, at most."""
+RESULT_CHARS = 10_000
+"""Characters of all the children's answers in it: a model reads every child's part (a longer
+tool result would be trimmed in its middle, where children's answers are)."""
 
 
 def result_text(children: list[ChildView]) -> str:
     """What the model that delegated is told: each child's outcome and answer."""
     completed = sum(c.status == "completed" for c in children)
+    each = max(500, min(RESULT_ANSWER_CHARS, RESULT_CHARS // max(1, len(children))))
     lines = [f"Sub-agents finished: {completed} of {len(children)} completed."]
     for index, child in enumerate(children, 1):
         lines += ["", f"### {index}. {child.agent_id} ({child.status}, run {child.request_id})"]
         lines.append(f"Task: {child.task}")
         if child.status == "completed":
             answer = (child.answer or "").strip() or "(no answer)"
-            if len(answer) > RESULT_ANSWER_CHARS:
-                cut = len(answer) - RESULT_ANSWER_CHARS
-                answer = f"{answer[:RESULT_ANSWER_CHARS]}\n… [{cut:,} more characters in its run]"
+            if len(answer) > each:
+                answer = f"{answer[:each]}\n… [{len(answer) - each:,} more characters in its run]"
             lines += ["Answer:", answer]
         else:
             lines.append(f"Failed ({child.error_code}): {child.error_message}")
