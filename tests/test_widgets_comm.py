@@ -202,3 +202,48 @@ async def test_a_view_follows_another_run_through_the_widget_and_approves_it(
             LAST + f"print(__import__('json').dumps(_last.host.status({rid!r})['status']))"
         )
         assert status == "completed"
+
+
+async def test_a_view_follows_a_sub_agent_of_an_embedded_run_through_the_comm(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.txt").write_text("first note\nsecond note\n")
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n3,4\n")
+    async with kernel(tmp_path, {"NETA_DEMO_PACE": "0.002"}) as k:
+        await k.run("%load_ext neta_jupyter")
+        own = await k.run("%neta compare notes.txt and data.csv")
+        opened = next(
+            m
+            for m in own
+            if m["msg_type"] == "comm_open"
+            and m["content"]["data"]["state"].get("prompt") == "compare notes.txt and data.csv"
+        )
+        comm_id = opened["content"]["comm_id"]
+        children = await k.json(
+            LAST + "await _last.wait(60)\n"
+            "print(__import__('json').dumps([c['requestId'] for e in _last.events"
+            " if e['eventType'] == 'SUBAGENT_RUN_STARTED' for c in e['data']['children']]))",
+            timeout=70,
+        )
+        assert len(children) == 2
+        child = children[1]
+
+        mark = len(k.messages)
+        to_widget(k, comm_id, {"kind": "replay", "lastSeq": -1, "requestId": child})
+        await k.wait_for(
+            lambda m: any(
+                e["eventType"] == "MESSAGE_COMPLETED"
+                for msg in event_messages(k, comm_id, mark)
+                if custom(msg).get("requestId") == child  # type: ignore[union-attr]
+                for e in custom(msg)["events"]  # type: ignore[index]
+            )
+        )
+        events = [
+            e
+            for msg in event_messages(k, comm_id, mark)
+            for e in custom(msg)["events"]  # type: ignore[index]
+        ]
+        assert {e["requestId"] for e in events} == {child}, "only the child's events were sent"
+        assert [e["seq"] for e in events] == list(range(len(events)))
+        read = next(e for e in events if e["eventType"] == "TOOL_COMPLETED")
+        assert "data.csv" in read["data"]["output"]

@@ -82,8 +82,13 @@ export function readUsage(value: unknown): Usage | null {
   };
 }
 
-/** TOKEN_USAGE gives the turn's figures until the terminal event's `usage` snapshot replaces them. */
+/**
+ * TOKEN_USAGE gives the turn's figures until the terminal event's `usage` snapshot replaces them.
+ * One about a sub-agent (its whole usage, counted in this run's) is not this run's turn: the
+ * sub-agent's row shows its tokens, and the snapshot at the end has them in the run's total.
+ */
 export function applyTokenUsage(state: RunState, data: Loose<TokenUsageData>): RunState {
+  if (id(data.subagentRequestId)) return state;
   const promptTokens = num(data.inputTokens);
   const completionTokens = num(data.outputTokens);
   if (promptTokens === undefined && completionTokens === undefined) return state;

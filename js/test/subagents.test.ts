@@ -96,6 +96,19 @@ describe("the reducer, for a run that delegates", () => {
     expect(after.children.byId["r_late"]?.status).toBe("hatching");
   });
 
+  it("leaves the run's own usage alone when a sub-agent's usage is counted in", () => {
+    const own = reduceAll([
+      ...upTo(events, 4),
+      envelope("TOKEN_USAGE", 5, { type: "token_usage", inputTokens: 100, outputTokens: 20 }, "r_parent"),
+    ]);
+    const child = reduce(
+      own,
+      envelope("TOKEN_USAGE", 6, { type: "token_usage", inputTokens: 900, outputTokens: 90, subagentRequestId: "r_child_a" }, "r_parent"),
+    );
+    expect(child.usage).toBe(own.usage);
+    expect(child.lastSeq).toBe(6);
+  });
+
   it("is pure: the state before is left as it was", () => {
     const before = reduceAll(upTo(events, 4));
     const frozen = JSON.stringify(before);
@@ -172,7 +185,8 @@ describe("the sub-agent panel", () => {
     expect(byTestId("neta-subagents").hidden).toBe(false);
     expect(rows().map((r) => r.dataset["requestId"])).toEqual(["r_child_a", "r_child_b"]);
     const a = row("r_child_a");
-    expect(a.querySelector(".neta-subagent-role")?.textContent).toBe("reader");
+    expect(byTestId("neta-subagent-name", a).textContent).toBe("a1");
+    expect(byTestId("neta-subagent-role", a).textContent).toBe("reader");
     expect(byTestId("neta-subagent-task", a).textContent).toBe("Summarise notes.txt");
     expect(byTestId("neta-subagent-status", a).textContent).toBe("Running · reading notes.txt");
     expect(byTestId("neta-subagent-meta", a).textContent).toBe("120 tokens · 800 ms");

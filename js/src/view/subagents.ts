@@ -1,6 +1,6 @@
 /**
- * The sub-agent panel: a row per child run of each batch the run delegated (role and task, a live
- * status line, tokens, duration, the start of its answer), each expandable into the child's own
+ * The sub-agent panel: a row per child run of each batch the run delegated (name, task and role, a
+ * live status line, tokens, duration, the start of its answer), each expandable into the child's own
  * live run view (the same view, following the child's stream), and a child's permission ask or
  * question answerable in place: the action names the child's run.
  *
@@ -48,8 +48,10 @@ export function childMeta(child: SubagentChild): string {
 class ChildRow {
   readonly element: HTMLElement;
   private readonly toggle: HTMLButtonElement;
-  private readonly role = h("span", { className: "neta-subagent-role" });
+  private readonly name = h("span", { className: "neta-subagent-name", testid: "neta-subagent-name" });
   private readonly task = h("span", { className: "neta-subagent-task", testid: "neta-subagent-task" });
+  /** Its role prompt, on one line (it may be long): the whole of it in the child's own view. */
+  private readonly role = h("div", { className: "neta-subagent-role", testid: "neta-subagent-role" });
   private readonly status = h("span", { className: "neta-subagent-status", testid: "neta-subagent-status" });
   private readonly meta = h("span", { className: "neta-subagent-meta", testid: "neta-subagent-meta" });
   private readonly preview = h("div", { className: "neta-subagent-preview", testid: "neta-subagent-preview" });
@@ -68,13 +70,14 @@ class ChildRow {
     this.clarify = new ClarifyPart(childCtx);
     this.toggle = h("button", { className: "neta-subagent-toggle", testid: "neta-subagent-toggle", attrs: { type: "button" } }, [
       h("span", { className: "neta-subagent-caret" }),
-      this.role,
+      this.name,
       this.task,
     ]);
     this.toggle.addEventListener("click", () => this.setOpen(this.open === null));
     const line = h("div", { className: "neta-subagent-line" }, [this.toggle, this.status, this.meta]);
     this.element = h("li", { className: "neta-subagent", testid: "neta-subagent" }, [
       line,
+      this.role,
       this.preview,
       this.failure,
       this.permission.element,
@@ -89,9 +92,12 @@ class ChildRow {
   render(child: SubagentChild): void {
     if (child === this.shown) return;
     this.shown = child;
+    const name = child.agentId && child.agentId !== child.requestId ? child.agentId : "";
+    setText(this.name, name);
+    setVisible(this.name, name !== "");
+    setText(this.task, child.task || child.requestId);
     setText(this.role, child.role ?? "");
     setVisible(this.role, Boolean(child.role));
-    setText(this.task, child.task || child.agentId || child.requestId);
     setText(this.status, childStatusLine(child));
     setData(this.element, "status", child.status);
     setText(this.meta, childMeta(child));
