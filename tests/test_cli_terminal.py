@@ -386,3 +386,25 @@ def test_a_broken_config_file_is_a_clear_error(workdir: Path) -> None:
     bad.write_text("c.NetaApp.endpoints = {'local': {'kind': 'openai'}}\n")
     endpoint = cli("run", *embedded(workdir, "hello", "--config", str(bad)))
     assert endpoint.returncode == 2 and "base_url is required" in endpoint.stderr
+
+
+def test_a_sub_agents_permission_ask_is_answered_at_the_terminal(workdir: Path) -> None:
+    turns = {
+        "turns": [
+            {"toolCalls": [{"name": "delegate", "arguments": {"tasks": [{"task": "read a.txt"}]}}]},
+            {"toolCalls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+            {"text": "I was not allowed to read it."},
+            {"text": "The sub-agent could not read a.txt."},
+        ]
+    }
+    extra = workdir / "ask.json"
+    rules = [{"tool": "read_file", "action": "ask", "description": "reading asks first"}]
+    extra.write_text(json.dumps({"NetaApp": {"permission_rules": rules}}))
+    done = cli(
+        "run", *embedded(workdir, "go", "--model", script(workdir, turns)), "--config", str(extra)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    assert "a sub-agent (sub-agent 1) asks:" in output
+    assert "stdin is not a terminal, so read_file is denied" in output
+    assert "The sub-agent could not read a.txt." in done.stdout

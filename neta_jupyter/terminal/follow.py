@@ -12,6 +12,7 @@ from ..events import (
     EventType,
     MessageData,
     PermissionAskData,
+    SubagentData,
     SuspendType,
 )
 from .backends import Backend, CliError
@@ -47,6 +48,8 @@ class RunFollower:
         self.asker = asker
         self.request_id: str | None = None
         self.last_seq = -1
+        self._answered: set[str] = set()
+        """The sub-agents' asks answered here (the parent's stream may tell one again)."""
 
     async def run(self) -> int:
         """Until the run ends, or waits for what nobody here can give; the exit status."""
@@ -86,9 +89,30 @@ class RunFollower:
                 self.renderer.flush()
                 if event is not None and isinstance(event.data, PermissionAskData | ClarifyData):
                     pending = event.data
+                if event is not None and isinstance(event.data, SubagentData):
+                    await self._answer_child(event.data)
                 if event is not None and event.is_terminal:
                     return event, pending
         raise CliError(f"the stream of run {self.request_id} ended without a terminal event")
+
+    async def _answer_child(self, child: SubagentData) -> None:
+        """A sub-agent's ask, put to the user like the run's own; its run gets the reply."""
+        ask, rid = child.ask, child.child_request_id
+        if ask is None or rid is None or child.status != "suspended":
+            return
+        if (ask_id := _ask_id(ask)) in self._answered:
+            return
+        self._answered.add(ask_id)
+        self.renderer.notice(f"a sub-agent ({child.agent_id or rid}) asks:")
+        reply: Reply | None
+        if isinstance(ask, PermissionAskData):
+            reply = await self.asker.permission(ask)
+        else:
+            reply = await self.asker.clarify(ask, self.backend.elsewhere(rid))
+        if reply is None:
+            self.renderer.notice(f"the sub-agent waits; resume it through the API ({rid})")
+            return
+        await self.backend.resume(rid, ask_id, reply)
 
     async def cancel(self) -> int:
         """After Ctrl-C: terminate the run and show how it ended."""
