@@ -142,3 +142,18 @@ async def test_a_childs_question_is_answered_through_the_parent(tmp_path: Path) 
         assert runtime.get_run(OWNER, rid).status == "completed"
         final = [e["data"] for e in log(runtime, rid) if e["eventType"] == "SUBAGENT_EVENT"][-1]
         assert final["status"] == "completed" and final["answerPreview"] == "blue it is"
+
+
+async def test_a_resumed_parent_makes_the_children_a_stop_left_unmade(tmp_path: Path) -> None:
+    async with a_runtime(tmp_path) as runtime:
+        after, rid, children = await suspended_tree(runtime)
+        # As if the process had stopped after making two of the three children.
+        after.store.db.execute("DELETE FROM runs WHERE request_id = ?", (children[2],))
+        await after.resume(OWNER, rid)
+        await until(lambda: after.get_run(OWNER, rid).status != "running")
+        made = [c.request_id for c in after.subagents.children(rid)]
+        assert made[:2] == children[:2] and made[2] not in children
+        assert [after.get_run(OWNER, c).status for c in made] == ["completed"] * 3
+        result = next(e for e in reversed(log(after, rid)) if e["eventType"] == "TOOL_COMPLETED")
+        assert "3 of 3 completed" in result["data"]["output"]
+        await after.shutdown()

@@ -11,6 +11,7 @@ If the parent stops (terminated, timed out, shut down), so do its children.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import TYPE_CHECKING, Literal
 
 from ..events import EventType, SubagentChild, SubagentData, TokenUsageData, Usage
@@ -49,11 +50,14 @@ class Batch:
         await self._emitter.flush()
         self.views = [self._owner.view(c) for c in children]
         if fresh:
+            self._fill(tell=False)
             self._announce()
         else:  # attached again: where each child is now
+            if not self._announced():  # the process stopped before the news was stored
+                self._announce()
             for view in self.views:
                 self._ended(view) if view.done else self._tell(view)
-        self._fill(tell=not fresh)
+            self._fill()
         watchers = [asyncio.create_task(self._watch(v)) for v in self.views if not v.done]
         try:
             await asyncio.gather(*watchers)
@@ -78,9 +82,9 @@ class Batch:
                 task=v.task,
                 role=v.role,
                 model=v.model if v.model != self.parent.model else None,
-                status="running" if index < self._limit else "queued",
+                status=v.status,
             )
-            for index, v in enumerate(self.views)
+            for v in self.views
         ]
         count = len(children)
         self._emitter.emit(
@@ -92,6 +96,19 @@ class Batch:
                 children=children,
             ),
         )
+
+    def _announced(self) -> bool:
+        """Whether the parent's stream holds this batch's SUBAGENT_RUN_STARTED."""
+        events = self._rt.store.events
+        after = -1
+        while page := events.read_after(self.parent.request_id, after, 4096):
+            for event in page:
+                if event.event_type == EventType.SUBAGENT_RUN_STARTED.value:
+                    data = json.loads(event.payload).get("data") or {}
+                    if data.get("batchId") == self.batch_id:
+                        return True
+            after = page[-1].seq
+        return False
 
     def _tell(self, view: ChildView) -> None:
         self._emitter.emit(EventType.SUBAGENT_EVENT, view.event(self.batch_id))

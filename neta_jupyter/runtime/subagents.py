@@ -84,9 +84,10 @@ class Subagents:
         """Run one child per task (or attach to those this call started before); their answers."""
         batch = Batch(self, parent, emitter, call_id)
         children = self.children(parent.request_id, call_id)
-        if children:
-            return await batch.run(children, fresh=False)
-        return await batch.run(self._create(parent, emitter, call_id, tasks), fresh=True)
+        fresh = not children
+        if len(children) < len(tasks):  # none yet, or the process stopped while making them
+            children = self._create(parent, emitter, call_id, tasks, children)
+        return await batch.run(children, fresh=fresh)
 
     def children(self, request_id: str, call_id: str | None = None) -> list[Run]:
         """The run's children (of one call), in the order they were asked for."""
@@ -102,8 +103,14 @@ class Subagents:
         )
 
     def _create(
-        self, parent: Run, emitter: RunEmitter, call_id: str, tasks: list[SubTask]
+        self,
+        parent: Run,
+        emitter: RunEmitter,
+        call_id: str,
+        tasks: list[SubTask],
+        made: list[Run],
     ) -> list[Run]:
+        """The batch's children: those ``made`` already, and the others, made now."""
         rt = self.runtime
         models = [task.model or parent.model for task in tasks]
         for model in models:
@@ -117,13 +124,17 @@ class Subagents:
                 raise ToolError(
                     f"unknown tools {', '.join(unknown)}; available: {', '.join(sorted(known))}"
                 )
-        batch_id = new_id("batch")
+        origins = [c.options.delegated for c in made if c.options.delegated is not None]
+        batch_id = origins[0].batch_id if origins else new_id("batch")
+        done = {origin.index for origin in origins}
         names = _names(tasks)
         now = time.time()
-        return [
+        new = [
             self._child(parent, emitter, task, index, call_id, batch_id, names[index], model, now)
             for index, (task, model) in enumerate(zip(tasks, models, strict=True))
+            if index not in done
         ]
+        return sorted([*made, *new], key=_batch_order)
 
     def _child(
         self,
