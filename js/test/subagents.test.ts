@@ -196,7 +196,7 @@ describe("the sub-agent panel", () => {
     expect(byTestId("neta-subagent-meta", row("r_child_b")).textContent).toBe("650 tokens · 1 min 1 s");
     expect(byTestId("neta-subagent-status", a).textContent).toBe("Done · reading notes.txt");
     expect(byTestId("neta-subagent-preview", a).textContent).toBe("notes.txt lists three **ideas**…");
-    expect(byTestId("neta-subagent-title").textContent).toBe("2 sub-agents · finished");
+    expect(byTestId("neta-subagent-title").textContent).toBe("2 sub-agents · 2 of 2 completed");
     // The rows were updated in place, not built again.
     expect(row("r_child_a")).toBe(a);
     // A status line that only repeats the status is not shown twice.

@@ -160,7 +160,9 @@ class BatchSection {
     const children = batch.children.map((id) => state.children.byId[id]).filter((c): c is SubagentChild => c !== undefined);
     const ended = children.filter((c) => c.status === "completed" || c.status === "failed").length;
     const count = children.length === 1 ? "1 sub-agent" : `${children.length} sub-agents`;
-    setText(this.title, batch.done ? `${count} · finished` : `${count} · ${ended} of ${children.length} done`);
+    // Once the batch ended, the server's word for how (all done, some failed, stopped with the run).
+    const progress = batch.done ? (batch.message ?? "finished") : `${ended} of ${children.length} done`;
+    setText(this.title, `${count} · ${progress}`);
     setData(this.element, "done", String(batch.done));
     for (const child of children) {
       let row = this.rows.get(child.requestId);
