@@ -151,6 +151,7 @@ def test_unknown_names_still_list_what_is_configured() -> None:
         ({"x": {"kind": "anthropic", "base_url": "http://h", "thinking_budget": 5}}, "1024"),
         ({"x": "http://h/v1"}, "dict of settings"),
         ({"x": {"base_url": "http://h/v1", "compact": "yes"}}, "compact must be true or false"),
+        ({"x": {"base_url": "http://h/v1", "temperature": 3}}, "temperature must be a number"),
         ({"x": {"base_url": "http://h/v1", "tools": "read_file"}}, "list of tool names"),
         ({"x": {"base_url": "http://h/v1", "max_tokens": 0}}, "max_tokens must be positive"),
     ],
@@ -200,3 +201,26 @@ def test_an_endpoint_says_how_runs_talk_to_its_models() -> None:
     assert registry.profile("small:qwen2.5-coder-1.5b") == ModelProfile(compact=True)
     assert registry.profile("picked:m") == ModelProfile(tools=("read_file", "python"))
     assert registry.profile("demo") == ModelProfile() == registry.profile("openai:gpt-4.1")
+
+
+async def test_an_endpoint_temperature_is_sent_with_every_request(
+    server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    """llama.cpp samples at 0.8 unless told otherwise, too loose for a small model's calls."""
+    endpoints = {
+        "cool": {"base_url": f"{server.url}/v1", "temperature": 0},
+        "plain": {"base_url": f"{server.url}/v1"},
+        "claude": {"kind": "anthropic", "base_url": server.url, "temperature": 0.3},
+    }
+    registry = ModelRegistry(endpoints=endpoints, http_client=client, environ={})
+    server.reply(
+        Reply.stream("openai_text"), Reply.stream("openai_text"), Reply.stream("anthropic_text")
+    )
+    request = ModelRequest("", [Message("user", "hi")], [])
+    for spec in ("cool:qwen", "plain:qwen", "claude:claude-sonnet-4-5"):
+        async for _ in registry.resolve(spec).stream(request):
+            pass
+    sent = [r.json for r in server.requests]
+    assert sent[0]["temperature"] == 0.0
+    assert "temperature" not in sent[1]
+    assert sent[2]["temperature"] == 0.3

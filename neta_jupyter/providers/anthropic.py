@@ -80,6 +80,7 @@ class AnthropicModel(HttpModel):
         client: httpx.AsyncClient | None = None,
         max_tokens: int = 4096,
         thinking_budget: int | None = None,
+        temperature: float | None = None,
         name: str | None = None,
         api_key_env: str = "ANTHROPIC_API_KEY",
     ) -> None:
@@ -95,6 +96,7 @@ class AnthropicModel(HttpModel):
         )
         self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget
+        self.temperature = temperature
 
     def _settings(self) -> str:
         return f", thinking_budget={self.thinking_budget!r}"
@@ -119,6 +121,8 @@ class AnthropicModel(HttpModel):
         if budget is not None and not _unsigned_tool_loop(messages):
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
             body["max_tokens"] = max(max_tokens, budget + 1024)
+        elif self.temperature is not None:  # extended thinking takes no temperature
+            body["temperature"] = self.temperature
         return body
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:

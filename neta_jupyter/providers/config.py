@@ -20,6 +20,7 @@ More come from configuration, ``c.NetaApp.endpoints``, passed to
             "models": ["qwen2.5"],                 # optional: offered models; others are refused
             "max_tokens": 4096,                    # optional: output cap of one reply (4096)
             "thinking_budget": 2048,               # optional, anthropic kind
+            "temperature": 0.2,                    # optional: sampling temperature
             "compact": True,                       # optional: short prompt, core tools only
             "tools": ["read_file", "python"],      # optional: the tools offered
         },
@@ -63,6 +64,7 @@ _SETTINGS = frozenset(
         "thinking_budget",
         "compact",
         "tools",
+        "temperature",
     }
 )
 
@@ -86,6 +88,8 @@ class Endpoint:
     max_tokens: int | None = None
     """Output cap of one reply; None: :data:`DEFAULT_MAX_TOKENS`."""
     thinking_budget: int | None = None
+    temperature: float | None = None
+    """Sampling temperature sent with every request; None: the server's default."""
     profile: ModelProfile = field(default_factory=ModelProfile)
     """How runs talk to the endpoint's models (``compact``, ``tools``)."""
 
@@ -156,8 +160,17 @@ def _endpoint(name: str, settings: Mapping[str, Any], where: str) -> Endpoint:
         tuple(models),
         max_tokens=numbers["max_tokens"],
         thinking_budget=numbers["thinking_budget"],
+        temperature=_temperature(settings.get("temperature"), where),
         profile=_profile(settings, where),
     )
+
+
+def _temperature(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 2:
+        raise ValueError(f"{where}: temperature must be a number from 0 to 2")
+    return float(value)
 
 
 def _profile(settings: Mapping[str, Any], where: str) -> ModelProfile:
@@ -244,6 +257,7 @@ class ModelSelector:
                 client=self._client,
                 max_tokens=endpoint.max_tokens or DEFAULT_MAX_TOKENS,
                 thinking_budget=endpoint.thinking_budget,
+                temperature=endpoint.temperature,
                 name=spec,
                 api_key_env=key_env,
             )
@@ -255,6 +269,7 @@ class ModelSelector:
             api_key=self._key(endpoint),
             client=self._client,
             max_tokens=endpoint.max_tokens or DEFAULT_MAX_TOKENS,
+            temperature=endpoint.temperature,
             name=spec,
             api_key_env=key_env,
         )

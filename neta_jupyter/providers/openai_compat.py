@@ -69,6 +69,7 @@ class OpenAIChatModel(HttpModel):
         api_key: str | None = None,
         client: httpx.AsyncClient | None = None,
         max_tokens: int = 4096,
+        temperature: float | None = None,
         name: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
     ) -> None:
@@ -83,6 +84,8 @@ class OpenAIChatModel(HttpModel):
         self.max_tokens = max_tokens
         """Output cap of a reply when the request sets none: every request carries one, or a
         looping local model generates until its context is full."""
+        self.temperature = temperature
+        """Sampling temperature; None leaves it to the server (llama.cpp's default is 0.8)."""
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for ``request``."""
@@ -97,6 +100,8 @@ class OpenAIChatModel(HttpModel):
         # OpenAI's reasoning models refuse the older field; most other servers only know it.
         field = "max_completion_tokens" if self._is_openai() else "max_tokens"
         body[field] = request.max_output_tokens or self.max_tokens
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
         if request.thinking in ("low", "medium", "high"):
             # "off" sends nothing: servers disagree on how (or whether) to turn reasoning off.
             body["reasoning_effort"] = request.thinking
