@@ -111,7 +111,8 @@ async def run_task(runtime: Runtime, task: Task, args: argparse.Namespace) -> Ou
     except asyncio.CancelledError:  # Ctrl-C: stop the run too, so the kernel can be shut down
         await runtime.terminate("eval", run.request_id)
         raise
-    events = [json.loads(e.payload) for e in runtime.store.events.read_after(run.request_id, -1)]
+    stored = await runtime.store.events.read_after(run.request_id, -1)
+    events = [json.loads(e.payload) for e in stored]
     return outcome_of(events, time.monotonic() - began)
 
 

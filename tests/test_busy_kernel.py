@@ -53,7 +53,7 @@ async def test_captured_variables_answer_while_a_cell_runs_and_are_the_context(
         assert all(row in listing["output"] for row in CAPTURED)
         system = model.requests[0].system
         assert "(as of when the prompt ran)\n" + "\n".join(CAPTURED) in system
-        record = runtime.store.records.get_run(rid)
+        record = await runtime.store.records.get_run(rid)
         assert record is not None and record.options["kernelVariables"] == CAPTURED
         release.touch()
         await busy
@@ -112,7 +112,7 @@ async def test_run_all_the_prompt_sends_its_variables_and_is_answered_while_a_ce
         assert listing["toolName"] == "list_variables"
         assert "as of when the prompt ran" in listing["output"]
         assert "sales: DataFrame (2, 1)" in listing["output"]
-        record = runtime.store.records.get_run(rid)
+        record = await runtime.store.records.get_run(rid)
         assert record is not None and record.options["kernelId"] == kernel_id
         assert record.options["kernelVariables"][0].startswith("sales: DataFrame (2, 1)")
         answer = "".join(e["data"]["text"] for e in events if e["eventType"] == "TEXT_DELTA")

@@ -155,10 +155,9 @@ async def test_context_has_agents_md_memo_and_trims_huge_outputs(
     tool_message = model.requests[1].messages[-1].content
     assert len(tool_message) < 20_000 and "characters trimmed" in tool_message
     assert types(events)[-1] == "MESSAGE_COMPLETED"
-    stored = runtime.store.records.path(
-        events[0]["data"]["sessionId"],
-        runtime.store.records.get_session(events[0]["data"]["sessionId"]).leaf_entry_id,
-    )
+    session = await runtime.store.records.get_session(events[0]["data"]["sessionId"])
+    assert session is not None
+    stored = await runtime.store.records.path(session.session_id, session.leaf_entry_id)
     assert any(len(e.message.get("content", "")) >= 100_000 for e in stored), (
         "the transcript keeps it whole"
     )

@@ -81,10 +81,10 @@ async def query(client: RunClient, ask: Callable[[], T]) -> T:
     return ask()
 
 
-def stored(runtime: Runtime, rid: str) -> list[str]:
+async def stored(runtime: Runtime, rid: str) -> list[str]:
     out: list[str] = []
     after = -1
-    while batch := runtime.store.events.read_after(rid, after):
+    while batch := await runtime.store.events.read_after(rid, after):
         out += [e.payload for e in batch]
         after = batch[-1].seq
     return out
@@ -143,7 +143,7 @@ async def test_start_then_follow_delivers_the_log_and_resumes_exactly(
 
     items = await followed(client, started.request_id)
     assert [i.seq for i in items] == list(range(len(items)))
-    assert [i.payload for i in items] == stored(runtime, started.request_id)
+    assert [i.payload for i in items] == await stored(runtime, started.request_id)
     assert items[-1].event_type == "MESSAGE_COMPLETED" and items[-1].terminal
     assert sum(i.terminal for i in items) == 1
     assert items[0].envelope()["requestId"] == started.request_id
@@ -184,7 +184,7 @@ async def test_a_permission_ask_is_answered_and_followed_to_the_end(
     second = await followed(client, started.request_id, after=first[-1].seq)
     assert second[0].seq == first[-1].seq + 1
     assert second[-1].event_type == "MESSAGE_COMPLETED"
-    assert [i.payload for i in first + second] == stored(runtime, started.request_id)
+    assert [i.payload for i in first + second] == await stored(runtime, started.request_id)
 
 
 # --- a stream cut at random points ----------------------------------------------------------
@@ -273,7 +273,7 @@ async def test_following_over_http_survives_cut_connections_with_exact_resume(
     assert proxy.cut == 25 and proxy.connections > 25
     assert [i.seq for i in items] == list(range(len(items)))
     assert len(items) > 3000 and items[-1].event_type == "MESSAGE_COMPLETED"
-    assert [i.payload for i in items] == stored(runtime, started.request_id)
+    assert [i.payload for i in items] == await stored(runtime, started.request_id)
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -285,7 +285,7 @@ async def test_refusals_become_typed_errors_with_status_and_code(
 ) -> None:
     done = await client.start(RunRequest(content="hello"))
     items = await followed(client, done.request_id)
-    imported = runtime.import_run("owner", "history", "old question", "old answer")
+    imported = await runtime.import_run("owner", "history", "old question", "old answer")
 
     async def refused(action: Any) -> Refused:
         with pytest.raises(Refused) as caught:
@@ -488,9 +488,9 @@ async def test_every_run_option_reaches_the_run_through_either_transport(
 ) -> None:
     request = RunRequest(content="hello with every option", **SAMPLES)
     started = await client.start(request)
-    run = runtime.store.records.get_run(started.request_id)
+    run = await runtime.store.records.get_run(started.request_id)
     assert run is not None and run.prompt == request.content and run.model == "demo"
-    session = runtime.store.records.get_session(started.session_id)
+    session = await runtime.store.records.get_session(started.session_id)
     assert session is not None and session.name == SAMPLES["session_name"]
     sent = request.start_options()
     for name in set(sent) - {"session_id", "session_name", "model"}:

@@ -412,7 +412,7 @@ async def test_a_summary_of_a_long_file_gives_its_totals_not_the_part_read(tmp_p
     try:
         run = await runtime.start("owner", "summarise README.md", model="demo")
         await runtime.wait(run.request_id)
-        events = [json.loads(e.payload) for e in store.events.read_after(run.request_id, -1)]
+        events = [json.loads(e.payload) for e in await store.events.read_after(run.request_id, -1)]
     finally:
         store.close()
     answer = "".join(e["data"]["text"] for e in events if e["eventType"] == "TEXT_DELTA")

@@ -19,6 +19,7 @@ AWKWARD = ["plain", 'quo"te\\back', "new\nline\t", "\x00\x1f\x7f", "é 中 😀"
 
 async def test_batched_deltas_are_stored_as_the_models_encode_them(tmp_path: Path) -> None:
     store = Store(tmp_path / "log.sqlite3")
+    await store.events.open("r_batch")
     emitter = RunEmitter(store.events, "r_batch")
     expected: list[AgentEvent] = []
     for step, total in ((None, None), (1, None), (1, 40), (2, 90)):
@@ -39,7 +40,7 @@ async def test_batched_deltas_are_stored_as_the_models_encode_them(tmp_path: Pat
                     )
                 )
     await emitter.flush()
-    stored = store.events.read_after("r_batch", -1)
+    stored = await store.events.read_after("r_batch", -1)
     store.close()
     assert [event.seq for event in stored] == list(range(len(expected)))
     for event, want in zip(stored, expected, strict=True):
@@ -52,6 +53,7 @@ async def test_batched_deltas_are_stored_as_the_models_encode_them(tmp_path: Pat
 
 async def test_deltas_keep_their_place_among_other_events(tmp_path: Path) -> None:
     store = Store(tmp_path / "log.sqlite3")
+    await store.events.open("r_order")
     emitter = RunEmitter(store.events, "r_order")
     emitter.emit(EventType.TEXT_START, TextData())
     emitter.emit_text(EventType.TEXT_DELTA, "a")
@@ -61,7 +63,7 @@ async def test_deltas_keep_their_place_among_other_events(tmp_path: Path) -> Non
     emitter.step = 4
     emitter.emit_text(EventType.TEXT_DELTA, "d")
     await emitter.flush()
-    stored = [json.loads(e.payload) for e in store.events.read_after("r_order", -1)]
+    stored = [json.loads(e.payload) for e in await store.events.read_after("r_order", -1)]
     store.close()
     assert [(e["eventType"], e["data"].get("text"), e.get("step")) for e in stored] == [
         ("TEXT_START", "", None),
@@ -96,6 +98,7 @@ async def test_a_delta_reaches_a_follower_while_the_provider_waits(tmp_path: Pat
                 return texts
         return texts
 
+    await store.events.open("r_wait")
     follower = asyncio.create_task(follow())
     streamer = ReplyStreamer(RunEmitter(store.events, "r_wait"), "c")
     reply = await asyncio.wait_for(streamer.consume(provider()), timeout=60)

@@ -255,5 +255,5 @@ async def test_writes_that_fail_are_kept_and_the_run_ends_once(
     assert sum("can be written again after" in r.getMessage() for r in caplog.records) == 1
     assert not [r for r in caplog.records if r.exc_info], "no traceback per failed write"
     runtime.log.removeHandler(caplog.handler)
-    runtime.recover()
-    assert [json.loads(e.payload) for e in runtime.store.events.read_after(rid, -1)] == stored
+    await runtime.recover()
+    assert [json.loads(e.payload) for e in await runtime.store.events.read_after(rid, -1)] == stored

@@ -273,7 +273,7 @@ async def test_server_started_kernel_creates_runs_on_the_server(
         # Read in this very kernel: live once it is idle, or (while the cell above still runs)
         # as the %neta cell saw it.
         assert "\nsales: DataFrame (2, 1)" in "\n" + outputs[0]
-        record = runtime.store.records.get_run(rid)
+        record = await runtime.store.records.get_run(rid)
         assert record is not None and record.options["kernelId"] == kernel_id
         assert (await api.status(rid))["status"] == "completed"
 

@@ -77,7 +77,7 @@ async def run_through_runtime(
     try:
         run = await runtime.start("owner", "What is in the café file?", model=model)
         await runtime.wait(run.request_id)
-        events = [json.loads(e.payload) for e in store.events.read_after(run.request_id, -1)]
+        events = [json.loads(e.payload) for e in await store.events.read_after(run.request_id, -1)]
     finally:
         store.close()
     assert KEY not in json.dumps(events)

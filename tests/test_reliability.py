@@ -45,7 +45,7 @@ async def test_sse_resume_fuzz_200_disconnects_over_20000_events(
         received += await api.segment(rid, received[-1]["seq"])
     assert [e["seq"] for e in received] == list(range(len(received)))
     assert len(received) > BIG
-    assert [json.dumps(e, separators=(",", ":")) for e in received] == stored(runtime, rid)
+    assert [json.dumps(e, separators=(",", ":")) for e in received] == await stored(runtime, rid)
 
 
 async def test_websocket_resume_fuzz_200_disconnects_over_20000_events(
@@ -78,7 +78,7 @@ async def test_websocket_resume_fuzz_200_disconnects_over_20000_events(
         disconnects += 1
     assert disconnects >= DISCONNECTS * 3 // 4, f"only {disconnects} disconnects"
     assert [e["seq"] for e in received] == list(range(len(received)))
-    assert [json.dumps(e, separators=(",", ":")) for e in received] == stored(runtime, rid)
+    assert [json.dumps(e, separators=(",", ":")) for e in received] == await stored(runtime, rid)
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ async def test_twenty_concurrent_runs_with_random_actions(api: ApiClient, runtim
     for rid, events in zip(runs, results, strict=True):
         assert [e["seq"] for e in events] == list(range(len(events))), rid
         assert events[-1]["eventType"] in ("MESSAGE_COMPLETED", "MESSAGE_FAILED")
-        log = stored(runtime, rid)
+        log = await stored(runtime, rid)
         assert [json.dumps(e, separators=(",", ":")) for e in events] == log, "no event lost"
 
 

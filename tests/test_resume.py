@@ -27,10 +27,10 @@ def cut_points(seed: int) -> list[int]:
     return sorted(rng.sample(range(1, EVENTS - 10), CUTS))
 
 
-def stored(runtime: Runtime, rid: str) -> list[str]:
+async def stored(runtime: Runtime, rid: str) -> list[str]:
     out: list[str] = []
     after = -1
-    while batch := runtime.store.events.read_after(rid, after):
+    while batch := await runtime.store.events.read_after(rid, after):
         out += [e.payload for e in batch]
         after = batch[-1].seq
     return out
@@ -55,7 +55,7 @@ async def test_sse_resume_at_random_points_loses_and_repeats_nothing(
             break
     assert len(received) >= EVENTS
     assert [e["seq"] for e in received] == list(range(len(received)))
-    assert [json.dumps(e, separators=(",", ":")) for e in received] == stored(runtime, rid)
+    assert [json.dumps(e, separators=(",", ":")) for e in received] == await stored(runtime, rid)
 
 
 async def test_websocket_resume_at_random_points_loses_and_repeats_nothing(
@@ -84,4 +84,4 @@ async def test_websocket_resume_at_random_points_loses_and_repeats_nothing(
             break
     assert len(received) >= EVENTS
     assert [e["seq"] for e in received] == list(range(len(received)))
-    assert [json.dumps(e, separators=(",", ":")) for e in received] == stored(runtime, rid)
+    assert [json.dumps(e, separators=(",", ":")) for e in received] == await stored(runtime, rid)

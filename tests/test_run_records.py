@@ -21,15 +21,15 @@ async def write_note(ctx: ToolContext, text: str) -> str:
     return f"noted: {text}"
 
 
-def first_shape(runtime: Runtime, request_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+async def first_shape(runtime: Runtime, request_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The options and state documents the first release stored for this suspended run.
 
     Built from the run as stored now, key by key in the first release's names: plain dicts, no
     ``version``, a camelCase ask and usage, ``guard`` and ``shown_of_step``.
     """
-    record = runtime.store.records.get_run(request_id)
+    record = await runtime.store.records.get_run(request_id)
     assert record is not None
-    run = runtime.get_run(record.principal, request_id)
+    run = await runtime.get_run(record.principal, request_id)
     state, ask, usage = run.state, run.state.ask, run.state.usage
     assert ask is not None and state.verdict is not None and state.repeat is not None
     options = {
@@ -92,7 +92,7 @@ async def test_a_run_stored_in_the_first_shape_resumes(api: ApiClient, runtime: 
     rid = (await api.start("note hello", model="notes"))["requestId"]
     first = await api.segment(rid)
     assert first[-1]["eventType"] == "MESSAGE_SUSPENDED"
-    options, state = first_shape(runtime, rid)
+    options, state = await first_shape(runtime, rid)
     runtime.store.db.execute(
         "UPDATE runs SET options = ?, state = ? WHERE request_id = ?",
         (json.dumps(options), json.dumps(state), rid),
@@ -112,7 +112,7 @@ async def test_a_run_stored_in_the_first_shape_resumes(api: ApiClient, runtime: 
     [done] = [e["data"] for e in second if e["eventType"] == "TOOL_COMPLETED"]
     assert done["output"] == "noted: hello" and NOTES == ["hello"]
     assert second[-1]["eventType"] == "MESSAGE_COMPLETED"
-    stored = runtime.store.records.get_run(rid)
+    stored = await runtime.store.records.get_run(rid)
     assert stored is not None and stored.state["version"] == STATE_VERSION
 
 

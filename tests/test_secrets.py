@@ -58,11 +58,12 @@ async def test_a_delta_whose_json_escapes_form_a_secret_is_redacted(tmp_path: Pa
     secret = "nESCAPEDsecret0123"
     store = Store(tmp_path / "log.sqlite3")
     store.events.redactor = Redactor([secret])
+    await store.events.open("r_escapes")
     emitter = RunEmitter(store.events, "r_escapes")
     emitter.emit_text(EventType.TEXT_DELTA, "line\n" + secret[1:])
     emitter.emit_text(EventType.TEXT_DELTA, "plain " + secret[1:])
     await emitter.flush()
-    stored = [event.payload for event in store.events.read_after("r_escapes", -1)]
+    stored = [event.payload for event in await store.events.read_after("r_escapes", -1)]
     store.close()
     assert len(stored) == 2
     assert all(secret not in payload for payload in stored)

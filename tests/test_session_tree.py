@@ -46,8 +46,8 @@ async def snapshot(api: ApiClient, session_id: str) -> dict[str, Any]:
     return tree
 
 
-def stored(runtime: Runtime, stream: str, after: int = -1) -> list[str]:
-    return [e.payload for e in runtime.store.events.read_after(stream, after)]
+async def stored(runtime: Runtime, stream: str, after: int = -1) -> list[str]:
+    return [e.payload for e in await runtime.store.events.read_after(stream, after)]
 
 
 def compact(envelope: dict[str, Any]) -> str:
@@ -122,7 +122,7 @@ async def test_a_run_publishes_the_entries_it_adds_and_finalises_and_the_leaf_it
     tree = await snapshot(api, sid)
     assert_agrees_with_snapshot(events, tree)
     # The session's own stream carries the same changes, numbered from 0 under the session's id.
-    own = [json.loads(p) for p in stored(runtime, sid)]
+    own = [json.loads(p) for p in await stored(runtime, sid)]
     assert [e["seq"] for e in own] == list(range(len(own)))
     assert {e["requestId"] for e in own} == {sid}
     assert [(e["eventType"], e["data"]) for e in own] == [
@@ -244,7 +244,7 @@ async def test_a_leaf_switched_over_rest_reaches_a_websocket_follower_who_resume
     script(runtime, ScriptedTurn(text="branch answer"))
     branch = await api.start("branch question", model="scripted", sessionId=sid)
     await api.segment(branch["requestId"])
-    missed = stored(runtime, sid, moved["seq"])
+    missed = await stored(runtime, sid, moved["seq"])
     assert len(missed) == 2 + 4, "two switches, then the question and the answer with their moves"
     async with websockets.connect(url, additional_headers=jp_auth_header) as ws:
         await subscribe(ws, sid, moved["seq"])
@@ -258,7 +258,7 @@ async def test_a_leaf_switched_over_rest_reaches_a_websocket_follower_who_resume
     question = json.loads(missed[2])["data"]
     assert question["parentId"] == first_answer and question["role"] == "user"
     assert_agrees_with_snapshot(
-        [json.loads(p) for p in stored(runtime, sid)], await snapshot(api, sid)
+        [json.loads(p) for p in await stored(runtime, sid)], await snapshot(api, sid)
     )
 
 
@@ -295,9 +295,9 @@ async def test_a_session_followed_over_sse_sees_the_switch_and_resumes_exactly(
         live = await anext(e async for e in src.aiter_sse() if e.event != "HEARTBEAT")
     assert live.event == "SESSION_LEAF_CHANGED" and int(live.id) == tree["lastSeq"] + 1
     assert json.loads(live.data)["data"]["leafEntryId"] == first_answer
-    assert live.data == stored(runtime, sid, tree["lastSeq"])[0]
+    assert live.data == (await stored(runtime, sid, tree["lastSeq"]))[0]
     # From any point, exactly what follows; from the start, the whole stream.
-    everything = stored(runtime, sid)
+    everything = await stored(runtime, sid)
     for last in (None, 3, int(live.id) - 1):
         after = -1 if last is None else last
         frames = await sse_events(api, sid, last, len(everything) - after - 1)
@@ -323,12 +323,12 @@ async def test_compaction_publishes_the_new_branch_on_the_session_stream(
     ]
     assert "parentId" not in events[0]["data"], "the summary is a root"
     assert events[-1]["data"]["previousLeafEntryId"] == tree["leafEntryId"]
-    own = [json.loads(p) for p in stored(runtime, sid, tree["lastSeq"])]
+    own = [json.loads(p) for p in await stored(runtime, sid, tree["lastSeq"])]
     assert [(e["eventType"], e["data"]) for e in own] == [
         (e["eventType"], e["data"]) for e in events
     ]
     assert_agrees_with_snapshot(
-        [json.loads(p) for p in stored(runtime, sid)], await snapshot(api, sid)
+        [json.loads(p) for p in await stored(runtime, sid)], await snapshot(api, sid)
     )
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from pathlib import Path
 
 from neta_jupyter.events import AgentEvent, EventType, MessageData, TextData
+from neta_jupyter.runtime import Runtime, RuntimeConfig
 from neta_jupyter.runtime.admission import StartGate
-from neta_jupyter.store import Store
+from neta_jupyter.store import EventRow, MemoryBackend, MemoryData, Store
+from tests.helpers import TERMINAL
 
 
 def delta(rid: str, text: str) -> AgentEvent:
@@ -38,15 +41,18 @@ def committed_rows(path: Path, rid: str) -> list[int]:
 async def test_seq_is_contiguous_per_run_and_append_returns_when_durable(tmp_path: Path) -> None:
     store = Store(tmp_path / "log.sqlite3", commit_interval=0.05)
     log = store.events
+    await log.open("a")
+    await log.open("b")
     assert [log.append_nowait(delta("a", str(i))) for i in range(3)] == [0, 1, 2]
     assert log.append_nowait(delta("b", "x")) == 0
     assert committed_rows(tmp_path / "log.sqlite3", "a") == [], "not yet committed"
-    assert log.last_seq("a") == -1, "readers see only durable events"
+    assert await log.last_seq("a") == -1, "readers see only durable events"
     assert await log.append(delta("a", "3")) == 3
     assert committed_rows(tmp_path / "log.sqlite3", "a") == [0, 1, 2, 3]
-    assert [e.seq for e in log.read_after("a", 1)] == [2, 3]
+    assert [e.seq for e in await log.read_after("a", 1)] == [2, 3]
     store.close()
     reopened = Store(tmp_path / "log.sqlite3")
+    await reopened.events.open("a")
     assert reopened.events.append_nowait(delta("a", "4")) == 4, "seq continues after a restart"
     reopened.close()
 
@@ -54,6 +60,7 @@ async def test_seq_is_contiguous_per_run_and_append_returns_when_durable(tmp_pat
 async def test_followers_get_only_durable_events_in_order(tmp_path: Path) -> None:
     store = Store(tmp_path / "log.sqlite3", commit_interval=0.01)
     log = store.events
+    await log.open("r")
     got: list[int] = []
 
     async def follow() -> None:
@@ -78,6 +85,7 @@ async def test_followers_get_only_durable_events_in_order(tmp_path: Path) -> Non
 async def test_a_slow_follower_reads_the_store_and_memory_stays_bounded(tmp_path: Path) -> None:
     store = Store(tmp_path / "log.sqlite3", commit_interval=0.001)
     log = store.events
+    await log.open("r")
     follower = log.follow("r", -1)
     for i in range(30_000):
         log.append_nowait(delta("r", str(i)))
@@ -93,7 +101,7 @@ async def test_a_slow_follower_reads_the_store_and_memory_stays_bounded(tmp_path
     store.close()
 
 
-def test_a_database_of_the_earlier_layout_is_migrated(tmp_path: Path) -> None:
+async def test_a_database_of_the_earlier_layout_is_migrated(tmp_path: Path) -> None:
     """Events stored under (request_id, seq) keys by an earlier version replay unchanged."""
     path = tmp_path / "old.sqlite3"
     with sqlite3.connect(path) as old:
@@ -108,16 +116,17 @@ def test_a_database_of_the_earlier_layout_is_migrated(tmp_path: Path) -> None:
         )
     store = Store(path)
     log = store.events
-    assert [(e.seq, e.payload) for e in log.read_after("b", -1)] == [
+    assert [(e.seq, e.payload) for e in await log.read_after("b", -1)] == [
         (0, "b:0"),
         (1, "b:1"),
         (2, "b:2"),
     ]
-    assert log.last_seq("a") == 2
+    assert await log.last_seq("a") == 2
+    await log.open("a")
     assert log.append_nowait(delta("a", "next")) == 3, "seq continues where the old layout ended"
     store.close()
     reopened = Store(path)
-    assert [e.seq for e in reopened.events.read_after("a", 1)] == [2, 3]
+    assert [e.seq for e in await reopened.events.read_after("a", 1)] == [2, 3]
     reopened.close()
 
 
@@ -128,6 +137,7 @@ async def test_followers_behind_at_the_end_read_everything_then_the_tail_is_free
     # and when the last of them is done the run's events are no longer held in memory.
     store = Store(tmp_path / "log.sqlite3")
     log = store.events
+    await log.open("r_behind")
     await log.append(delta("r_behind", "first"))
     readers = [log.follow("r_behind", -1) for _ in range(3)]
     firsts = [await anext(r) for r in readers]  # each is now a reader of the run's tail
@@ -178,3 +188,50 @@ async def test_a_burst_of_starts_is_spread_over_windows() -> None:
     admitted.sort()
     assert all(t >= 0.045 for t in admitted[4:])
     assert all(t >= 0.095 for t in admitted[8:])
+
+
+async def test_runs_on_the_in_memory_store_end_once_and_a_restart_recovers_them(
+    tmp_path: Path,
+) -> None:
+    data = MemoryData()
+    store = Store.in_memory(data)
+    runtime = Runtime(store, RuntimeConfig(root_dir=tmp_path, data_dir=tmp_path))
+    quick = tmp_path / "quick.json"
+    quick.write_text(json.dumps({"turns": [{"repeat": ["word ", 300]}]}))
+    done_run = await runtime.start("owner", "hello", model=f"scripted:{quick}")
+    await runtime.wait(done_run.request_id)
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({"turns": [{"repeat": ["word ", 100_000], "delay": 0.002}]}))
+    cut = await runtime.start("owner", "go on", model=f"scripted:{slow}", session_name="other")
+    follower = runtime.follow(cut.request_id, -1)
+    async for batch in follower:
+        if batch[-1][0] >= 20:
+            break
+    await follower.aclose()  # type: ignore[attr-defined]
+    assert isinstance(store.backend, MemoryBackend)
+    store.backend.crash()  # the process dies mid-run: nothing more is written
+    await runtime.terminate("owner", cut.request_id)  # its task winds down into the void
+
+    restarted = Runtime(Store.in_memory(data), RuntimeConfig(root_dir=tmp_path, data_dir=tmp_path))
+    assert await restarted.recover() == 1
+    for rid, ending, status in (
+        (done_run.request_id, "MESSAGE_COMPLETED", "completed"),
+        (cut.request_id, "MESSAGE_FAILED", "failed"),
+    ):
+        events = [json.loads(p) for _, _, p in await first_segment(restarted, rid)]
+        assert [e["seq"] for e in events] == list(range(len(events)))
+        assert [e["eventType"] for e in events if e["eventType"] in TERMINAL] == [ending]
+        assert (await restarted.get_run("owner", rid)).status == status
+    assert events[-1]["data"]["errorCode"] == "SYSTEM_CRASH"
+
+
+async def first_segment(runtime: Runtime, request_id: str) -> list[EventRow]:
+    """What a follower of the run from the start gets up to its terminal event."""
+    got: list[EventRow] = []
+    follower = runtime.follow(request_id, -1)
+    async for batch in follower:
+        got += batch
+        if batch[-1][1] in TERMINAL:
+            break
+    await follower.aclose()  # type: ignore[attr-defined]
+    return got

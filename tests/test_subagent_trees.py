@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,21 @@ TERMINAL = ("MESSAGE_COMPLETED", "MESSAGE_SUSPENDED", "MESSAGE_FAILED")
 OWNER = "owner"
 
 
-def log(runtime: Runtime, rid: str) -> list[dict[str, Any]]:
-    return [json.loads(e.payload) for e in runtime.store.events.read_after(rid, -1, 100_000)]
+async def log(runtime: Runtime, rid: str) -> list[dict[str, Any]]:
+    stored = await runtime.store.events.read_after(rid, -1, 100_000)
+    return [json.loads(e.payload) for e in stored]
 
 
-def terminals(runtime: Runtime, rid: str) -> list[str]:
-    return [e["eventType"] for e in log(runtime, rid) if e["eventType"] in TERMINAL]
+async def terminals(runtime: Runtime, rid: str) -> list[str]:
+    return [e["eventType"] for e in await log(runtime, rid) if e["eventType"] in TERMINAL]
+
+
+async def status(runtime: Runtime, rid: str) -> str:
+    return (await runtime.get_run(OWNER, rid)).status
+
+
+async def ended(runtime: Runtime, rid: str) -> bool:
+    return await status(runtime, rid) != "running"
 
 
 def delegating(runtime: Runtime, tasks: list[dict[str, Any]]) -> None:
@@ -46,10 +55,10 @@ async def a_runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
         store.close()
 
 
-async def until(check: Any, timeout: float = 60.0) -> None:
-    """Wait for ``check()``, giving up after a generous ``timeout``."""
+async def until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
+    """Wait for ``await check()``, giving up after a generous ``timeout``."""
     deadline = time.monotonic() + timeout
-    while not check():
+    while not await check():
         assert time.monotonic() < deadline, "gave up waiting"
         await asyncio.sleep(0.01)
 
@@ -63,17 +72,17 @@ async def suspended_tree(runtime: Runtime) -> tuple[Runtime, str, list[str]]:
     delegating(runtime, [{"task": f"part {i}", "model": "slow"} for i in range(3)])
     rid = (await runtime.start(OWNER, "do three parts", model="boss")).request_id
 
-    def writing() -> bool:
-        lines = [e["data"].get("message") for e in log(runtime, rid)]
+    async def writing() -> bool:
+        lines = [e["data"].get("message") for e in await log(runtime, rid)]
         return lines.count("Writing its answer") >= 2
 
     await until(writing)
-    children = [c.request_id for c in runtime.subagents.children(rid)]
+    children = [c.request_id for c in await runtime.subagents.children(rid)]
     await runtime.shutdown()
     after = Runtime(runtime.store, runtime.config, models=runtime.models, tools=runtime.tools)
-    assert after.recover() == 0, "a shutdown leaves nothing running"
+    assert await after.recover() == 0, "a shutdown leaves nothing running"
     for request_id in [rid, *children]:
-        assert after.get_run(OWNER, request_id).status == "suspended"
+        assert await status(after, request_id) == "suspended"
     return after, rid, children
 
 
@@ -82,21 +91,21 @@ async def test_terminating_a_suspended_parent_ends_its_suspended_children(tmp_pa
         after, rid, children = await suspended_tree(runtime)
         await after.terminate(OWNER, rid)
         for request_id in [rid, *children]:
-            assert after.get_run(OWNER, request_id).status == "failed"
-            assert terminals(after, request_id) == ["MESSAGE_SUSPENDED", "MESSAGE_FAILED"]
-            assert log(after, request_id)[-1]["data"]["errorCode"] == "USER_CANCELLED"
+            assert await status(after, request_id) == "failed"
+            assert await terminals(after, request_id) == ["MESSAGE_SUSPENDED", "MESSAGE_FAILED"]
+            assert (await log(after, request_id))[-1]["data"]["errorCode"] == "USER_CANCELLED"
 
 
 async def test_a_new_prompt_supersedes_a_suspended_tree_whole(tmp_path: Path) -> None:
     async with a_runtime(tmp_path) as runtime:
         after, rid, children = await suspended_tree(runtime)
-        session = after.get_run(OWNER, rid).session_id
+        session = (await after.get_run(OWNER, rid)).session_id
         after.models.register("plain", ScriptedModel([ScriptedTurn(text="fresh start")]))
         new = await after.start(OWNER, "something else", session_id=session, model="plain")
         await after.wait(new.request_id)
-        assert after.get_run(OWNER, new.request_id).status == "completed"
+        assert await status(after, new.request_id) == "completed"
         for request_id in [rid, *children]:
-            assert terminals(after, request_id) == ["MESSAGE_SUSPENDED", "MESSAGE_FAILED"]
+            assert await terminals(after, request_id) == ["MESSAGE_SUSPENDED", "MESSAGE_FAILED"]
         await after.shutdown()
 
 
@@ -104,12 +113,12 @@ async def test_a_resumed_parent_resumes_its_interrupted_children(tmp_path: Path)
     async with a_runtime(tmp_path) as runtime:
         after, rid, children = await suspended_tree(runtime)
         await after.resume(OWNER, rid)
-        await until(lambda: after.get_run(OWNER, rid).status != "running")
-        assert after.get_run(OWNER, rid).status == "completed"
+        await until(lambda: ended(after, rid))
+        assert await status(after, rid) == "completed"
         for request_id in children:
-            assert after.get_run(OWNER, request_id).status == "completed"
-            assert terminals(after, request_id) == ["MESSAGE_SUSPENDED", "MESSAGE_COMPLETED"]
-        events = log(after, rid)
+            assert await status(after, request_id) == "completed"
+            assert await terminals(after, request_id) == ["MESSAGE_SUSPENDED", "MESSAGE_COMPLETED"]
+        events = await log(after, rid)
         result = next(e for e in reversed(events) if e["eventType"] == "TOOL_COMPLETED")
         assert "3 of 3 completed" in result["data"]["output"]
         await after.shutdown()
@@ -125,22 +134,26 @@ async def test_a_childs_question_is_answered_through_the_parent(tmp_path: Path) 
         delegating(runtime, [{"task": "pick a colour", "model": "curious"}])
         rid = (await runtime.start(OWNER, "pick for me", model="boss")).request_id
 
-        def asking() -> list[dict[str, Any]]:
+        async def asking() -> list[dict[str, Any]]:
             return [
                 e["data"]
-                for e in log(runtime, rid)
+                for e in await log(runtime, rid)
                 if e["eventType"] == "SUBAGENT_EVENT" and e["data"]["status"] == "suspended"
             ]
 
-        await until(lambda: bool(asking()))
-        [waiting] = asking()
+        async def asked() -> bool:
+            return bool(await asking())
+
+        await until(asked)
+        [waiting] = await asking()
         assert waiting["status"] == "suspended"
         assert waiting["ask"]["type"] == "clarify" and waiting["ask"]["question"] == "Which colour?"
         child = waiting["childRequestId"]
         await runtime.resume(OWNER, child, ask_id=waiting["ask"]["clarifyId"], answer="blue")
-        await until(lambda: runtime.get_run(OWNER, rid).status != "running")
-        assert runtime.get_run(OWNER, rid).status == "completed"
-        final = [e["data"] for e in log(runtime, rid) if e["eventType"] == "SUBAGENT_EVENT"][-1]
+        await until(lambda: ended(runtime, rid))
+        assert await status(runtime, rid) == "completed"
+        events = await log(runtime, rid)
+        final = [e["data"] for e in events if e["eventType"] == "SUBAGENT_EVENT"][-1]
         assert final["status"] == "completed" and final["answerPreview"] == "blue it is"
 
 
@@ -150,10 +163,11 @@ async def test_a_resumed_parent_makes_the_children_a_stop_left_unmade(tmp_path: 
         # As if the process had stopped after making two of the three children.
         after.store.db.execute("DELETE FROM runs WHERE request_id = ?", (children[2],))
         await after.resume(OWNER, rid)
-        await until(lambda: after.get_run(OWNER, rid).status != "running")
-        made = [c.request_id for c in after.subagents.children(rid)]
+        await until(lambda: ended(after, rid))
+        made = [c.request_id for c in await after.subagents.children(rid)]
         assert made[:2] == children[:2] and made[2] not in children
-        assert [after.get_run(OWNER, c).status for c in made] == ["completed"] * 3
-        result = next(e for e in reversed(log(after, rid)) if e["eventType"] == "TOOL_COMPLETED")
+        assert [await status(after, c) for c in made] == ["completed"] * 3
+        events = await log(after, rid)
+        result = next(e for e in reversed(events) if e["eventType"] == "TOOL_COMPLETED")
         assert "3 of 3 completed" in result["data"]["output"]
         await after.shutdown()

@@ -26,10 +26,10 @@ def neta_config(request: pytest.FixtureRequest) -> dict[str, Any]:
     return dict(getattr(request, "param", {}))
 
 
-def stored(runtime: Runtime, rid: str) -> list[str]:
+async def stored(runtime: Runtime, rid: str) -> list[str]:
     out: list[str] = []
     after = -1
-    while batch := runtime.store.events.read_after(rid, after):
+    while batch := await runtime.store.events.read_after(rid, after):
         out += [e.payload for e in batch]
         after = batch[-1].seq
     return out
@@ -114,7 +114,7 @@ async def test_a_delegated_run_end_to_end_over_sse_with_random_disconnects(
     assert parent[-1]["eventType"] == "MESSAGE_COMPLETED"
     for rid_, log in [(rid, parent), *logs.items()]:
         assert [e["seq"] for e in log] == list(range(len(log))), "contiguous, nothing repeated"
-        assert [json.dumps(e, separators=(",", ":")) for e in log] == stored(runtime, rid_)
+        assert [json.dumps(e, separators=(",", ":")) for e in log] == await stored(runtime, rid_)
         assert len(terminals(log)) == 1
     [announced] = [e["data"] for e in parent if e["eventType"] == "SUBAGENT_RUN_STARTED"]
     assert [c["agentId"] for c in announced["children"]] == ["notes.txt", "data.csv", "README.md"]
@@ -232,7 +232,7 @@ async def test_terminating_the_parent_cancels_every_child(api: ApiClient, runtim
     assert parent[-1]["eventType"] == "MESSAGE_FAILED"
     assert parent[-1]["data"]["errorCode"] == "USER_CANCELLED"
     for child in announced["children"]:
-        log = [json.loads(p) for p in stored(runtime, child["requestId"])]
+        log = [json.loads(p) for p in await stored(runtime, child["requestId"])]
         [end] = terminals(log)
         assert end["eventType"] == "MESSAGE_FAILED" and end["data"]["errorCode"] == "USER_CANCELLED"
         assert (await api.status(child["requestId"]))["status"] == "failed"
@@ -250,7 +250,7 @@ async def test_a_parent_that_times_out_stops_its_children(api: ApiClient, runtim
     assert parent[-1]["data"]["errorCode"] == "TASK_TIMEOUT"
     [announced] = [e["data"] for e in parent if e["eventType"] == "SUBAGENT_RUN_STARTED"]
     for child in announced["children"]:
-        [end] = terminals([json.loads(p) for p in stored(runtime, child["requestId"])])
+        [end] = terminals([json.loads(p) for p in await stored(runtime, child["requestId"])])
         assert end["data"]["errorCode"] == "TASK_TIMEOUT"
 
 
@@ -291,7 +291,7 @@ async def test_a_childs_permission_ask_is_approved_through_the_parent_over_rest(
     after = subagent_events(parent, child)
     assert after[-1]["status"] == "completed" and "forty-two" in after[-1]["answerPreview"]
     assert [e["data"].get("ask") for e in parent if e["eventType"] == "SUBAGENT_EVENT"][-1] is None
-    log = [json.loads(p) for p in stored(runtime, child)]
+    log = [json.loads(p) for p in await stored(runtime, child)]
     kinds = [e["eventType"] for e in log]
     assert kinds.count("MESSAGE_SUSPENDED") == 1 and kinds[-1] == "MESSAGE_COMPLETED"
     assert "PERMISSION_ASK_RESOLVED" in kinds

@@ -8,7 +8,7 @@ transports apart (``tests/test_client.py`` holds them to that).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -31,7 +31,7 @@ from ..runtime.requests import (
     resume_run,
     start_run,
 )
-from ..store import StorageError
+from ..store import StorageError, finish_now
 from ._errors import refusal
 from ._transport import Call, Received
 
@@ -74,12 +74,12 @@ class InProcessTransport:
             "agent/run/addSupplementaryInput": self._add_input,
             "sessions/compact": self._compact,
         }
-        self._queries: dict[str, Callable[[Call], Answer]] = {
+        self._queries: dict[str, Callable[[Call], Coroutine[Any, Any, Answer]]] = {
             "agent/run/status": self._status,
             "agent/runs": self._runs,
             "sessions": self._sessions,
             "sessions/tree": self._tree,
-            "models": lambda _call: models_json(self.runtime),
+            "models": self._models,
         }
 
     async def send(self, call: Call) -> dict[str, Any]:
@@ -89,14 +89,18 @@ class InProcessTransport:
         return self.send_blocking(call)
 
     def send_blocking(self, call: Call) -> dict[str, Any]:
-        """Answer a query at once (actions run on the event loop: use :meth:`send`)."""
+        """Answer a query at once (actions run on the event loop: use :meth:`send`).
+
+        The runtime's store answers at once when it is a local one (SQLite, in-memory), which
+        in-process runtimes are.
+        """
         query = self._queries.get(call.path) if call.method == "GET" else None
         if query is None:
             if call.path in self._actions:
                 raise TypeError(f"{call.method} {call.path} runs on the event loop: use send()")
             raise _refused(404, "NOT_FOUND", f"no route {call.method} {call.path}")
         try:
-            return {"success": True, **query(call)}
+            return {"success": True, **finish_now(query(call))}
         except (RunApiError, StorageError) as exc:
             raise _refused(exc.status, exc.code, exc.message) from exc
 
@@ -150,35 +154,38 @@ class InProcessTransport:
         A client acts on the terminal event as soon as it reads it, a moment before the runtime
         lets go of the activation; a resume in that moment would find the run still active.
         """
-        last = self.runtime.last_event(request_id)
+        last = await self.runtime.last_event(request_id)
         while last is not None and last.terminal and self.runtime.is_active(request_id):
             await self.runtime.wait(request_id)
             await asyncio.sleep(0)
 
     # --- queries
 
-    def _status(self, call: Call) -> Answer:
+    async def _status(self, call: Call) -> Answer:
         request_id = _param(call, "requestId")
-        run = self.runtime.get_run(self.principal, request_id)
-        return run_summary(run, self.runtime.last_seq(request_id))
+        run = await self.runtime.get_run(self.principal, request_id)
+        return run_summary(run, await self.runtime.last_seq(request_id))
 
-    def _runs(self, call: Call) -> Answer:
+    async def _runs(self, call: Call) -> Answer:
         session_id = call.params.get("sessionId") or None
-        return {"runs": run_summaries(self.runtime, self.principal, session_id)}
+        return {"runs": await run_summaries(self.runtime, self.principal, session_id)}
 
-    def _sessions(self, _call: Call) -> Answer:
-        sessions = self.runtime.store.records.sessions(self.principal)
+    async def _sessions(self, _call: Call) -> Answer:
+        sessions = await self.runtime.store.records.sessions(self.principal)
         return {"sessions": [session_json(s) for s in sessions]}
 
-    def _tree(self, call: Call) -> Answer:
-        return session_snapshot(self.runtime, self.principal, _param(call, "sessionId"))
+    async def _tree(self, call: Call) -> Answer:
+        return await session_snapshot(self.runtime, self.principal, _param(call, "sessionId"))
+
+    async def _models(self, _call: Call) -> Answer:
+        return models_json(self.runtime)
 
     # --- the stream
 
     async def stream(self, request_id: str, after: int) -> AsyncGenerator[Received, None]:
         """The log after ``after``, then its tail, up to a terminal event (as the server's SSE)."""
-        self._check_stream(request_id, after)
-        if self.runtime.at_rest(request_id, after):
+        await self._check_stream(request_id, after)
+        if await self.runtime.at_rest(request_id, after):
             return  # nothing will follow
         batches = self.runtime.follow(request_id, after)
         try:
@@ -194,9 +201,9 @@ class InProcessTransport:
             # follow() tails forever; close it now rather than whenever it is collected.
             await batches.aclose()  # type: ignore[attr-defined]
 
-    def _check_stream(self, request_id: str, after: int) -> None:
+    async def _check_stream(self, request_id: str, after: int) -> None:
         try:
-            run = self.runtime.get_run(self.principal, request_id)
+            run = await self.runtime.get_run(self.principal, request_id)
         except (RunApiError, StorageError) as exc:
             raise _refused(exc.status, exc.code, exc.message) from exc
         if run.imported:
@@ -207,7 +214,7 @@ class InProcessTransport:
                 "read its messages from the session tree",
                 request_id,
             )
-        last_seq = self.runtime.last_seq(request_id)
+        last_seq = await self.runtime.last_seq(request_id)
         if after > last_seq:
             raise _refused(
                 416,

@@ -22,11 +22,13 @@ def run_summary(run: Run, last_seq: int) -> dict[str, Any]:
     return run.summary(last_seq).model_dump(mode="json", by_alias=True)
 
 
-def run_summaries(runtime: Runtime, principal: str, session_id: str | None) -> list[dict[str, Any]]:
+async def run_summaries(
+    runtime: Runtime, principal: str, session_id: str | None
+) -> list[dict[str, Any]]:
     """The principal's runs (of one session when given), newest first."""
     return [
-        run_summary(r, runtime.last_seq(r.request_id))
-        for r in runtime.list_runs(principal, session_id)
+        run_summary(r, await runtime.last_seq(r.request_id))
+        for r in await runtime.list_runs(principal, session_id)
     ]
 
 
@@ -62,7 +64,7 @@ def entry_json(entry: Entry) -> dict[str, Any]:
     return out
 
 
-def session_snapshot(runtime: Runtime, principal: str, session_id: str) -> dict[str, Any]:
+async def session_snapshot(runtime: Runtime, principal: str, session_id: str) -> dict[str, Any]:
     """The session with its whole tree and active path; another principal's does not exist.
 
     ``lastSeq`` is the last event of the session's stream that the tree shows: a follower of the
@@ -71,15 +73,15 @@ def session_snapshot(runtime: Runtime, principal: str, session_id: str) -> dict[
     nothing); the fewer, the more of what was appended is durable (a transport flushes first).
     """
     records = runtime.store.records
-    session = records.get_session(session_id)
+    session = await records.get_session(session_id)
     if session is None or session.principal != principal:
         raise RunNotFound(f"no session with id {session_id!r}", code="SESSION_NOT_FOUND")
-    path = records.path(session_id, session.leaf_entry_id)
+    path = await records.path(session_id, session.leaf_entry_id)
     return {
         **session_json(session),
-        "entries": [entry_json(e) for e in records.entries(session_id)],
+        "entries": [entry_json(e) for e in await records.entries(session_id)],
         "activePath": [e.entry_id for e in path],
-        "lastSeq": runtime.last_seq(session_stream(session_id)),
+        "lastSeq": await runtime.last_seq(session_stream(session_id)),
     }
 
 

@@ -105,7 +105,7 @@ def publish_decision(
     return action
 
 
-def reconcile(
+async def reconcile(
     emitter: RunEmitter,
     records: RecordStore,
     run: Run,
@@ -129,7 +129,7 @@ def reconcile(
         # Without provider usage the input falls back to the estimate; the output is not faked.
         inputs, outputs, in_src, out_src = est.tokens, 0, "estimated", "unknown"
         cached = reasoning = 0
-    session = records.add_usage(run.session_id, inputs, outputs, usage is None)
+    session = await records.add_usage(run.session_id, inputs, outputs, usage is None)
     totals = run.state.usage
     prompt, completion = totals.prompt_tokens + inputs, totals.completion_tokens + outputs
     run.state.usage = Usage(

@@ -50,7 +50,7 @@ async def compact(
     instructions: str | None = None,
 ) -> bool:
     """Summarise what precedes the current turn; True when the transcript was replaced."""
-    path = tree.records.path(run.session_id, run.state.leaf)
+    path = await tree.records.path(run.session_id, run.state.leaf)
     cut = split_point(path)
     emitter.emit(
         EventType.COMPACTION_START, CompactionData(scope=scope, tokens_before=tokens_before)
@@ -88,7 +88,7 @@ async def compact(
             CompactionData(scope=scope, error_message="the model returned an empty summary"),
         )
         return False
-    leaf = tree.replace_path(
+    leaf = await tree.replace_path(
         run.session_id,
         {"role": "user", "content": SUMMARY_PREFIX + summary.strip()},
         path[cut:],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ..events import ErrorCode, EventType, MessageData, Usage
 from .emitter import RunEmitter
@@ -18,7 +18,7 @@ def usage_snapshot(run: Run) -> Usage:
     return run.state.usage
 
 
-def end_run(runs: Runs, run: Run, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
+async def end_run(runs: Runs, run: Run, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
     """MESSAGE_SUSPENDED or MESSAGE_COMPLETED."""
     message_id = run.state.last_assistant
     if isinstance(outcome, Suspend):
@@ -44,17 +44,17 @@ def end_run(runs: Runs, run: Run, emitter: RunEmitter, outcome: Suspend | Finish
         run.status = "completed"
     # One commit makes the terminal event and the status durable together (now, or once the
     # store can be written again).
-    runs.save(run, keep=True)
+    await runs.save(run, keep=True)
 
 
-def recover_crashed(runs: Runs, emitter_of: Callable[[Run], RunEmitter]) -> int:
+async def recover_crashed(runs: Runs, emitter_of: Callable[[Run], Awaitable[RunEmitter]]) -> int:
     """Runs a crashed process left running end with SYSTEM_CRASH; how many there were."""
-    crashed = runs.find(status="running", limit=100_000)
+    crashed = await runs.find(status="running", limit=100_000)
     for run in crashed:
-        fail_run(
+        await fail_run(
             runs,
             run,
-            emitter_of(run),
+            await emitter_of(run),
             ErrorCode.SYSTEM_CRASH,
             "the server stopped while this run was executing",
             recoverable=False,
@@ -62,7 +62,7 @@ def recover_crashed(runs: Runs, emitter_of: Callable[[Run], RunEmitter]) -> int:
     return len(crashed)
 
 
-def fail_run(
+async def fail_run(
     runs: Runs,
     run: Run,
     emitter: RunEmitter,
@@ -74,7 +74,7 @@ def fail_run(
 ) -> None:
     """MESSAGE_FAILED; an unrecoverable failure also closes the calls left open."""
     if not recoverable:
-        close_open_calls(runs, run, emitter)
+        await close_open_calls(runs, run, emitter)
     emitter.emit(
         EventType.MESSAGE_FAILED,
         MessageData(
@@ -89,23 +89,23 @@ def fail_run(
     run.status = "failed"
     run.state.recoverable = recoverable
     run.state.ask = None
-    runs.save(run, keep=True)
+    await runs.save(run, keep=True)
 
 
-def close_open_calls(runs: Runs, run: Run, emitter: RunEmitter) -> None:
+async def close_open_calls(runs: Runs, run: Run, emitter: RunEmitter) -> None:
     """Answer unanswered tool calls so the transcript stays valid for the next prompt."""
     state, records = run.state, runs.records
     if state.phase != "tools" or not state.last_assistant:
         return
-    path = records.path(run.session_id, state.leaf)
+    path = await records.path(run.session_id, state.leaf)
     answered = {e.message.get("tool_call_id") for e in path if e.role == "tool"}
-    assistant = records.get_entry(state.last_assistant)
+    assistant = await records.get_entry(state.last_assistant)
     calls = assistant.message.get("tool_calls", []) if assistant is not None else []
     tree = SessionTree(records, emitter.log, moves_leaf=run.parent_request_id is None)
     for call in calls:
         if assistant is None or call["id"] in answered:
             continue
-        entry = tree.answer(
+        entry = await tree.answer(
             assistant,
             call,
             NOT_RUN,

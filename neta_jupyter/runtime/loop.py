@@ -152,31 +152,31 @@ class RunLoop:
         max_steps = self.run.options.max_steps or self._config.max_steps
         if self.state.step >= max_steps:
             text = MAX_STEPS_TEXT.format(max_steps=max_steps)
-            return self._finish_with_notice(FinishReason.MAX_STEPS, text)
-        self._consume_inputs()
+            return await self._finish_with_notice(FinishReason.MAX_STEPS, text)
+        await self._consume_inputs()
         await self._summarise_kernel()
         step = self.state.step + 1
         self._emitter.step = step
         with kept_across_activations(self.state, step) as sent:
             reply = await self._reply(f"call_{self.run.request_id[-6:]}_{step}", sent)
-        entry = self._add_entry("assistant", _assistant_message(reply))
+        entry = await self._add_entry("assistant", _assistant_message(reply))
         self.state.step, self.state.last_assistant = step, entry.entry_id
         self.state.phase = "tools" if reply.tool_calls else "model"
-        self._runs.save(self.run)
+        await self._runs.save(self.run)
         return RunTools() if reply.tool_calls else Finish(FinishReason.STOP)
 
-    def _finish_with_notice(self, reason: FinishReason, text: str) -> Finish:
+    async def _finish_with_notice(self, reason: FinishReason, text: str) -> Finish:
         """End the run with a text the system wrote, saved like an answer."""
         self._emitter.emit(EventType.TEXT_START, TextData(text=text, synthetic=True))
         self._emitter.emit(EventType.TEXT_END, TextData())
-        entry = self._add_entry("assistant", {"role": "assistant", "content": text})
+        entry = await self._add_entry("assistant", {"role": "assistant", "content": text})
         self.state.last_assistant = entry.entry_id
         return Finish(reason, text)
 
-    def _consume_inputs(self) -> None:
-        for input_id, content in self._records.pending_inputs(self.run.request_id):
-            entry = self._add_entry("user", {"role": "user", "content": content})
-            self._records.mark_input_consumed(input_id)
+    async def _consume_inputs(self) -> None:
+        for input_id, content in await self._records.pending_inputs(self.run.request_id):
+            entry = await self._add_entry("user", {"role": "user", "content": content})
+            await self._records.mark_input_consumed(input_id)
             self._emitter.emit(
                 EventType.SUPPLEMENTARY_INPUT_CONSUMED,
                 SupplementaryInputData(
@@ -187,8 +187,8 @@ class RunLoop:
                 ),
             )
 
-    def _build_request(self) -> ModelRequest:
-        path = self._records.path(self.run.session_id, self.state.leaf)
+    async def _build_request(self) -> ModelRequest:
+        path = await self._records.path(self.run.session_id, self.state.leaf)
         definitions = [t.definition for t in self._tools.values()]
         definitions += [v.definition for v in self._virtual.values()]
         conversation = context.messages(path)
@@ -196,7 +196,7 @@ class RunLoop:
             # Injected for this request only: a nudge, not part of the conversation.
             self.state.remind = None
             conversation.append(Message(role="user", content=reminder))
-        session = self._records.get_session(self.run.session_id)
+        session = await self._records.get_session(self.run.session_id)
         system = context.system_prompt(
             self._system_prompt,
             root=self._config.root_dir,
@@ -257,7 +257,7 @@ class RunLoop:
                 reactive_done = True
                 await self._compact("reactive", est.tokens)
                 continue
-            reconcile(self._emitter, self._records, self.run, request, est, reply)
+            await reconcile(self._emitter, self._records, self.run, request, est, reply)
             return reply
 
     async def _gated_request(self) -> tuple[ModelRequest, Estimate]:
@@ -265,7 +265,7 @@ class RunLoop:
         budget = self._config.prompt_budget
         compacted = False
         while True:
-            request = self._build_request()
+            request = await self._build_request()
             est = estimate(self._model, request)
             action = publish_decision(self._emitter, self.run, request, est, budget, compacted)
             if action == "allow":
@@ -293,9 +293,9 @@ class RunLoop:
 
     async def _run_tools(self) -> Step:
         assert self.state.last_assistant is not None, "a tools phase follows a persisted reply"
-        assistant = self._records.get_entry(self.state.last_assistant)
+        assistant = await self._records.get_entry(self.state.last_assistant)
         assert assistant is not None, "a tools phase always follows a persisted reply"
-        answered = self._answered_calls(assistant)
+        answered = await self._answered_calls(assistant)
         calls = [ToolCall(**raw) for raw in assistant.message.get("tool_calls", [])]
         verdict = screen_step(self.state, self._config, calls)
         outcomes: list[bool] = []
@@ -310,17 +310,19 @@ class RunLoop:
                     return outcome
                 output, ok = outcome
                 outcomes.append(ok)
-            self._answer(assistant, call, output, ok)
+            await self._answer(assistant, call, output, ok)
             await self._emitter.flush()
         reminded = await self._track_failures(outcomes)
         self.state.phase = "model"
         if verdict.stop:
-            return self._finish_with_notice(FinishReason.REPEATED_TOOL_CALLS, verdict.stop_text())
+            return await self._finish_with_notice(
+                FinishReason.REPEATED_TOOL_CALLS, verdict.stop_text()
+            )
         if verdict.remind and not reminded:
             # The failure reminder, when due, already says not to repeat the call.
             self.state.remind = verdict.reminder()
             await announce_repeats(self._emitter, verdict, self._config.max_repeated_calls)
-        self._runs.save(self.run)
+        await self._runs.save(self.run)
         return CallModel()
 
     async def _track_failures(self, outcomes: list[bool]) -> bool:
@@ -341,8 +343,8 @@ class RunLoop:
         )
         return True
 
-    def _answered_calls(self, assistant: Entry) -> set[str]:
-        path = self._records.path(self.run.session_id, self.state.leaf)
+    async def _answered_calls(self, assistant: Entry) -> set[str]:
+        path = await self._records.path(self.run.session_id, self.state.leaf)
         ids = [e.entry_id for e in path]
         after = path[ids.index(assistant.entry_id) + 1 :] if assistant.entry_id in ids else []
         return {e.message.get("tool_call_id", "") for e in after if e.role == "tool"}
@@ -364,7 +366,7 @@ class RunLoop:
                 arguments = tool.parse_arguments(call.arguments)
             except ToolError as exc:
                 return self._runner.fail_without_running(call, str(exc))
-            verdict = self._permission(call, tool, arguments)
+            verdict = await self._permission(call, tool, arguments)
             if verdict is not None:
                 return verdict
         elif decided is False:
@@ -400,7 +402,7 @@ class RunLoop:
                 {"id": e.id or str(i + 1), "content": e.content, "status": e.status}
                 for i, e in enumerate(arguments["items"])
             ]
-            self._records.set_todo(self.run.session_id, items)
+            await self._records.set_todo(self.run.session_id, items)
             self._emitter.emit(
                 EventType.TODO_UPDATE, TodoData(items=[TodoItem(**i) for i in items])
             )
@@ -427,11 +429,11 @@ class RunLoop:
             )
         )
 
-    def _permission(
+    async def _permission(
         self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
     ) -> tuple[str, bool] | Suspend | None:
         """None when the call may run; otherwise the denial or the suspension."""
-        session = self._records.get_session(self.run.session_id)
+        session = await self._records.get_session(self.run.session_id)
         decision = decide(
             self._config.permission_rules,
             call.name,
@@ -475,12 +477,12 @@ class RunLoop:
 
     # --- persistence
 
-    def _add_entry(self, role: Any, message: dict[str, Any]) -> Entry:
+    async def _add_entry(self, role: Any, message: dict[str, Any]) -> Entry:
         entry_id = None
         if role == "assistant" and not self.state.assistant_used:
             entry_id = self.state.assistant_message_id
             self.state.assistant_used = True
-        entry = self._tree.add(
+        entry = await self._tree.add(
             self.run.session_id,
             role,
             message,
@@ -492,9 +494,9 @@ class RunLoop:
         self.state.leaf = entry.entry_id
         return entry
 
-    def _answer(self, assistant: Entry, call: ToolCall, output: str, ok: bool) -> None:
+    async def _answer(self, assistant: Entry, call: ToolCall, output: str, ok: bool) -> None:
         """The call's result joins the tree; the assistant entry records how the call ended."""
-        entry = self._tree.answer(
+        entry = await self._tree.answer(
             assistant,
             {"id": call.id, "name": call.name},
             output,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, Literal, cast
 
 from pydantic import ValidationError
@@ -87,20 +87,20 @@ class Runtime:
 
     # --- queries
 
-    def get_run(self, principal: str, request_id: str) -> Run:
+    async def get_run(self, principal: str, request_id: str) -> Run:
         """The principal's run; another principal's run does not exist for them."""
-        run = self.runs.get(request_id)
+        run = await self.runs.get(request_id)
         if run is None or run.principal != principal:
             raise RunNotFound(f"no run with requestId {request_id!r}")
         return run
 
-    def list_runs(self, principal: str, session_id: str | None = None) -> list[Run]:
+    async def list_runs(self, principal: str, session_id: str | None = None) -> list[Run]:
         """The principal's runs (of one session when given), newest first."""
-        return self.runs.find(principal=principal, session_id=session_id)
+        return await self.runs.find(principal=principal, session_id=session_id)
 
-    def session_stream(self, principal: str, session_id: str) -> str:
+    async def session_stream(self, principal: str, session_id: str) -> str:
         """The key in the event log of the stream of the principal's session's tree events."""
-        return session_stream(self._session(principal, session_id, None).session_id)
+        return session_stream((await self._session(principal, session_id, None)).session_id)
 
     def is_active(self, request_id: str) -> bool:
         """Whether the run's task is executing in this process."""
@@ -130,20 +130,20 @@ class Runtime:
         """
         return self.store.events.follow(request_id, after, heartbeat=heartbeat)
 
-    def last_seq(self, request_id: str) -> int:
+    async def last_seq(self, request_id: str) -> int:
         """Seq of the run's last durable event, -1 when it has none."""
-        return self.store.events.last_seq(request_id)
+        return await self.store.events.last_seq(request_id)
 
-    def last_event(self, request_id: str) -> StoredEvent | None:
+    async def last_event(self, request_id: str) -> StoredEvent | None:
         """The run's last durable event."""
-        return self.store.events.last_event(request_id)
+        return await self.store.events.last_event(request_id)
 
-    def at_rest(self, request_id: str, after: int) -> bool:
+    async def at_rest(self, request_id: str, after: int) -> bool:
         """Whether nothing follows seq ``after`` until the run is resumed or retried.
 
         Its last event is terminal, ``after`` is at or past it, and its activation has wound down.
         """
-        last = self.last_event(request_id)
+        last = await self.last_event(request_id)
         return (
             last is not None
             and last.terminal
@@ -193,7 +193,7 @@ class Runtime:
         if approve not in ("ask", "auto", "deny"):
             raise BadRunRequest("approve must be ask, auto or deny", code="INVALID_APPROVE")
         _check_thinking_level(thinking_level)
-        session = self._session(principal, session_id, session_name)
+        session = await self._session(principal, session_id, session_name)
         session = await self._supersede_suspended(session)
         request_id = new_id("r")
         run = Run(
@@ -216,13 +216,13 @@ class Runtime:
             ),
             state=RunState(assistant_message_id=new_id("e")),
         )
-        self.runs.create(run)
-        emitter = RunEmitter(self.store.events, request_id)
+        await self.runs.create(run)
+        emitter = await self._emitter(run)
         try:
-            self._begin(run, session.leaf_entry_id, emitter)
+            await self._begin(run, session.leaf_entry_id, emitter)
         except StorageError as exc:
             # Stored as running with no task: make it end, now or once the store can be written.
-            fail_run(
+            await fail_run(
                 self.runs,
                 run,
                 emitter,
@@ -234,7 +234,7 @@ class Runtime:
         self._launch(run, first_step(run.state))
         return run
 
-    def _begin(self, run: Run, leaf: str | None, emitter: RunEmitter) -> None:
+    async def _begin(self, run: Run, leaf: str | None, emitter: RunEmitter) -> None:
         """The first entries and events of a new run."""
         session_id, content = run.session_id, run.prompt
         user_id = new_id("e")
@@ -246,7 +246,7 @@ class Runtime:
                 assistant_message_id=run.state.assistant_message_id,
             ),
         )
-        self.tree.add(
+        await self.tree.add(
             session_id,
             "user",
             {"role": "user", "content": content},
@@ -256,7 +256,7 @@ class Runtime:
             run=emitter,
         )
         run.state.leaf = user_id
-        self.runs.save(run)
+        await self.runs.save(run)
 
     async def resume(
         self,
@@ -269,7 +269,7 @@ class Runtime:
         answer: str | None = None,
     ) -> Run:
         """Continue a suspended run, with the decision on its pending ask if it has one."""
-        run = self.get_run(principal, request_id)
+        run = await self.get_run(principal, request_id)
         if run.status != "suspended" or self.is_active(request_id):
             raise RunConflict(
                 f"run {request_id} is {run.status}, not suspended", code="RUN_NOT_SUSPENDED"
@@ -278,9 +278,9 @@ class Runtime:
         if ask is not None and ask.kind == "clarify":
             self._answer(run, ask, ask_id=ask_id, approved=approved, answer=answer)
         elif ask is not None:
-            self._decide(run, ask, ask_id=ask_id, approved=approved, always=always)
+            await self._decide(run, ask, ask_id=ask_id, approved=approved, always=always)
         run.status = "running"
-        self.runs.save(run)
+        await self.runs.save(run)
         self._launch(run, first_step(run.state))
         return run
 
@@ -296,7 +296,7 @@ class Runtime:
         run.state.answers[ask.tool_call_id] = reply
         run.state.ask = None
 
-    def _decide(
+    async def _decide(
         self, run: Run, ask: Ask, *, ask_id: str | None, approved: bool | None, always: bool
     ) -> None:
         """Record the decision on the run's pending permission ask."""
@@ -309,8 +309,8 @@ class Runtime:
             )
         run.state.decisions[ask.tool_call_id] = approved
         if always and approved:
-            self.store.records.allow_always(run.session_id, ask.tool_name)
-        self._emitter(run).emit(
+            await self.store.records.allow_always(run.session_id, ask.tool_name)
+        (await self._emitter(run)).emit(
             EventType.PERMISSION_ASK_RESOLVED,
             PermissionResolvedData(
                 ask_id=ask.ask_id,
@@ -323,30 +323,30 @@ class Runtime:
 
     async def retry(self, principal: str, request_id: str) -> Run:
         """Continue a run that failed recoverably, from its last completed step."""
-        run = self.get_run(principal, request_id)
+        run = await self.get_run(principal, request_id)
         if run.status != "failed" or not run.state.recoverable:
             raise RunConflict(
                 f"run {request_id} is {run.status} and cannot be retried", code="RUN_NOT_RETRYABLE"
             )
         run.status = "running"
         run.state.recoverable = False
-        self.runs.save(run)
+        await self.runs.save(run)
         self._launch(run, first_step(run.state))
         return run
 
     async def terminate(self, principal: str, request_id: str) -> Run:
         """Cancel a running or suspended run (USER_CANCELLED), and the children it started."""
-        run = self.get_run(principal, request_id)
+        run = await self.get_run(principal, request_id)
         if self.is_active(request_id):
             await self.cancel(request_id, "user")
-            return self.get_run(principal, request_id)
+            return await self.get_run(principal, request_id)
         # Running without an activation here: a sub-agent waiting for a slot of its batch.
         if run.status not in ("suspended", "running"):
             raise RunConflict(
                 f"run {request_id} is {run.status}; nothing to terminate", code="RUN_NOT_ACTIVE"
             )
         await self.subagents.stop(request_id, "user")
-        return self.get_run(principal, request_id)
+        return await self.get_run(principal, request_id)
 
     async def cancel(self, request_id: str, reason: str) -> None:
         """Cancel the run's activation and wait for its end.
@@ -365,10 +365,10 @@ class Runtime:
         reason = self._cancel_reason.get(request_id)
         return "user" if reason == "user" else "shutdown" if reason == "shutdown" else "timeout"
 
-    def continue_run(self, run: Run) -> None:
+    async def continue_run(self, run: Run) -> None:
         """Start a stored run's loop from where it stands (a sub-agent, when its batch may)."""
         run.status = "running"
-        self.runs.save(run)
+        await self.runs.save(run)
         self._launch(run, first_step(run.state))
 
     @property
@@ -378,7 +378,7 @@ class Runtime:
 
     async def add_input(self, principal: str, request_id: str, content: str) -> str:
         """Queue input for the run's next step boundary."""
-        run = self.get_run(principal, request_id)
+        run = await self.get_run(principal, request_id)
         if run.status not in ("running", "suspended"):
             raise RunConflict(
                 f"run {request_id} is {run.status}; input can only be added while it runs",
@@ -386,7 +386,7 @@ class Runtime:
             )
         if not content.strip():
             raise BadRunRequest("content must not be empty", code="EMPTY_CONTENT")
-        return self.store.records.add_input(request_id, content)
+        return await self.store.records.add_input(request_id, content)
 
     async def compact_session(
         self,
@@ -397,7 +397,7 @@ class Runtime:
         model: str | None = None,
     ) -> Run:
         """Summarise a session's older turns now (a short run whose stream shows the compaction)."""
-        session = await self._supersede_suspended(self._session(principal, session_id, None))
+        session = await self._supersede_suspended(await self._session(principal, session_id, None))
         run = Run(
             request_id=new_id("r"),
             principal=principal,
@@ -409,11 +409,11 @@ class Runtime:
             options=RunOptions(kind="compact", instructions=instructions),
             state=RunState(leaf=session.leaf_entry_id),
         )
-        self.runs.create(run)
-        self._emitter(run).emit(
+        await self.runs.create(run)
+        (await self._emitter(run)).emit(
             EventType.SESSION_CREATED, SessionData(session_id=session.session_id)
         )
-        self.runs.save(run)
+        await self.runs.save(run)
         self._tasks[run.request_id] = asyncio.create_task(
             self._finally_inactive(run.request_id, self._compaction(run)),
             name=f"neta-compact-{run.request_id}",
@@ -421,10 +421,10 @@ class Runtime:
         return run
 
     async def _compaction(self, run: Run) -> None:
-        emitter = self._emitter(run)
+        emitter = await self._emitter(run)
         try:
             model = self.models.resolve(run.model)
-            path = self.store.records.path(run.session_id, run.state.leaf)
+            path = await self.store.records.path(run.session_id, run.state.leaf)
             tokens = sum(len(str(e.message.get("content", ""))) for e in path) // 4
             done = await compact(
                 model=model,
@@ -456,25 +456,25 @@ class Runtime:
                 recoverable=False,
             )
 
-    def switch_leaf(self, principal: str, session_id: str, entry_id: str | None) -> None:
+    async def switch_leaf(self, principal: str, session_id: str, entry_id: str | None) -> None:
         """Continue the session's conversation from another entry of its tree."""
         records = self.store.records
-        session = self._session(principal, session_id, None)
+        session = await self._session(principal, session_id, None)
         if entry_id is not None:
-            entry = records.get_entry(entry_id)
+            entry = await records.get_entry(entry_id)
             if entry is None or entry.session_id != session.session_id:
                 raise RunNotFound(f"no entry {entry_id!r} in that session", code="ENTRY_NOT_FOUND")
-        self.tree.switch(session.session_id, entry_id)
+        await self.tree.switch(session.session_id, entry_id)
 
-    def set_thinking_level(self, principal: str, session_id: str, level: str | None) -> None:
+    async def set_thinking_level(self, principal: str, session_id: str, level: str | None) -> None:
         """How hard the model thinks in the session's next runs (``None``: the default)."""
         _check_thinking_level(level)
-        session = self._session(principal, session_id, None)
-        self.store.records.set_thinking_level(session.session_id, level)
+        session = await self._session(principal, session_id, None)
+        await self.store.records.set_thinking_level(session.session_id, level)
 
-    def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> Run:
+    async def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> Run:
         """Register a history run that has messages but no event stream."""
-        session = self.store.records.get_or_create_session(principal, session_name)
+        session = await self.store.records.get_or_create_session(principal, session_name)
         run = Run(
             request_id=new_id("r"),
             principal=principal,
@@ -485,15 +485,15 @@ class Runtime:
             prompt=prompt,
             imported=True,
         )
-        self.runs.create(run)
-        user = self.tree.add(
+        await self.runs.create(run)
+        user = await self.tree.add(
             session.session_id,
             "user",
             {"role": "user", "content": prompt},
             request_id=run.request_id,
             parent_id=session.leaf_entry_id,
         )
-        self.tree.add(
+        await self.tree.add(
             session.session_id,
             "assistant",
             {"role": "assistant", "content": answer},
@@ -504,13 +504,14 @@ class Runtime:
 
     # --- lifecycle
 
-    def recover(self) -> int:
+    async def recover(self) -> int:
         """At start-up: runs left running by a crashed process end with SYSTEM_CRASH.
 
         Except in run trees: a parent that waited for its children, and children that had not
         got going, are suspended (resumable), so the tree goes on when resumed.
         """
-        return self.subagents.recover() + recover_crashed(self.runs, self._emitter)
+        suspended = await self.subagents.recover()
+        return suspended + await recover_crashed(self.runs, self._emitter)
 
     async def shutdown(self) -> None:
         """Suspend every executing run with SHUTDOWN_INTERRUPT (resumable after restart)."""
@@ -520,24 +521,27 @@ class Runtime:
             self._cancel_reason[request_id] = "shutdown"
             task.cancel()
         await asyncio.gather(*(t for _, t in tasks), return_exceptions=True)
-        self.store.db.commit()
+        self.store.commit()
 
     # --- internals
 
-    def _session(self, principal: str, session_id: str | None, name: str | None) -> Any:
+    async def _session(
+        self, principal: str, session_id: str | None, name: str | None
+    ) -> SessionRecord:
         records = self.store.records
         if session_id is not None:
-            session = records.get_session(session_id)
+            session = await records.get_session(session_id)
             if session is None or session.principal != principal:
                 raise RunNotFound(f"no session with id {session_id!r}", code="SESSION_NOT_FOUND")
             return session
-        return records.get_or_create_session(principal, name or new_id("session"))
+        return await records.get_or_create_session(principal, name or new_id("session"))
 
     async def _supersede_suspended(self, session: SessionRecord) -> SessionRecord:
         """End the session's suspended runs; the session as it is after (its leaf may move)."""
         records = self.store.records
-        for found in self.runs.find(session_id=session.session_id, limit=20):
-            run = self.runs.get(found.request_id) or found  # stopping a tree ends runs further on
+        for found in await self.runs.find(session_id=session.session_id, limit=20):
+            # Stopping a tree ends runs further on.
+            run = await self.runs.get(found.request_id) or found
             if run.status == "running" or self.is_active(run.request_id):
                 raise RunConflict(
                     f"run {run.request_id} is still running in this session; stop it or use "
@@ -547,20 +551,22 @@ class Runtime:
             if run.status == "suspended":
                 await self._fail(
                     run,
-                    self._emitter(run),
+                    await self._emitter(run),
                     ErrorCode.USER_CANCELLED,
                     "superseded by a new prompt in the same session",
                     recoverable=False,
                     wait=False,
                 )
                 await self.subagents.stop_children(run, "user")
-        return records.get_session(session.session_id) or session
+        return await records.get_session(session.session_id) or session
 
-    def emitter(self, run: Run) -> RunEmitter:
+    async def emitter(self, run: Run) -> RunEmitter:
         """Publishes the run's events, carrying on from its step and token total."""
-        return self._emitter(run)
+        return await self._emitter(run)
 
-    def _emitter(self, run: Run) -> RunEmitter:
+    async def _emitter(self, run: Run) -> RunEmitter:
+        """The run's emitter, once its stream can be appended to."""
+        await self.store.events.open(run.request_id)
         emitter = RunEmitter(self.store.events, run.request_id)
         emitter.step = run.state.step or None
         emitter.total_tokens = run.state.usage.total_tokens or None
@@ -581,7 +587,7 @@ class Runtime:
                 del self._tasks[request_id]
 
     async def _activate(self, run: Run, step: Step) -> None:
-        emitter = self._emitter(run)
+        emitter = await self._emitter(run)
         try:
             loop = self._loop(run, emitter)
             async with asyncio.timeout(self.config.task_timeout):
@@ -697,8 +703,8 @@ class Runtime:
     ) -> None:
         """MESSAGE_FAILED; ``wait`` for the store when it cannot be written (else raise)."""
 
-        def write() -> None:
-            fail_run(
+        async def write() -> None:
+            await fail_run(
                 self.runs,
                 run,
                 emitter,
@@ -711,9 +717,9 @@ class Runtime:
         if wait:
             await self._settle(write)
         else:
-            write()
+            await write()
 
-    async def _settle(self, write: Callable[[], None]) -> None:
+    async def _settle(self, write: Callable[[], Awaitable[None]]) -> None:
         """Make a run's ending, waiting while the store cannot be written.
 
         An ending emits its terminal event only after every write that can fail, so a retry
@@ -722,12 +728,12 @@ class Runtime:
         """
         while True:
             try:
-                write()
+                await write()
                 return
             except StorageError:
                 if self._stopping:
                     return
-                await self.store.db.writable()
+                await self.store.writable()
 
 
 def _check_thinking_level(level: str | None) -> None:

@@ -100,20 +100,20 @@ class Runs:
     def __init__(self, records: RecordStore) -> None:
         self.records = records
 
-    def create(self, run: Run) -> None:
+    async def create(self, run: Run) -> None:
         """Persist a new run."""
-        self.records.create_run(run.record())
+        await self.records.create_run(run.record())
 
-    def save(self, run: Run, *, keep: bool = False) -> None:
+    async def save(self, run: Run, *, keep: bool = False) -> None:
         """Persist a run's status and state (``keep``: see :meth:`RecordStore.save_run`)."""
-        self.records.save_run(run.record(), keep=keep)
+        await self.records.save_run(run.record(), keep=keep)
 
-    def get(self, request_id: str) -> Run | None:
+    async def get(self, request_id: str) -> Run | None:
         """The run, if it exists."""
-        record = self.records.get_run(request_id)
+        record = await self.records.get_run(request_id)
         return Run.of(record) if record is not None else None
 
-    def find(
+    async def find(
         self,
         *,
         principal: str | None = None,
@@ -123,7 +123,7 @@ class Runs:
         limit: int = 200,
     ) -> list[Run]:
         """Runs matching the filters, newest first."""
-        found = self.records.runs(
+        found = await self.records.runs(
             principal=principal,
             session_id=session_id,
             status=status,

@@ -48,16 +48,19 @@ class Batch:
         delegated = children[0].options.delegated
         self.batch_id = delegated.batch_id if delegated is not None else ""
         await self._emitter.flush()
-        self.views = [self._owner.view(c) for c in children]
+        self.views = [await self._owner.view(c) for c in children]
         if fresh:
-            self._fill(tell=False)
+            await self._fill(tell=False)
             self._announce()
         else:  # attached again: where each child is now
-            if not self._announced():  # the process stopped before the news was stored
+            if not await self._announced():  # the process stopped before the news was stored
                 self._announce()
             for view in self.views:
-                self._ended(view) if view.done else self._tell(view)
-            self._fill()
+                if view.done:
+                    await self._ended(view)
+                else:
+                    self._tell(view)
+            await self._fill()
         watchers = [asyncio.create_task(self._watch(v)) for v in self.views if not v.done]
         try:
             await asyncio.gather(*watchers)
@@ -97,11 +100,11 @@ class Batch:
             ),
         )
 
-    def _announced(self) -> bool:
+    async def _announced(self) -> bool:
         """Whether the parent's stream holds this batch's SUBAGENT_RUN_STARTED."""
         events = self._rt.store.events
         after = -1
-        while page := events.read_after(self.parent.request_id, after, 4096):
+        while page := await events.read_after(self.parent.request_id, after, 4096):
             for event in page:
                 if event.event_type == EventType.SUBAGENT_RUN_STARTED.value:
                     data = json.loads(event.payload).get("data") or {}
@@ -133,7 +136,7 @@ class Batch:
     def _limit(self) -> int:
         return max(1, self._rt.config.subagent_concurrency)
 
-    def _fill(self, *, tell: bool = True) -> None:
+    async def _fill(self, *, tell: bool = True) -> None:
         """Start queued children while fewer than the limit run."""
         if self._stopping or self._rt.stopping:
             return
@@ -143,13 +146,13 @@ class Batch:
                 return
             if view.status != "queued":
                 continue
-            run = self._runs.get(view.request_id)
+            run = await self._runs.get(view.request_id)
             if run is None or run.status in ("completed", "failed"):
                 continue  # it was ended from outside; its stream says so
             view.status, view.line = "running", "Starting"
             running += 1
             if not self._rt.is_active(run.request_id):
-                self._rt.continue_run(run)
+                await self._rt.continue_run(run)
             if tell:
                 self._tell(view)
 
@@ -162,36 +165,37 @@ class Batch:
                     was = view.status
                     changed = view.apply(seq, event_type, payload)
                     if view.done:
-                        self._ended(view)
+                        await self._ended(view)
                         return
                     if changed:
                         self._tell(view)
                     if was == "running" and view.status != "running":
-                        self._fill()  # it waits for the user (or was interrupted): a slot is free
+                        # It waits for the user (or was interrupted): a slot is free.
+                        await self._fill()
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]
 
-    def _ended(self, view: ChildView) -> None:
+    async def _ended(self, view: ChildView) -> None:
         """It completed or failed: its answer, its entry, its usage, the parent's stream."""
         if view.answer_id is not None:
-            entry = self._records.get_entry(view.answer_id)
+            entry = await self._records.get_entry(view.answer_id)
             view.answer = str(entry.message.get("content") or "") if entry is not None else ""
-        self._write_entry(view)
-        self._count_usage(view)
+        await self._write_entry(view)
+        await self._count_usage(view)
         self._tell(view)
-        self._fill()
+        await self._fill()
 
-    def _write_entry(self, view: ChildView) -> None:
-        entry = self._records.get_entry(view.entry_id) if view.entry_id else None
+    async def _write_entry(self, view: ChildView) -> None:
+        entry = await self._records.get_entry(view.entry_id) if view.entry_id else None
         if entry is None:
             return
         content = view.answer if view.status == "completed" else view.error_message
         message = {**entry.message, "status": view.status, "content": content or ""}
         if view.error_code:
             message["errorCode"] = view.error_code
-        self._tree.update(entry, message, run=self._emitter)
+        await self._tree.update(entry, message, run=self._emitter)
 
-    def _count_usage(self, view: ChildView) -> None:
+    async def _count_usage(self, view: ChildView) -> None:
         """The child's tokens join the parent's totals, once (the session has them already)."""
         state = self.parent.state
         usage = view.usage
@@ -209,7 +213,7 @@ class Batch:
             total_tokens=prompt + completion,
         )
         self._emitter.total_tokens = state.usage.total_tokens
-        session = self._records.get_session(self.parent.session_id)
+        session = await self._records.get_session(self.parent.session_id)
         self._emitter.emit(
             EventType.TOKEN_USAGE,
             TokenUsageData(
@@ -239,10 +243,11 @@ class Batch:
         for view in self.views:
             if view.done:
                 continue
-            for event in self._rt.store.events.read_after(view.request_id, view.seq, 100_000):
+            stored = await self._rt.store.events.read_after(view.request_id, view.seq, 100_000)
+            for event in stored:
                 view.apply(event.seq, event.event_type, event.payload)
             if view.done:
-                self._ended(view)
+                await self._ended(view)
         self._emitter.emit(
             EventType.SUBAGENT_RUN_COMPLETED,
             SubagentData(

@@ -83,17 +83,17 @@ class Subagents:
     ) -> ToolResult:
         """Run one child per task (or attach to those this call started before); their answers."""
         batch = Batch(self, parent, emitter, call_id)
-        children = self.children(parent.request_id, call_id)
+        children = await self.children(parent.request_id, call_id)
         fresh = not children
         if len(children) < len(tasks):  # none yet, or the process stopped while making them
-            children = self._create(parent, emitter, call_id, tasks, children)
+            children = await self._create(parent, emitter, call_id, tasks, children)
         return await batch.run(children, fresh=fresh)
 
-    def children(self, request_id: str, call_id: str | None = None) -> list[Run]:
+    async def children(self, request_id: str, call_id: str | None = None) -> list[Run]:
         """The run's children (of one call), in the order they were asked for."""
         found = [
             c
-            for c in self.runtime.runs.find(parent_request_id=request_id, limit=100_000)
+            for c in await self.runtime.runs.find(parent_request_id=request_id, limit=100_000)
             if c.options.delegated is not None
             and call_id in (None, c.options.delegated.parent_tool_call_id)
         ]
@@ -102,7 +102,7 @@ class Subagents:
             key=lambda c: (c.created, c.options.delegated.index if c.options.delegated else 0),
         )
 
-    def _create(
+    async def _create(
         self,
         parent: Run,
         emitter: RunEmitter,
@@ -130,13 +130,15 @@ class Subagents:
         names = _names(tasks)
         now = time.time()
         new = [
-            self._child(parent, emitter, task, index, call_id, batch_id, names[index], model, now)
+            await self._child(
+                parent, emitter, task, index, call_id, batch_id, names[index], model, now
+            )
             for index, (task, model) in enumerate(zip(tasks, models, strict=True))
             if index not in done
         ]
         return sorted([*made, *new], key=_batch_order)
 
-    def _child(
+    async def _child(
         self,
         parent: Run,
         emitter: RunEmitter,
@@ -181,8 +183,8 @@ class Subagents:
             state=RunState(assistant_message_id=new_id("e")),
             parent_request_id=parent.request_id,
         )
-        self.runtime.runs.create(child)
-        child_emitter = RunEmitter(self.runtime.store.events, child.request_id)
+        await self.runtime.runs.create(child)
+        child_emitter = await self.runtime.emitter(child)
         child_emitter.emit(
             EventType.SESSION_CREATED,
             SessionData(
@@ -192,7 +194,7 @@ class Subagents:
             ),
         )
         branch = SessionTree(records, emitter.log, moves_leaf=False)
-        branch.add(
+        await branch.add(
             parent.session_id,
             "subagent",
             {
@@ -211,7 +213,7 @@ class Subagents:
             entry_id=entry_id,
             run=emitter,
         )
-        branch.add(
+        await branch.add(
             parent.session_id,
             "user",
             {"role": "user", "content": task.task},
@@ -221,10 +223,10 @@ class Subagents:
             run=child_emitter,
         )
         child.state.leaf = user_id
-        self.runtime.runs.save(child)
+        await self.runtime.runs.save(child)
         return child
 
-    def view(self, run: Run) -> ChildView:
+    async def view(self, run: Run) -> ChildView:
         """The child as its stored events and record show it now."""
         delegated = run.options.delegated
         view = ChildView(
@@ -237,7 +239,7 @@ class Subagents:
             created=run.created,
         )
         events = self.runtime.store.events
-        while page := events.read_after(run.request_id, view.seq, _PAGE):
+        while page := await events.read_after(run.request_id, view.seq, _PAGE):
             for event in page:
                 view.apply(event.seq, event.event_type, event.payload)
             if len(page) < _PAGE:
@@ -258,7 +260,7 @@ class Subagents:
     async def stop(self, request_id: str, how: Stop) -> None:
         """End (or at a shutdown, suspend) a run and, below it, its children."""
         rt = self.runtime
-        run = rt.runs.get(request_id)
+        run = await rt.runs.get(request_id)
         if run is None or run.status in ("completed", "failed"):
             return
         if rt.is_active(request_id):
@@ -268,7 +270,7 @@ class Subagents:
             return
         if how == "shutdown":
             if run.status == "running":  # queued: it had not started
-                self._suspend(run, "the server shut down before this sub-agent started")
+                await self._suspend(run, "the server shut down before this sub-agent started")
             return
         code = ErrorCode.USER_CANCELLED if how == "user" else ErrorCode.TASK_TIMEOUT
         message = (
@@ -276,21 +278,21 @@ class Subagents:
             if how == "user"
             else "the run that delegated this task ran out of time"
         )
-        fail_run(rt.runs, run, rt.emitter(run), code, message, recoverable=False)
+        await fail_run(rt.runs, run, await rt.emitter(run), code, message, recoverable=False)
         await self.stop_children(run, how)
 
     async def stop_children(self, run: Run, how: Stop) -> None:
         """Every child of the run that has not ended, stopped too."""
-        for child in self.children(run.request_id):
+        for child in await self.children(run.request_id):
             await self.stop(child.request_id, how)
 
-    def _suspend(self, run: Run, message: str) -> None:
+    async def _suspend(self, run: Run, message: str) -> None:
         reason = SuspendReason(type=SuspendType.SHUTDOWN_INTERRUPT, message=message)
-        end_run(self.runtime.runs, run, self.runtime.emitter(run), Suspend(reason))
+        await end_run(self.runtime.runs, run, await self.runtime.emitter(run), Suspend(reason))
 
     # --- start-up
 
-    def recover(self) -> int:
+    async def recover(self) -> int:
         """Runs a crash left running that can go on: suspended, not failed; how many.
 
         A parent waiting for its children goes on waiting once resumed; a child that had not
@@ -298,21 +300,23 @@ class Subagents:
         running is ended as crashed by the caller.
         """
         recovered = 0
-        for run in self.runtime.runs.find(status="running", limit=100_000):
-            if run.parent_request_id is not None and self._untouched(run):
-                self._suspend(run, "the server stopped before this sub-agent got going")
-            elif self._waiting(run):
-                self._suspend(run, "the server stopped while this run waited for its sub-agents")
+        for run in await self.runtime.runs.find(status="running", limit=100_000):
+            if run.parent_request_id is not None and await self._untouched(run):
+                await self._suspend(run, "the server stopped before this sub-agent got going")
+            elif await self._waiting(run):
+                await self._suspend(
+                    run, "the server stopped while this run waited for its sub-agents"
+                )
             else:
                 continue
             recovered += 1
         return recovered
 
-    def _untouched(self, run: Run) -> bool:
+    async def _untouched(self, run: Run) -> bool:
         """Nothing of its current activation was streamed (clients saw no part of a reply)."""
         events = self.runtime.store.events
         streamed, after = False, -1
-        while page := events.read_after(run.request_id, after, _PAGE):
+        while page := await events.read_after(run.request_id, after, _PAGE):
             for event in page:
                 if event.terminal:
                     streamed = False
@@ -323,19 +327,19 @@ class Subagents:
                 break
         return not streamed
 
-    def _waiting(self, run: Run) -> bool:
+    async def _waiting(self, run: Run) -> bool:
         """It was in the tools phase with a call whose children it waited for."""
         records = self.runtime.store.records
         last = run.state.last_assistant
-        assistant = records.get_entry(last) if last and run.state.phase == "tools" else None
+        assistant = await records.get_entry(last) if last and run.state.phase == "tools" else None
         if assistant is None:
             return False
-        path = records.path(run.session_id, run.state.leaf)
+        path = await records.path(run.session_id, run.state.leaf)
         answered = {e.message.get("tool_call_id") for e in path if e.role == "tool"}
         pending = {c["id"] for c in assistant.message.get("tool_calls", [])} - answered
         return any(
             c.options.delegated is not None and c.options.delegated.parent_tool_call_id in pending
-            for c in self.children(run.request_id)
+            for c in await self.children(run.request_id)
         )
 
 

@@ -131,9 +131,9 @@ class ToolRunner:
         if isinstance(result, str):
             return self._failed(call, result, _ms_since(began))
         duration = _ms_since(began)
-        images = [self._store_file(f, call.id) for f in result.images]
-        files = [self._store_file(f, call.id) for f in result.files]
-        shown, truncated, ref = self._shown_output(result, call.id)
+        images = [await self._store_file(f, call.id) for f in result.images]
+        files = [await self._store_file(f, call.id) for f in result.files]
+        shown, truncated, ref = await self._shown_output(result, call.id)
         self._emitter.emit(
             EventType.TOOL_COMPLETED,
             ToolData(
@@ -204,22 +204,22 @@ class ToolRunner:
         )
         return f"Error: {message}", False
 
-    def _shown_output(self, result: ToolResult, call_id: str) -> tuple[str, bool, str | None]:
+    async def _shown_output(self, result: ToolResult, call_id: str) -> tuple[str, bool, str | None]:
         """Output for the event: whole, or cut with the full text stored as an attachment."""
         if len(result.output) <= self._max_output:
             return result.output, False, None
         full = ToolFile(f"{call_id}-output.txt", result.output.encode(), "text/plain")
-        record, change = self._store_file(full, call_id)
+        record, change = await self._store_file(full, call_id)
         self._emitter.emit(EventType.ATTACHMENT_CHANGED, self._attachment_data(record, change))
         cut = result.output[: self._max_output]
         note = f"\n… [output truncated: {len(result.output)} characters in all, see the attachment]"
         return cut + note, True, record.virtual_path
 
-    def _store_file(self, file: ToolFile, call_id: str) -> tuple[AttachmentRecord, str]:
+    async def _store_file(self, file: ToolFile, call_id: str) -> tuple[AttachmentRecord, str]:
         run = self._run
         safe_name = Path(file.name).name or "file"
         virtual_path = f"{run.session_id}/{run.request_id}/{safe_name}"
-        existing = self._records.get_attachment(virtual_path)
+        existing = await self._records.get_attachment(virtual_path)
         attachment_id = existing.attachment_id if existing else new_id("att")
         disk = self._attachments_dir / run.session_id / run.request_id / safe_name
         disk.parent.mkdir(parents=True, exist_ok=True)
@@ -237,7 +237,7 @@ class ToolRunner:
             len(content),
             str(disk),
         )
-        self._records.add_attachment(record)
+        await self._records.add_attachment(record)
         return record, "UPDATED" if existing else "CREATED"
 
     def _attachment_data(self, record: AttachmentRecord, change: str) -> AttachmentData:

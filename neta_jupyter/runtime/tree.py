@@ -92,7 +92,7 @@ class SessionTree:
         self._log = log
         self.moves_leaf = moves_leaf
 
-    def add(
+    async def add(
         self,
         session_id: str,
         role: EntryRole,
@@ -104,8 +104,8 @@ class SessionTree:
         run: RunEmitter | None = None,
     ) -> Entry:
         """Append an entry under ``parent_id``; it becomes the session's leaf."""
-        previous = self._leaf(session_id)
-        entry = self.records.add_entry(
+        previous = await self._leaf(session_id)
+        entry = await self.records.add_entry(
             session_id,
             role,
             message,
@@ -118,7 +118,7 @@ class SessionTree:
         self._moved(session_id, entry.entry_id, previous, request_id, run)
         return entry
 
-    def answer(
+    async def answer(
         self,
         assistant: Entry,
         call: dict[str, str],
@@ -137,8 +137,8 @@ class SessionTree:
         assistant.message[CALL_OUTCOMES] = outcomes
         # The outcome is written before the result: should the process die between the two,
         # the call has no result and recovery answers it as not run, outcome and all.
-        self.records.update_entry(assistant.entry_id, assistant.message)
-        entry = self.add(
+        await self.records.update_entry(assistant.entry_id, assistant.message)
+        entry = await self.add(
             assistant.session_id,
             "tool",
             {"role": "tool", "content": output, "tool_call_id": call["id"], "name": call["name"]},
@@ -151,19 +151,22 @@ class SessionTree:
         )
         return entry
 
-    def update(self, entry: Entry, message: dict[str, Any], *, run: RunEmitter | None) -> None:
+    async def update(
+        self, entry: Entry, message: dict[str, Any], *, run: RunEmitter | None
+    ) -> None:
         """Replace an entry's message (its place in the tree stays): SESSION_ENTRY_UPDATED."""
         entry.message = message
-        self.records.update_entry(entry.entry_id, message)
+        await self._log.open(session_stream(entry.session_id))
+        await self.records.update_entry(entry.entry_id, message)
         self._publish(entry.session_id, EventType.SESSION_ENTRY_UPDATED, entry_data(entry), run)
 
-    def switch(self, session_id: str, entry_id: str | None) -> None:
+    async def switch(self, session_id: str, entry_id: str | None) -> None:
         """Move the session's leaf to another entry of its tree (the caller checked it is)."""
-        previous = self._leaf(session_id)
-        self.records.set_leaf(session_id, entry_id)
+        previous = await self._leaf(session_id)
+        await self.records.set_leaf(session_id, entry_id)
         self._moved(session_id, entry_id, previous, None, None)
 
-    def replace_path(
+    async def replace_path(
         self,
         session_id: str,
         summary: dict[str, Any],
@@ -173,17 +176,19 @@ class SessionTree:
         run: RunEmitter | None,
     ) -> Entry:
         """:meth:`RecordStore.replace_path`, then the new branch's entries and its leaf."""
-        previous = self._leaf(session_id)
-        leaf = self.records.replace_path(
+        previous = await self._leaf(session_id)
+        leaf = await self.records.replace_path(
             session_id, summary, kept, request_id, move_leaf=self.moves_leaf
         )
-        for entry in self.records.path(session_id, leaf.entry_id):
+        for entry in await self.records.path(session_id, leaf.entry_id):
             self._publish(session_id, EventType.SESSION_ENTRY_ADDED, entry_data(entry), run)
         self._moved(session_id, leaf.entry_id, previous, request_id, run)
         return leaf
 
-    def _leaf(self, session_id: str) -> str | None:
-        session = self.records.get_session(session_id)
+    async def _leaf(self, session_id: str) -> str | None:
+        """The session's leaf, once its stream can be appended to (every write asks first)."""
+        await self._log.open(session_stream(session_id))
+        session = await self.records.get_session(session_id)
         return session.leaf_entry_id if session is not None else None
 
     def _moved(

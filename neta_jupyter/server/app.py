@@ -13,7 +13,7 @@ from traitlets import Float, Int, List, Unicode
 
 from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
-from ..store import StorageDamaged, StorageError, Store
+from ..store import StorageDamaged, StorageError, Store, finish_now
 from ..store.health import DB_NAME, recovery_steps
 from . import handlers
 from .kernels import ServerKernels, kernels_for
@@ -114,7 +114,8 @@ class NetaApp(ExtensionApp, NetaSettings):
             logger=self.log,
         )
         try:
-            crashed = self.runtime.recover()
+            # Before the server serves: the SQLite store answers without an event loop.
+            crashed = finish_now(self.runtime.recover())
         except StorageError:
             self.store.close()
             raise

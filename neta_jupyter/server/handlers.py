@@ -92,7 +92,9 @@ class ImportHandler(NetaHandler):
     @authorized
     async def post(self) -> None:
         body = self.parse_body(ImportRequest)
-        run = self.runtime.import_run(self.principal, body.session_name, body.content, body.answer)
+        run = await self.runtime.import_run(
+            self.principal, body.session_name, body.content, body.answer
+        )
         self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
 
 
@@ -103,8 +105,8 @@ class RunStatusHandler(NetaHandler):
     @authorized
     async def get(self) -> None:
         request_id = self.query("requestId") or ""
-        run = self.runtime.get_run(self.principal, request_id)
-        self.reply(run_summary(run, self.runtime.last_seq(request_id)))
+        run = await self.runtime.get_run(self.principal, request_id)
+        self.reply(run_summary(run, await self.runtime.last_seq(request_id)))
 
 
 class RunListHandler(NetaHandler):
@@ -114,7 +116,7 @@ class RunListHandler(NetaHandler):
     @authorized
     async def get(self) -> None:
         session_id = self.query("sessionId", required=False)
-        self.reply({"runs": run_summaries(self.runtime, self.principal, session_id)})
+        self.reply({"runs": await run_summaries(self.runtime, self.principal, session_id)})
 
 
 class AttachmentHandler(NetaHandler):
@@ -124,7 +126,7 @@ class AttachmentHandler(NetaHandler):
     @authorized
     async def get(self) -> None:
         virtual_path = self.query("virtualPath") or ""
-        record = self.runtime.store.records.get_attachment(virtual_path)
+        record = await self.runtime.store.records.get_attachment(virtual_path)
         if record is None or record.principal != self.principal:
             raise ApiError(404, "ATTACHMENT_NOT_FOUND", f"no attachment at {virtual_path!r}")
         path = Path(record.disk_path)
@@ -145,7 +147,7 @@ class SessionsHandler(NetaHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        sessions = self.runtime.store.records.sessions(self.principal)
+        sessions = await self.runtime.store.records.sessions(self.principal)
         self.reply({"sessions": [session_json(s) for s in sessions]})
 
 
@@ -156,7 +158,8 @@ class SessionTreeHandler(NetaHandler):
     @authorized
     async def get(self) -> None:
         await self.runtime.store.events.flush()  # see session_snapshot's lastSeq
-        self.reply(session_snapshot(self.runtime, self.principal, self.query("sessionId") or ""))
+        session_id = self.query("sessionId") or ""
+        self.reply(await session_snapshot(self.runtime, self.principal, session_id))
 
 
 class SessionLeafHandler(NetaHandler):
@@ -166,9 +169,9 @@ class SessionLeafHandler(NetaHandler):
     @authorized
     async def post(self) -> None:
         body = self.parse_body(LeafRequest)
-        self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
+        await self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
         await self.runtime.store.events.flush()  # see session_snapshot's lastSeq
-        self.reply(session_snapshot(self.runtime, self.principal, body.session_id))
+        self.reply(await session_snapshot(self.runtime, self.principal, body.session_id))
 
 
 class CompactHandler(NetaHandler):

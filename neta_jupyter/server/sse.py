@@ -35,13 +35,15 @@ def parse_last_event_id(value: str | None) -> int:
     return seq
 
 
-def check_within_log(runtime: Runtime, request_id: str, after: int, what: str = "run") -> None:
+async def check_within_log(
+    runtime: Runtime, request_id: str, after: int, what: str = "run"
+) -> None:
     """A ``lastEventId`` past the stream's last event names events that never existed: 416.
 
     Followed, it would wait for them forever (a client whose stored position outlived the log).
     ``what`` names the stream in the message (``run``, ``session``).
     """
-    last = runtime.last_seq(request_id)
+    last = await runtime.last_seq(request_id)
     if after > last:
         raise ApiError(
             416,
@@ -70,7 +72,7 @@ class StreamHandler(NetaHandler):
         request_id = self.query("requestId") or ""
         after = self._last_event_id()
         try:
-            run = self.runtime.get_run(self.principal, request_id)
+            run = await self.runtime.get_run(self.principal, request_id)
         except RunNotFound as exc:
             self._start_stream()
             self.finish(sse_error_frame(exc.message))
@@ -83,8 +85,8 @@ class StreamHandler(NetaHandler):
                 "event stream; read its messages from the session tree",
                 request_id,
             )
-        check_within_log(self.runtime, request_id, after)
-        if self.runtime.at_rest(request_id, after):
+        await check_within_log(self.runtime, request_id, after)
+        if await self.runtime.at_rest(request_id, after):
             self.set_status(204)  # nothing will follow: EventSource stops reconnecting
             self.finish()
             return
@@ -153,6 +155,6 @@ class SessionStreamHandler(StreamHandler):
         session_id = self.query("sessionId") or ""
         after = self._last_event_id()
         # Unlike a run's stream, a plain 404: EventSource then stops instead of reconnecting.
-        stream = self.runtime.session_stream(self.principal, session_id)
-        check_within_log(self.runtime, stream, after, "session")
+        stream = await self.runtime.session_stream(self.principal, session_id)
+        await check_within_log(self.runtime, stream, after, "session")
         await self._follow(stream, after, segment=False)

@@ -206,10 +206,10 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         body = self._validate(_Subscribe, frame)
         rid = body.request_id
         after = parse_last_event_id(None if body.last_event_id is None else str(body.last_event_id))
-        run = self.runtime.get_run(self.principal, rid)
+        run = await self.runtime.get_run(self.principal, rid)
         if run.imported:
             raise _FrameError("IMPORTED_RUN", "this run was imported and has no event stream", rid)
-        check_within_log(self.runtime, rid, after)
+        await check_within_log(self.runtime, rid, after)
         self._stop_subscription(rid)
         self._subs[rid] = asyncio.ensure_future(self._pump(rid, after))
         return {"type": "subscribed", "requestId": rid, "status": run.status}
@@ -223,8 +223,8 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         body = self._validate(SessionSubscription, frame)
         last = None if body.last_event_id is None else str(body.last_event_id)
         after = parse_last_event_id(last)
-        stream = self.runtime.session_stream(self.principal, body.session_id)
-        check_within_log(self.runtime, stream, after, "session")
+        stream = await self.runtime.session_stream(self.principal, body.session_id)
+        await check_within_log(self.runtime, stream, after, "session")
         self._stop_subscription(stream)
         self._subs[stream] = asyncio.ensure_future(self._pump(stream, after))
         return {"type": "subscribed_session", "sessionId": body.session_id}
@@ -260,7 +260,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
     async def _chat(self, frame: dict[str, Any]) -> Reply:
         body = self._validate(_Chat, frame)
         if body.leaf_entry_id is not None and body.session_id is not None:
-            self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
+            await self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
         run = await start_run(self.runtime, self.principal, body)
         await self._subscribe({"requestId": run.request_id})
         return {"type": "started", "requestId": run.request_id, "sessionId": run.session_id}
@@ -296,7 +296,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
 
     async def _thinking_level(self, frame: dict[str, Any]) -> Reply:
         body = self._validate(ThinkingLevelRequest, frame)
-        self.runtime.set_thinking_level(self.principal, body.session_id, body.level)
+        await self.runtime.set_thinking_level(self.principal, body.session_id, body.level)
         return {
             "type": "ack",
             "action": "set_thinking_level",

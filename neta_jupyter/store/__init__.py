@@ -6,10 +6,11 @@ import logging
 from pathlib import Path
 
 from ..events.redact import Redactor
-from .contract import EventRow
+from .contract import Backend, EventRow, finish_now
 from .db import Database
 from .eventlog import EventLog, StoredEvent
 from .health import StorageDamaged, StorageError, StorageUnavailable
+from .memory import MemoryBackend, MemoryData
 from .records import (
     AttachmentRecord,
     Entry,
@@ -19,44 +20,76 @@ from .records import (
     SessionRecord,
     new_id,
 )
-from .sqlite import SqliteEvents
+from .sqlite import SqliteBackend
 
 
 class Store:
-    """The event log and the record store over one SQLite database."""
+    """The event log and the record store over one backend: a SQLite file unless given one."""
 
     def __init__(
         self,
-        path: str | Path,
+        where: str | Path | Backend,
         *,
         commit_interval: float = 0.002,
         logger: logging.Logger | None = None,
     ) -> None:
-        self.db = Database(path, commit_interval=commit_interval, logger=logger)
+        if isinstance(where, str | Path):
+            where = SqliteBackend(where, commit_interval=commit_interval, logger=logger)
+        self.backend: Backend = where
         self.redactor = Redactor()
         """Shared by the event log, the records and attachments: secrets registered once."""
-        self.events = EventLog(SqliteEvents(self.db), redactor=self.redactor)
-        self.records = RecordStore(self.db, redactor=self.redactor)
+        self.events = EventLog(where, redactor=self.redactor)
+        self.records = RecordStore(where, redactor=self.redactor)
+
+    @classmethod
+    def in_memory(cls, data: MemoryData | None = None) -> Store:
+        """A store kept in this process; on the ``data`` of an earlier one, that one restarted."""
+        return cls(MemoryBackend(data))
+
+    @property
+    def db(self) -> Database:
+        """The database of a SQLite store (for the doctor and fault tests; the runtime never)."""
+        if not isinstance(self.backend, SqliteBackend):
+            raise AttributeError(f"a {type(self.backend).__name__} store has no SQLite database")
+        return self.backend.db
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why writes fail, while they do."""
+        return self.backend.unavailable
+
+    async def writable(self) -> None:
+        """Until writes work."""
+        await self.backend.writable()
+
+    def commit(self) -> None:
+        """Write what is pending now, if writes work."""
+        self.backend.commit()
 
     def close(self) -> None:
-        """Commit what is pending and close the database."""
-        self.db.close()
+        """Write what is pending and close the backend."""
+        self.backend.close()
 
 
 __all__ = [
     "AttachmentRecord",
+    "Backend",
     "Database",
     "Entry",
     "EventLog",
     "EventRow",
+    "MemoryBackend",
+    "MemoryData",
     "RecordStore",
     "RunRecord",
     "RunStatus",
     "SessionRecord",
+    "SqliteBackend",
     "StorageDamaged",
     "StorageError",
     "StorageUnavailable",
     "Store",
     "StoredEvent",
+    "finish_now",
     "new_id",
 ]

@@ -57,6 +57,15 @@ class EventLog:
 
     # --- writing
 
+    async def open(self, stream: str) -> None:
+        """Make ready to append to ``stream`` in this process: learn where it ends.
+
+        Appending never waits, so the stream's next seq must be known before the first append.
+        """
+        if stream not in self._next:
+            last = await self._backend.last_seq(stream)
+            self._next.setdefault(stream, last + 1)
+
     def append_nowait(self, event: AgentEvent) -> int:
         """Assign the next seq and queue the event for the next durable write; its seq."""
         if event.seq is not None:
@@ -74,7 +83,7 @@ class EventLog:
         """
         first = self._next.get(stream)
         if first is None:
-            first = self._backend.last_seq(stream) + 1
+            raise RuntimeError(f"append to {stream!r} before it was opened (EventLog.open)")
         end = first + len(rests)
         self._next[stream] = end
         head = f'{{"eventType":"{event_type}","seq":'  # encoding.numbered, once per batch
@@ -98,21 +107,22 @@ class EventLog:
 
     # --- reading
 
-    def last_seq(self, stream: str) -> int:
+    async def last_seq(self, stream: str) -> int:
         """Seq of the stream's last durable event, -1 when it has none."""
         known = self._fanout.last_seq(stream)
-        return known if known is not None else self._backend.last_seq(stream)
+        return known if known is not None else await self._backend.last_seq(stream)
 
-    def read_after(self, stream: str, after_seq: int, limit: int = 4096) -> list[StoredEvent]:
+    async def read_after(self, stream: str, after_seq: int, limit: int = 4096) -> list[StoredEvent]:
         """Durable events with seq > ``after_seq``, in order."""
-        return list(map(StoredEvent._make, self._backend.read_after(stream, after_seq, limit)))
+        rows = await self._backend.read_after(stream, after_seq, limit)
+        return list(map(StoredEvent._make, rows))
 
-    def last_event(self, stream: str) -> StoredEvent | None:
+    async def last_event(self, stream: str) -> StoredEvent | None:
         """The stream's last durable event."""
-        seq = self.last_seq(stream)
+        seq = await self.last_seq(stream)
         if seq < 0:
             return None
-        found = self.read_after(stream, seq - 1, 1)
+        found = await self.read_after(stream, seq - 1, 1)
         return found[0] if found else None
 
     def follow(

@@ -26,11 +26,11 @@ _MIN_STEP = 64
 class Reads(Protocol):
     """What followers read from a backend when the tail no longer holds what they need."""
 
-    def last_seq(self, stream: str) -> int:
+    async def last_seq(self, stream: str) -> int:
         """Seq of the stream's last durable event, -1 when it has none."""
         ...
 
-    def read_after(self, stream: str, after: int, limit: int) -> list[EventRow]:
+    async def read_after(self, stream: str, after: int, limit: int) -> list[EventRow]:
         """Up to ``limit`` durable events with seq > ``after``, in order."""
         ...
 
@@ -146,9 +146,7 @@ class Fanout:
                     told = self._health_changes
                     if self._unavailable is not None:
                         yield [self._status_row(stream)]
-                current = self._tails.get(stream)
-                if current is None:
-                    current = self._tails[stream] = _Tail(self._reads.last_seq(stream))
+                current = self._tails.get(stream) or await self._tail(stream)
                 if current is not tail:
                     if tail is not None:
                         self._leave(stream, tail)
@@ -161,7 +159,8 @@ class Fanout:
                     batch = tail.after(pos, limit)
                     behind = batch is None or len(batch) == limit
                     if batch is None:
-                        batch = self._reads.read_after(stream, pos, min(limit, self._read_batch))
+                        size = min(limit, self._read_batch)
+                        batch = await self._reads.read_after(stream, pos, size)
                     if batch:
                         pos = batch[-1][0]
                         yield batch
@@ -180,6 +179,15 @@ class Fanout:
             self._followers -= 1
             if tail is not None:
                 self._leave(stream, tail)
+
+    async def _tail(self, stream: str) -> _Tail:
+        """The stream's tail, made from where the backend says it ends."""
+        last = await self._reads.last_seq(stream)
+        # A write may have become durable while the backend was asked: its tail is the one.
+        tail = self._tails.get(stream)
+        if tail is None:
+            tail = self._tails[stream] = _Tail(last)
+        return tail
 
     def _leave(self, stream: str, tail: _Tail) -> None:
         tail.readers -= 1

@@ -1,4 +1,7 @@
-"""Runs, sessions, the session tree, supplementary inputs and attachments, on the shared database.
+"""Records of runs, sessions, the session tree, supplementary inputs and attachments.
+
+What each holds, and the record store every part of the runtime writes them through, over any
+backend.
 
 Persistence timing follows seed 004: the user message is written at once, the assistant message
 when it is complete, each tool result when it is complete.
@@ -6,14 +9,14 @@ when it is complete, each tool result when it is complete.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..events.redact import Redactor
-from .db import Database
+from .contract import RecordBackend, SessionChanges
 
 RunStatus = Literal["running", "suspended", "completed", "failed"]
 EntryRole = Literal["user", "assistant", "tool", "summary", "subagent"]
@@ -94,58 +97,45 @@ class AttachmentRecord:
 
 
 class RecordStore:
-    """Reads and writes of everything but events."""
+    """Reads and writes of everything but events, over a backend's primitives.
 
-    def __init__(self, db: Database, *, redactor: Redactor | None = None) -> None:
-        self._db = db
+    Secrets are cut here, once for every backend: prompts, messages, state and inputs are
+    stored redacted.
+    """
+
+    def __init__(self, backend: RecordBackend, *, redactor: Redactor | None = None) -> None:
+        self._backend = backend
         self.redactor = redactor if redactor is not None else Redactor()
         """Every text written (prompts, messages, state, inputs) loses the secrets it knows."""
 
-    def _json(self, value: Any) -> str:
-        return json.dumps(self.redactor.value(value))
-
     # --- runs
 
-    def create_run(self, run: RunRecord) -> None:
+    async def create_run(self, run: RunRecord) -> None:
         """Persist a new run."""
-        self._db.execute(
-            "INSERT INTO runs (request_id, principal, session_id, status, model, created, updated,"
-            " imported, prompt, options, state, parent_request_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run.request_id,
-                run.principal,
-                run.session_id,
-                run.status,
-                run.model,
-                run.created,
-                run.created,
-                int(run.imported),
-                self.redactor(run.prompt),
-                self._json(run.options),
-                self._json(run.state),
-                run.parent_request_id,
-            ),
+        redact = self.redactor
+        stored = dataclasses.replace(
+            run,
+            prompt=redact(run.prompt),
+            options=redact.value(run.options),
+            state=redact.value(run.state),
         )
+        await self._backend.insert_run(stored)
 
-    def save_run(self, run: RunRecord, *, keep: bool = False) -> None:
+    async def save_run(self, run: RunRecord, *, keep: bool = False) -> None:
         """Persist a run's status and loop state.
 
-        With ``keep``, a write the store cannot make now is kept with the pending events and
-        made with them (a terminal event and the status it implies become durable together).
+        With ``keep``, it becomes durable together with the events appended before it, and a
+        write the store cannot make now is kept and made with them (a terminal event and the
+        status it implies become durable together).
         """
-        write = self._db.execute_or_keep if keep else self._db.execute
-        write(
-            "UPDATE runs SET status = ?, state = ?, updated = ? WHERE request_id = ?",
-            (run.status, self._json(run.state), time.time(), run.request_id),
-        )
+        state = self.redactor.value(run.state)
+        await self._backend.update_run(run.request_id, run.status, state, with_events=keep)
 
-    def get_run(self, request_id: str) -> RunRecord | None:
+    async def get_run(self, request_id: str) -> RunRecord | None:
         """The run, if it exists."""
-        rows = self._db.query("SELECT * FROM runs WHERE request_id = ?", (request_id,))
-        return _run(rows[0]) if rows else None
+        return await self._backend.get_run(request_id)
 
-    def runs(
+    async def runs(
         self,
         *,
         principal: str | None = None,
@@ -155,51 +145,30 @@ class RecordStore:
         limit: int = 200,
     ) -> list[RunRecord]:
         """Runs matching the filters, newest first."""
-        clauses, params = [], []
-        for column, value in (
-            ("principal", principal),
-            ("session_id", session_id),
-            ("status", status),
-            ("parent_request_id", parent_request_id),
-        ):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = self._db.query(
-            f"SELECT * FROM runs {where} ORDER BY created DESC LIMIT ?", (*params, limit)
+        return await self._backend.find_runs(
+            principal=principal,
+            session_id=session_id,
+            status=status,
+            parent_request_id=parent_request_id,
+            limit=limit,
         )
-        return [_run(r) for r in rows]
 
     # --- sessions and the tree
 
-    def get_or_create_session(self, principal: str, name: str) -> SessionRecord:
+    async def get_or_create_session(self, principal: str, name: str) -> SessionRecord:
         """The principal's session called ``name``, created on first use."""
-        rows = self._db.query(
-            "SELECT * FROM sessions WHERE principal = ? AND name = ?", (principal, name)
-        )
-        if rows:
-            return _session(rows[0])
         record = SessionRecord(new_id("s"), principal, name, time.time(), None)
-        self._db.execute(
-            "INSERT INTO sessions (session_id, principal, name, created) VALUES (?, ?, ?, ?)",
-            (record.session_id, principal, name, record.created),
-        )
-        return record
+        return await self._backend.insert_session(record)
 
-    def get_session(self, session_id: str) -> SessionRecord | None:
+    async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, if it exists."""
-        rows = self._db.query("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
-        return _session(rows[0]) if rows else None
+        return await self._backend.get_session(session_id)
 
-    def sessions(self, principal: str) -> list[SessionRecord]:
+    async def sessions(self, principal: str) -> list[SessionRecord]:
         """The principal's sessions, newest first."""
-        rows = self._db.query(
-            "SELECT * FROM sessions WHERE principal = ? ORDER BY created DESC", (principal,)
-        )
-        return [_session(r) for r in rows]
+        return await self._backend.find_sessions(principal)
 
-    def add_entry(
+    async def add_entry(
         self,
         session_id: str,
         role: EntryRole,
@@ -219,50 +188,28 @@ class RecordStore:
         entry = Entry(
             entry_id or new_id("e"), session_id, parent_id, role, message, request_id, time.time()
         )
-        self._db.execute(
-            "INSERT INTO entries (entry_id, session_id, parent_id, role, message, request_id,"
-            " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                entry.entry_id,
-                session_id,
-                parent_id,
-                role,
-                json.dumps(message),
-                request_id,
-                entry.created,
-            ),
-        )
-        if move_leaf:
-            self.set_leaf(session_id, entry.entry_id)
+        await self._backend.insert_entries(session_id, [entry], move_leaf=move_leaf)
         return entry
 
-    def update_entry(self, entry_id: str, message: dict[str, Any]) -> None:
+    async def update_entry(self, entry_id: str, message: dict[str, Any]) -> None:
         """Replace an entry's message; its place in the tree never changes."""
-        self._db.execute(
-            "UPDATE entries SET message = ? WHERE entry_id = ?", (self._json(message), entry_id)
-        )
+        await self._backend.update_entry(entry_id, self.redactor.value(message))
 
-    def set_leaf(self, session_id: str, entry_id: str | None) -> None:
+    async def set_leaf(self, session_id: str, entry_id: str | None) -> None:
         """Move the session's current leaf."""
-        self._db.execute(
-            "UPDATE sessions SET leaf_entry_id = ? WHERE session_id = ?", (entry_id, session_id)
-        )
+        await self._backend.update_session(session_id, {"leaf_entry_id": entry_id})
 
-    def get_entry(self, entry_id: str) -> Entry | None:
+    async def get_entry(self, entry_id: str) -> Entry | None:
         """One entry."""
-        rows = self._db.query("SELECT * FROM entries WHERE entry_id = ?", (entry_id,))
-        return _entry(rows[0]) if rows else None
+        return await self._backend.get_entry(entry_id)
 
-    def entries(self, session_id: str) -> list[Entry]:
+    async def entries(self, session_id: str) -> list[Entry]:
         """Every entry of the session tree, oldest first."""
-        rows = self._db.query(
-            "SELECT * FROM entries WHERE session_id = ? ORDER BY created, rowid", (session_id,)
-        )
-        return [_entry(r) for r in rows]
+        return await self._backend.session_entries(session_id)
 
-    def path(self, session_id: str, leaf_entry_id: str | None) -> list[Entry]:
+    async def path(self, session_id: str, leaf_entry_id: str | None) -> list[Entry]:
         """Entries from the root to ``leaf_entry_id``: the conversation the model sees."""
-        by_id = {e.entry_id: e for e in self.entries(session_id)}
+        by_id = {e.entry_id: e for e in await self.entries(session_id)}
         out: list[Entry] = []
         current = leaf_entry_id
         while current is not None and current in by_id:
@@ -271,41 +218,31 @@ class RecordStore:
         out.reverse()
         return out
 
-    def add_usage(self, session_id: str, inputs: int, outputs: int, unknown: bool) -> SessionRecord:
+    async def add_usage(
+        self, session_id: str, inputs: int, outputs: int, unknown: bool
+    ) -> SessionRecord:
         """Add a turn's usage to the session totals."""
-        self._db.execute(
-            "UPDATE sessions SET input_tokens = input_tokens + ?,"
-            " output_tokens = output_tokens + ?,"
-            " has_unknown_usage = MAX(has_unknown_usage, ?) WHERE session_id = ?",
-            (inputs, outputs, int(unknown), session_id),
-        )
-        session = self.get_session(session_id)
+        session = await self._backend.add_usage(session_id, inputs, outputs, unknown)
         assert session is not None
         return session
 
-    def allow_always(self, session_id: str, tool_name: str) -> None:
+    async def allow_always(self, session_id: str, tool_name: str) -> None:
         """Remember "always allow" for a tool in this session."""
-        session = self.get_session(session_id)
+        session = await self.get_session(session_id)
         if session is None or tool_name in session.always_allow:
             return
-        self._db.execute(
-            "UPDATE sessions SET always_allow = ? WHERE session_id = ?",
-            (json.dumps([*session.always_allow, tool_name]), session_id),
-        )
+        changes: SessionChanges = {"always_allow": [*session.always_allow, tool_name]}
+        await self._backend.update_session(session_id, changes)
 
-    def set_todo(self, session_id: str, items: list[dict[str, Any]]) -> None:
+    async def set_todo(self, session_id: str, items: list[dict[str, Any]]) -> None:
         """Replace the session's todo list."""
-        self._db.execute(
-            "UPDATE sessions SET todo = ? WHERE session_id = ?", (self._json(items), session_id)
-        )
+        await self._backend.update_session(session_id, {"todo": self.redactor.value(items)})
 
-    def set_thinking_level(self, session_id: str, level: str | None) -> None:
+    async def set_thinking_level(self, session_id: str, level: str | None) -> None:
         """Set how hard the model thinks in the session's next runs."""
-        self._db.execute(
-            "UPDATE sessions SET thinking_level = ? WHERE session_id = ?", (level, session_id)
-        )
+        await self._backend.update_session(session_id, {"thinking_level": level})
 
-    def replace_path(
+    async def replace_path(
         self,
         session_id: str,
         summary: dict[str, Any],
@@ -321,8 +258,8 @@ class RecordStore:
         stays (a sub-agent's branch).
         """
         now = time.time()
-        root = Entry(new_id("e"), session_id, None, "summary", summary, request_id, now)
-        chain = [root]
+        summary = self.redactor.value(summary)
+        chain = [Entry(new_id("e"), session_id, None, "summary", summary, request_id, now)]
         for entry in kept:
             chain.append(
                 Entry(
@@ -330,132 +267,36 @@ class RecordStore:
                     session_id,
                     chain[-1].entry_id,
                     entry.role,
-                    entry.message,
+                    self.redactor.value(entry.message),
                     entry.request_id,
                     now,
                 )
             )
-        statements: list[tuple[str, tuple[object, ...]]] = [
-            (
-                "INSERT INTO entries (entry_id, session_id, parent_id, role, message, request_id,"
-                " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    e.entry_id,
-                    session_id,
-                    e.parent_id,
-                    e.role,
-                    self._json(e.message),
-                    e.request_id,
-                    e.created,
-                ),
-            )
-            for e in chain
-        ]
-        if move_leaf:
-            statements.append(
-                (
-                    "UPDATE sessions SET leaf_entry_id = ? WHERE session_id = ?",
-                    (chain[-1].entry_id, session_id),
-                )
-            )
-        self._db.atomic(statements)
+        await self._backend.insert_entries(session_id, chain, move_leaf=move_leaf)
         return chain[-1]
 
     # --- supplementary inputs
 
-    def add_input(self, request_id: str, content: str) -> str:
+    async def add_input(self, request_id: str, content: str) -> str:
         """Queue input for the run's next step boundary."""
         input_id = new_id("in")
-        self._db.execute(
-            "INSERT INTO inputs (input_id, request_id, content, created) VALUES (?, ?, ?, ?)",
-            (input_id, request_id, self.redactor(content), time.time()),
-        )
+        await self._backend.insert_input(input_id, request_id, self.redactor(content))
         return input_id
 
-    def pending_inputs(self, request_id: str) -> list[tuple[str, str]]:
+    async def pending_inputs(self, request_id: str) -> list[tuple[str, str]]:
         """(input_id, content) not yet consumed, oldest first."""
-        rows = self._db.query(
-            "SELECT input_id, content FROM inputs WHERE request_id = ? AND consumed = 0"
-            " ORDER BY created, rowid",
-            (request_id,),
-        )
-        return [(r[0], r[1]) for r in rows]
+        return await self._backend.pending_inputs(request_id)
 
-    def mark_input_consumed(self, input_id: str) -> None:
+    async def mark_input_consumed(self, input_id: str) -> None:
         """The input was injected into the conversation."""
-        self._db.execute("UPDATE inputs SET consumed = 1 WHERE input_id = ?", (input_id,))
+        await self._backend.consume_input(input_id)
 
     # --- attachments
 
-    def add_attachment(self, record: AttachmentRecord) -> None:
+    async def add_attachment(self, record: AttachmentRecord) -> None:
         """Register a stored file (replacing one at the same virtual path)."""
-        self._db.execute(
-            "INSERT OR REPLACE INTO attachments (attachment_id, principal, session_id, request_id,"
-            " virtual_path, file_name, content_type, file_size, disk_path, created)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.attachment_id,
-                record.principal,
-                record.session_id,
-                record.request_id,
-                record.virtual_path,
-                record.file_name,
-                record.content_type,
-                record.file_size,
-                record.disk_path,
-                time.time(),
-            ),
-        )
+        await self._backend.put_attachment(record)
 
-    def get_attachment(self, virtual_path: str) -> AttachmentRecord | None:
+    async def get_attachment(self, virtual_path: str) -> AttachmentRecord | None:
         """The file stored at ``virtual_path``."""
-        rows = self._db.query(
-            "SELECT attachment_id, principal, session_id, request_id, virtual_path, file_name,"
-            " content_type, file_size, disk_path FROM attachments WHERE virtual_path = ?",
-            (virtual_path,),
-        )
-        return AttachmentRecord(*rows[0]) if rows else None
-
-
-def _run(row: Any) -> RunRecord:
-    return RunRecord(
-        request_id=row["request_id"],
-        principal=row["principal"],
-        session_id=row["session_id"],
-        status=row["status"],
-        model=row["model"],
-        created=row["created"],
-        prompt=row["prompt"],
-        imported=bool(row["imported"]),
-        options=json.loads(row["options"]),
-        state=json.loads(row["state"]),
-        parent_request_id=row["parent_request_id"],
-    )
-
-
-def _session(row: Any) -> SessionRecord:
-    return SessionRecord(
-        session_id=row["session_id"],
-        principal=row["principal"],
-        name=row["name"],
-        created=row["created"],
-        leaf_entry_id=row["leaf_entry_id"],
-        input_tokens=row["input_tokens"],
-        output_tokens=row["output_tokens"],
-        has_unknown_usage=bool(row["has_unknown_usage"]),
-        always_allow=json.loads(row["always_allow"]),
-        todo=json.loads(row["todo"]),
-        thinking_level=row["thinking_level"],
-    )
-
-
-def _entry(row: Any) -> Entry:
-    return Entry(
-        entry_id=row["entry_id"],
-        session_id=row["session_id"],
-        parent_id=row["parent_id"],
-        role=row["role"],
-        message=json.loads(row["message"]),
-        request_id=row["request_id"],
-        created=row["created"],
-    )
+        return await self._backend.get_attachment(virtual_path)

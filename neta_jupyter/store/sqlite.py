@@ -1,16 +1,20 @@
-"""The SQLite backend: event streams in one table keyed by ``stream << SEQ_BITS | seq``.
+"""The SQLite backend, the embedded default: one file in WAL mode with group commit.
 
-Each stream (a run's requestId, a session's id) gets a number the first time it is written,
-stored with its first events, so starting a run does not force a commit of its own.
+Events live in one table keyed by ``stream << SEQ_BITS | seq``. Each stream (a run's requestId,
+a session's id) gets a number the first time it is written, stored with its first events, so
+starting a run does not force a commit of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from pathlib import Path
 
 from .contract import DurableListener, EventRow, HealthListener
 from .db import Database
 from .schema import SEQ_BITS
+from .sqlite_records import SqliteRecords
 
 
 class SqliteEvents:
@@ -71,7 +75,7 @@ class SqliteEvents:
             self._names[number] = stream
         return number << SEQ_BITS
 
-    def last_seq(self, stream: str) -> int:
+    async def last_seq(self, stream: str) -> int:
         """Seq of the stream's last committed event, -1 when it has none."""
         base = self._base(stream)
         if base < 0:
@@ -83,7 +87,7 @@ class SqliteEvents:
         value = rows[0][0]
         return -1 if value is None else int(value) - base
 
-    def read_after(self, stream: str, after: int, limit: int) -> list[EventRow]:
+    async def read_after(self, stream: str, after: int, limit: int) -> list[EventRow]:
         """Up to ``limit`` committed events with seq > ``after``, in order."""
         base = self._base(stream)
         if base < 0:
@@ -93,3 +97,36 @@ class SqliteEvents:
             "ORDER BY key LIMIT ?",
             (base, base + after, base + (1 << SEQ_BITS), limit),
         )
+
+
+class SqliteBackend(SqliteEvents, SqliteRecords):
+    """:class:`~neta_jupyter.store.contract.Backend`: events and records in one SQLite file."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        commit_interval: float = 0.002,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.db = Database(path, commit_interval=commit_interval, logger=logger)
+        """The connection (the doctor and fault tests reach it; the runtime never does)."""
+        SqliteEvents.__init__(self, self.db)
+        SqliteRecords.__init__(self, self.db)
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why writes fail, while they do."""
+        return self.db.unavailable
+
+    def writable(self) -> asyncio.Future[None]:
+        """Resolves once writes work (at once when they do)."""
+        return self.db.writable()
+
+    def commit(self) -> None:
+        """Commit what is pending now, if writes work."""
+        self.db.commit()
+
+    def close(self) -> None:
+        """Commit what is pending and close the database."""
+        self.db.close()

@@ -36,7 +36,7 @@ from ..client import (
 from ..providers import UnknownModel
 from ..runtime.requests import describe_validation
 from ..runtime.settings import build_runtime
-from ..store import StorageDamaged, StorageError, Store
+from ..store import StorageDamaged, StorageError, Store, finish_now
 from ..store.health import DB_NAME, recovery_steps
 from .config import ConfigError, load_settings
 from .local_kernel import LocalKernel
@@ -194,7 +194,7 @@ class EmbeddedBackend(Backend):
 
     def locate(self, virtual_path: str) -> str:
         """The attachment's file on disk."""
-        record = self.store.records.get_attachment(virtual_path)
+        record = finish_now(self.store.records.get_attachment(virtual_path))
         return record.disk_path if record is not None else virtual_path
 
     async def aclose(self) -> None:
