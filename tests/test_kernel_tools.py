@@ -15,7 +15,8 @@ from httpx_sse import aconnect_sse
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.server.kernels import ServerKernelBridge
-from neta_jupyter.tools import ToolError
+from neta_jupyter.tools import ToolContext, ToolError
+from neta_jupyter.tools.kernel_tools import python
 from tests.helpers import ApiClient, types
 
 pytestmark = pytest.mark.timeout(60)
@@ -78,6 +79,28 @@ async def approve_pending(api: ApiClient, rid: str, events: list[dict[str, Any]]
     assert ask["toolName"] == "python"
     response = await api.resume(rid, approved=True, askId=ask["askId"])
     assert response.status_code == 200, response.text
+
+
+async def test_python_says_what_printed_nothing_and_which_files_exist(
+    jp_serverapp: Any, tmp_path: Path
+) -> None:
+    """Small models read an empty result as a failure, and guess file paths."""
+    (tmp_path / "sales.csv").write_text("a\n1\n")
+    (tmp_path / "notes.txt").write_text("hi")
+    async with kernel_of(jp_serverapp) as (_kid, bridge):
+        ctx = ToolContext(
+            root_dir=tmp_path, session_id="s", request_id="r", tool_call_id="c", kernel=bridge
+        )
+        quiet = await python.run(json.dumps({"code": "x = 1"}), ctx)
+        assert (
+            quiet.output == "(the code ran and printed nothing; print() the values you want to see)"
+        )
+        with pytest.raises(ToolError) as guessed:
+            await python.run(json.dumps({"code": "open('data/sales.csv')"}), ctx)
+        assert "FileNotFoundError" in str(guessed.value)
+        assert str(guessed.value).endswith(
+            "Files in the notebook folder (paths are relative to it): notes.txt, sales.csv"
+        )
 
 
 async def test_bridge_collects_outputs_and_errors(jp_serverapp: Any) -> None:

@@ -24,7 +24,7 @@ its result in one or two sentences.
 - What a file says: read_file {"path": "notes.txt"}
 - Which files exist: list_files {}
 - Counts, sums or averages over a CSV: python {"code": "import pandas as pd\\n\
-t = pd.read_csv('data.csv')\\nprint(len(t))"}
+t = pd.read_csv('table.csv')\\nprint(len(t))"}
 - The user's variables: list_variables {}; one dataframe: inspect_variable {"name": "df"}
 - A plot: python {"code": "df['x'].plot(kind='hist')\\nimport matplotlib.pyplot as plt\\n\
 plt.show()"}"""

@@ -17,6 +17,7 @@ import inspect
 import json
 import re
 import textwrap
+from pathlib import Path
 from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import Field
@@ -370,7 +371,13 @@ async def python(
     kernel = _kernel_of(ctx)
     await _wait_for_kernel(ctx, kernel, None)  # as long as the run may: the user approved it
     ctx.report("Running Python in your kernel")
-    result = await kernel.execute(code, timeout=PYTHON_TIMEOUT)
+    try:
+        result = await kernel.execute(code, timeout=PYTHON_TIMEOUT)
+    except ToolError as exc:
+        if "FileNotFoundError" not in str(exc):
+            raise
+        # A guessed path is the usual cause: say which files there are.
+        raise ToolError(f"{exc}\n{_root_files(ctx.root_dir)}") from exc
     prefix = ctx.tool_call_id
 
     def renamed(file: ToolFile) -> ToolFile:
@@ -381,6 +388,17 @@ async def python(
     if not result.output.strip():
         result.output = NOTHING_PRINTED  # an empty result reads as a failure to a small model
     return result
+
+
+def _root_files(root: Path, limit: int = 30) -> str:
+    """The files at the top of the notebook root, for a model that guessed a path wrong."""
+    try:
+        names = sorted(p.name for p in root.iterdir() if p.is_file() and p.name[0] != ".")
+    except OSError:
+        return ""
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    listed = ", ".join(names[:limit]) or "none"
+    return f"Files in the notebook folder (paths are relative to it): {listed}{more}"
 
 
 @tool(readonly=True, host="kernel")
