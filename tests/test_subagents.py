@@ -331,3 +331,15 @@ async def test_a_childs_permission_ask_is_approved_over_a_websocket_that_follows
     assert [e["seq"] for e in received] == list(range(len(received)))
     result = next(e for e in received if e["eventType"] == "TOOL_COMPLETED")["data"]["output"]
     assert "it says forty-two" in result
+
+
+async def test_sub_agents_delegate_further_when_the_depth_allows(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    runtime.config.subagent_depth = 2
+    worker = ScriptedModel([ScriptedTurn(text="done")])
+    runtime.models.register("worker", worker)
+    delegating(runtime, [{"task": "part", "model": "worker"}], "all done")
+    rid = (await api.start("do a part", model="boss"))["requestId"]
+    assert (await api.segment(rid))[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert "delegate" in [t.name for t in worker.requests[0].tools]
