@@ -339,7 +339,7 @@ async def test_sub_agents_delegate_further_when_the_depth_allows(
     runtime.config.subagent_depth = 2
     worker = ScriptedModel([ScriptedTurn(text="done")])
     runtime.models.register("worker", worker)
-    delegating(runtime, [{"task": "part", "model": "worker"}], "all done")
+    delegating(runtime, "boss", [{"task": "part", "model": "worker"}], "all done")
     rid = (await api.start("do a part", model="boss"))["requestId"]
     assert (await api.segment(rid))[-1]["eventType"] == "MESSAGE_COMPLETED"
     assert "delegate" in [t.name for t in worker.requests[0].tools]
