@@ -38,10 +38,12 @@ import matplotlib.image
 
 draws, heard = [], []
 view_spoke, other_drew, encoded = threading.Event(), threading.Event(), threading.Event()
+view_live = threading.Event()
 gated = {"on": True}
 
 def _heard(change):
     if threading.current_thread() is not threading.main_thread():
+        view_live.set()
         view_spoke.set()
 
 _last.widget.observe(_heard, names="snapshot")
@@ -120,6 +122,21 @@ async def keep_saving_snapshots(k: KernelSession, comm_id: str, subshell_id: str
         await asyncio.sleep(0.05)
 
 
+async def until_heard_on_its_own_thread(k: KernelSession) -> None:
+    """Wait until the view's messages are handled on the subshell's thread.
+
+    ipykernel hands a comm's incoming messages to the subshell of the request during which the
+    kernel last sent on that comm: the main thread after the ``%neta`` cell opened the widget,
+    the view's subshell once the widget has echoed one of the view's updates. Short cells leave
+    the main thread free to handle the first updates; one long wait would hold them up for good.
+    """
+    for _ in range(600):  # a minute at most
+        if await k.json("import json\nprint(json.dumps(view_live.is_set()))"):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the view's messages never reached the widget on a thread of their own")
+
+
 def pixels(png: bytes) -> Any:
     return matplotlib.image.imread(io.BytesIO(png), format="png")
 
@@ -146,6 +163,7 @@ async def test_figures_come_back_whole_while_the_view_saves_its_snapshot(
         subshell_id = await subshell(k)
         view = asyncio.ensure_future(keep_saving_snapshots(k, comm_id, subshell_id))
         try:
+            await until_heard_on_its_own_thread(k)
             await approve_pending(api, rid, first)
             second = await api.segment(rid, first[-1]["seq"])
         finally:

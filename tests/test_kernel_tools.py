@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from httpx_sse import aconnect_sse
+from jupyter_client.session import Session
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
@@ -126,6 +127,34 @@ async def test_timeout_interrupts_the_kernel_which_stays_usable(jp_serverapp: An
         with pytest.raises(ToolError, match="interrupted"):
             await bridge.execute("import time\nfor i in range(100): time.sleep(0.1)", timeout=1)
         assert (await bridge.execute("print('still here')")).output == "still here\n"
+
+
+async def test_code_runs_in_a_kernel_that_another_client_keeps_talking_to(
+    jp_serverapp: Any,
+) -> None:
+    """A view that saves its widget's state several times a second never lets IOPub fall silent."""
+    async with kernel_of(jp_serverapp) as (kernel_id, bridge):
+        kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id)
+        other = kernel.client(
+            session=Session(
+                key=kernel.session.key, signature_scheme=kernel.session.signature_scheme
+            )
+        )
+        other.start_channels()
+        await other.wait_for_ready(timeout=60)
+
+        async def keep_talking() -> None:
+            while True:
+                other.kernel_info()
+                await asyncio.sleep(0.05)
+
+        talking = asyncio.ensure_future(keep_talking())
+        try:
+            result = await bridge.execute("print('hello')")
+        finally:
+            talking.cancel()
+            other.stop_channels()
+        assert result.output == "hello\n"
 
 
 async def test_agent_inspects_data_runs_code_and_sees_errors(

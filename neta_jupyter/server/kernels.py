@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from queue import Empty
 from typing import Any
 
 from jupyter_client.session import Session
@@ -110,12 +111,10 @@ class ServerKernelBridge:
             client = kernel.client(session=session)
             client.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=False)
             try:
-                # The first kernel_info round trip also proves IOPub is subscribed: a message
-                # published before that would be lost to us.
-                await client.wait_for_ready(timeout=READY_TIMEOUT)
-            except RuntimeError as exc:
+                await _until_ready(client)
+            except ToolError:
                 client.stop_channels()
-                raise ToolError(f"the notebook's kernel did not respond: {exc}") from exc
+                raise
             self._client = client
             self._readers = [
                 asyncio.create_task(self._read(client.get_iopub_msg), name="neta-iopub"),
@@ -233,6 +232,42 @@ class ServerKernelBridge:
     async def _interrupt(self) -> None:
         with contextlib.suppress(Exception):
             await ensure_async(self._kernel().interrupt_kernel())
+
+
+async def _until_ready(client: Any) -> None:
+    """Wait until a kernel_info round trip reaches us on both the shell channel and IOPub.
+
+    The status messages of our own requests prove IOPub is subscribed (a message published
+    before that would be lost to us). jupyter_client's ``wait_for_ready`` would then also wait
+    for IOPub to fall silent, which it never does while another client keeps talking to the
+    kernel: a widget view saving its state several times a second kept the first tool call of a
+    run waiting for as long as the view stayed open.
+    """
+    deadline = time.monotonic() + READY_TIMEOUT
+    asked: set[str] = set()  # a slow kernel's reply may answer an earlier request
+    while time.monotonic() < deadline:
+        asked.add(client.kernel_info())
+        reply = await _message_for(client.get_shell_msg, asked, 1.0)
+        answered = reply is not None and reply.get("msg_type") == "kernel_info_reply"
+        if answered and await _message_for(client.get_iopub_msg, asked, 1.0) is not None:
+            client._handle_kernel_info_reply(reply)  # adapts to its protocol version
+            return
+        if not await ensure_async(client.is_alive()):
+            raise ToolError("the notebook's kernel died before it replied")
+    raise ToolError(f"the notebook's kernel did not respond in {READY_TIMEOUT:g} s")
+
+
+async def _message_for(receive: Any, asked: set[str], seconds: float) -> dict[str, Any] | None:
+    """The first message answering one of the ``asked`` requests within ``seconds``."""
+    until = time.monotonic() + seconds
+    while (left := until - time.monotonic()) > 0:
+        try:
+            msg: dict[str, Any] = await receive(timeout=left)
+        except Empty:
+            return None
+        if msg.get("parent_header", {}).get("msg_id") in asked:
+            return msg
+    return None
 
 
 class ServerKernels:
