@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -40,7 +41,11 @@ TERMINAL = {"MESSAGE_COMPLETED", "MESSAGE_FAILED", "MESSAGE_SUSPENDED"}
 def main(argv: list[str] | None = None) -> int:
     """Run the tasks and print the report; the exit status is 0 whatever the pass rate."""
     args = _parser().parse_args(argv)
-    results = asyncio.run(evaluate(args))
+    try:
+        results = asyncio.run(evaluate(args))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("stopped", file=sys.stderr)
+        return 130
     passed = sum(ok for _, ok, _ in results)
     print(f"\npass rate: {passed}/{len(results)} with {args.model}")
     if args.json:
@@ -72,6 +77,9 @@ def endpoints_from(path: str | None) -> dict[str, Any]:
 async def evaluate(args: argparse.Namespace) -> list[tuple[Task, bool, Outcome]]:
     """Every selected task, in order, with a fresh session each."""
     chosen = [t for t in tasks() if not args.tasks or t.name in args.tasks.split(",")]
+    # Stopped with SIGTERM like with Ctrl-C: the run ends and the kernel is shut down.
+    if (current := asyncio.current_task()) is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, current.cancel)
     with tempfile.TemporaryDirectory(prefix="neta-eval-") as tmp:
         root, data = Path(tmp) / "work", Path(tmp) / "data"
         root.mkdir()
