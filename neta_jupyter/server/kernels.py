@@ -111,7 +111,7 @@ class ServerKernelBridge:
             client = kernel.client(session=session)
             client.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=False)
             try:
-                await _until_ready(client)
+                await _until_ready(client, kernel)
             except ToolError:
                 client.stop_channels()
                 raise
@@ -234,14 +234,16 @@ class ServerKernelBridge:
             await ensure_async(self._kernel().interrupt_kernel())
 
 
-async def _until_ready(client: Any) -> None:
-    """Wait until a kernel_info round trip reaches us on both the shell channel and IOPub.
+async def _until_ready(client: Any, kernel: Any) -> None:
+    """Wait until a kernel_info round trip reaches us, and the server, on IOPub.
 
-    The status messages of our own requests prove IOPub is subscribed (a message published
-    before that would be lost to us). jupyter_client's ``wait_for_ready`` would then also wait
-    for IOPub to fall silent, which it never does while another client keeps talking to the
-    kernel: a widget view saving its state several times a second kept the first tool call of a
-    run waiting for as long as the view stayed open.
+    The status messages of our own requests prove our IOPub is subscribed (a message published
+    before that would be lost to us). The server's activity watcher, whose account of a running
+    cell the tools trust, subscribes when the kernel starts and leaves "starting" on the first
+    status it receives: until then a cell started at once could run unseen by it. jupyter_client's
+    ``wait_for_ready`` would also wait for IOPub to fall silent, which it never does while another
+    client keeps talking to the kernel: a widget view saving its state several times a second kept
+    the first tool call of a run waiting for as long as the view stayed open.
     """
     deadline = time.monotonic() + READY_TIMEOUT
     asked: set[str] = set()  # a slow kernel's reply may answer an earlier request
@@ -251,7 +253,8 @@ async def _until_ready(client: Any) -> None:
         answered = reply is not None and reply.get("msg_type") == "kernel_info_reply"
         if answered and await _message_for(client.get_iopub_msg, asked, 1.0) is not None:
             client._handle_kernel_info_reply(reply)  # adapts to its protocol version
-            return
+            if getattr(kernel, "execution_state", "idle") != "starting":
+                return
         if not await ensure_async(client.is_alive()):
             raise ToolError("the notebook's kernel died before it replied")
     raise ToolError(f"the notebook's kernel did not respond in {READY_TIMEOUT:g} s")
