@@ -52,6 +52,12 @@ def read(
     return out
 
 
+def after_restart(script: Path, *turns: dict[str, Any]) -> None:
+    """What a scripted model says once the server restarts: a new process loads its script
+    again and plays it from the first turn, so the script becomes the turns still to come."""
+    script.write_text(json.dumps({"turns": list(turns)}))
+
+
 def start(server: ServerProcess, **body: Any) -> str:
     with client(server) as http:
         response = http.post("neta/api/agent/run/async", json=body)
@@ -150,6 +156,7 @@ def test_pending_permission_ask_survives_a_restart(server: ServerProcess, tmp_pa
     assert first[-1]["eventType"] == "MESSAGE_SUSPENDED"
     ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
     server.kill9()
+    after_restart(script, {"text": "The file says forty-two."})
     server.start()
     assert read(server, rid)[-1]["eventType"] == "MESSAGE_SUSPENDED", (
         "a suspended run stays suspended"
@@ -201,6 +208,7 @@ def test_kill_9_under_load_every_run_ends_and_asks_survive(
     assert read(server, asking)[-1]["eventType"] == "MESSAGE_SUSPENDED"
     assert read(server, finished)[-1]["eventType"] == "MESSAGE_COMPLETED"
     server.kill9()
+    after_restart(ask_script, {"text": "done"})
     server.start()
     for rid in streaming:
         log = read(server, rid)

@@ -6,8 +6,10 @@ import json
 from typing import Any
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
+from neta_jupyter.providers.base import ToolCall
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.runtime.state import STATE_VERSION, load_options, load_state
+from neta_jupyter.runtime.steps import Answer, Approval, RunTools
 from neta_jupyter.tools import ToolContext, tool
 from tests.helpers import ApiClient
 
@@ -31,7 +33,7 @@ async def first_shape(runtime: Runtime, request_id: str) -> tuple[dict[str, Any]
     assert record is not None
     run = await runtime.get_run(record.principal, request_id)
     state, ask, usage = run.state, run.state.ask, run.state.usage
-    assert ask is not None and state.verdict is not None and state.repeat is not None
+    assert ask is not None and state.repeat is not None
     options = {
         "virtualTools": [],
         "tools": None,
@@ -116,6 +118,10 @@ async def test_a_run_stored_in_the_first_shape_resumes(api: ApiClient, runtime: 
     assert stored is not None and stored.state["version"] == STATE_VERSION
 
 
+def no_calls(reply_id: str, leaf: str | None) -> tuple[list[ToolCall], set[str]]:
+    raise AssertionError("a run that was not among its tool calls needs none")
+
+
 def test_every_key_of_the_first_shape_is_read() -> None:
     state = load_state(
         {
@@ -137,7 +143,8 @@ def test_every_key_of_the_first_shape_is_read() -> None:
             "ask": None,
             "decisions": {"c0": False},
             "answers": {"c9": "qty"},
-        }
+        },
+        no_calls,
     )
     assert (state.step, state.leaf, state.last_assistant, state.recoverable) == (
         2,
@@ -150,9 +157,8 @@ def test_every_key_of_the_first_shape_is_read() -> None:
     kept = state.kept_reply
     assert kept is not None and kept.step == 3 and kept.text == "half an ans"
     assert kept.tool_calls[0].id == "c1" and kept.tool_calls[0].arguments == '{"pa'
-    assert state.decisions == {"c0": False} and state.answers == {"c9": "qty"}
-    compact = load_options({"kind": "compact", "instructions": "be brief"})
-    assert compact.kind == "compact" and compact.instructions == "be brief"
+    assert state.next.kind == "build_request"
+    assert load_options({"kind": "compact", "instructions": "be brief"}).tools is None
     chart = load_options(
         {
             "virtualTools": [{"name": "chart", "mockResponse": "drawn"}],
@@ -162,3 +168,42 @@ def test_every_key_of_the_first_shape_is_read() -> None:
     )
     assert chart.virtual_tools[0].mock_response == "drawn" and chart.max_steps == 4
     assert chart.kernel_variables == ["df: DataFrame"]
+
+
+CALLS = [ToolCall("c0", "read_file", "{}"), ToolCall("c1", "write_note", '{"text": "x"}')]
+
+
+def test_a_decision_kept_by_call_id_becomes_the_decision_of_the_kept_step() -> None:
+    """Version 1 kept every decision by call id; a run stopped after an approval, before the
+    approved call ran (a shutdown), goes on with that call approved, not asked again."""
+
+    def calls_of(reply_id: str, leaf: str | None) -> tuple[list[ToolCall], set[str]]:
+        assert (reply_id, leaf) == ("e_reply", "e_result0")
+        return CALLS, {"c0"}
+
+    doc = {
+        "version": 1,
+        "step": 1,
+        "phase": "tools",
+        "leaf": "e_result0",
+        "last_assistant": "e_reply",
+        "decisions": {"c_earlier_step": True, "c1": True},
+        "answers": {},
+        "verdict": {"step": 1, "refused": {}, "repeats": 1, "calls": "read_file, write_note"},
+    }
+    step = load_state(doc, calls_of).next
+    assert isinstance(step, RunTools)
+    assert (step.reply_id, step.calls) == ("e_reply", CALLS)
+    assert step.resumed == Approval(tool_call_id="c1", approved=True) and step.waiting is None
+    assert step.verdict is not None and step.verdict.calls == "read_file, write_note"
+    asked = {
+        **doc,
+        "decisions": {},
+        "ask": {"kind": "clarify", "ask_id": "clr_1", "tool_call_id": "c1", "tool_name": "ask"},
+    }
+    waiting = load_state(asked, calls_of)
+    assert waiting.ask is not None and waiting.ask.to_wire().kind == "clarify"
+    assert isinstance(waiting.next, RunTools) and waiting.next.waiting == "c1"
+    answered = {**doc, "decisions": {}, "answers": {"c1": "yes"}}
+    step = load_state(answered, calls_of).next
+    assert isinstance(step, RunTools) and step.resumed == Answer(tool_call_id="c1", text="yes")

@@ -12,14 +12,16 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..events import BudgetData, EventType, LedgerData, TokenUsageData, Usage
 from ..providers.base import Model, ModelRequest, ProviderInvalidRequest
 from ..store import RecordStore
 from .emitter import RunEmitter
-from .runs import Run
 from .streaming import Reply
+
+if TYPE_CHECKING:
+    from .runs import Run
 
 Action = Literal["allow", "compact", "stop"]
 Source = Literal["observed", "estimated", "unknown"]

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 
 from ..events import ErrorCode, EventType, MessageData, Usage
 from .emitter import RunEmitter
-from .loop import Finish, Suspend
 from .runs import Run, Runs
+from .steps import BuildRequest, Finish, RunTools, Suspend
 from .tree import SessionTree
 
 NOT_RUN = "Not run: the run ended before this call was executed."
@@ -95,19 +95,22 @@ async def fail_run(
 async def close_open_calls(runs: Runs, run: Run, emitter: RunEmitter) -> None:
     """Answer unanswered tool calls so the transcript stays valid for the next prompt."""
     state, records = run.state, runs.records
-    if state.phase != "tools" or not state.last_assistant:
+    pending = state.next
+    if not isinstance(pending, RunTools):
+        return
+    state.next = BuildRequest()
+    reply = await records.get_entry(pending.reply_id)
+    if reply is None:
         return
     path = await records.path(run.session_id, state.leaf)
     answered = {e.message.get("tool_call_id") for e in path if e.role == "tool"}
-    assistant = await records.get_entry(state.last_assistant)
-    calls = assistant.message.get("tool_calls", []) if assistant is not None else []
     tree = SessionTree(records, emitter.log, moves_leaf=run.parent_request_id is None)
-    for call in calls:
-        if assistant is None or call["id"] in answered:
+    for call in pending.calls:
+        if call.id in answered:
             continue
         entry = await tree.answer(
-            assistant,
-            call,
+            reply,
+            {"id": call.id, "name": call.name},
             NOT_RUN,
             "not_run",
             request_id=run.request_id,
@@ -115,4 +118,3 @@ async def close_open_calls(runs: Runs, run: Run, emitter: RunEmitter) -> None:
             run=emitter,
         )
         state.leaf = entry.entry_id
-    state.phase = "model"

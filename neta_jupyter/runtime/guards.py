@@ -6,8 +6,8 @@ refused so the model hears why. Across steps, a model that makes exactly the sam
 and again is reminded once that their result will not change; if it still repeats them, they
 are not run and the run ends instead of burning its remaining steps.
 
-The verdict on a step is kept in the run's state, so resuming the step after a permission ask
-refuses and reminds exactly as the first activation decided.
+The verdict on a step is kept with its ``RunTools`` step, so resuming the step after a permission
+ask refuses and reminds exactly as the first activation decided.
 """
 
 from __future__ import annotations
@@ -73,10 +73,7 @@ class StepVerdict(BaseModel):
 
 
 def screen_step(state: RunState, config: RuntimeConfig, calls: list[ToolCall]) -> StepVerdict:
-    """The verdict on the current step's calls, decided once per step and kept in ``state``."""
-    kept = state.verdict
-    if kept is not None and kept.step == state.step:
-        return kept
+    """The verdict on the current step's calls (the ``RunTools`` step keeps it)."""
     verdict = StepVerdict(step=state.step, refused=_refusals(calls, config.max_tool_calls_per_step))
     signature = _signature(calls)
     previous = state.repeat
@@ -94,7 +91,6 @@ def screen_step(state: RunState, config: RuntimeConfig, calls: list[ToolCall]) -
     elif verdict.repeats == limit:
         verdict.remind = True
     state.repeat = RepeatedCalls(signature=signature, count=verdict.repeats)
-    state.verdict = verdict
     return verdict
 
 

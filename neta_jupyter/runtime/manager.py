@@ -1,42 +1,40 @@
 """The runtime's public API: start, resume, retry, terminate, add input — transport-agnostic.
 
-Each run is an asyncio task driving a :class:`RunLoop`; whatever ends it (finish, suspension,
-timeout, cancel, crash of a step, shutdown) ends the stream with exactly one terminal event.
+Each activation of a run is an asyncio task driving a :class:`RunLoop` from the step kept in the
+run's state (:mod:`.activations`); whatever ends it ends the stream with exactly one terminal
+event.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any, Literal, cast
+from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from ..events import (
     ErrorCode,
     EventType,
-    FinishReason,
-    PermissionResolvedData,
     SessionData,
-    SuspendReason,
-    SuspendType,
 )
-from ..providers import ModelRegistry, ProviderError, UnknownModel
-from ..providers.base import THINKING_LEVELS, ProviderInvalidRequest, as_thinking_level
+from ..providers import ModelRegistry, UnknownModel
+from ..providers.base import THINKING_LEVELS, as_thinking_level
 from ..store import EventRow, SessionRecord, StorageError, Store, StoredEvent, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
+from .activations import Activations, CancelReason
 from .admission import StartGate
-from .compaction import compact
 from .config import COMPACT_TOOLS, RuntimeConfig
 from .emitter import RunEmitter
-from .endings import end_run, fail_run, recover_crashed
+from .endings import fail_run, recover_crashed
 from .errors import BadRunRequest, RunConflict, RunNotFound
-from .loop import Finish, RunLoop, Step, Suspend, first_step
+from .loop import RunLoop
+from .resumes import answer_question, decide_permission
 from .runs import Run, Runs
-from .state import Approve, Ask, RunOptions, RunState
+from .state import Approve, RunOptions, RunState
+from .steps import Compact
 from .subagents import Subagents
 from .tooling import VirtualTool
 from .tree import SessionTree, session_stream
@@ -70,9 +68,7 @@ class Runtime:
         """Every write to a session tree goes through it, so each is published."""
         self.log = logger or logging.getLogger("neta_jupyter")
         self._admit_start = StartGate()
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._cancel_reason: dict[str, str] = {}
-        self._stopping = False
+        self._active = Activations(store, self.runs, config, self._loop, self.log)
         self.subagents = Subagents(self)
         """The child runs of runs that delegate, and the trees they make."""
         self.register_secrets()
@@ -104,13 +100,11 @@ class Runtime:
 
     def is_active(self, request_id: str) -> bool:
         """Whether the run's task is executing in this process."""
-        return request_id in self._tasks
+        return self._active.is_active(request_id)
 
     async def wait(self, request_id: str) -> None:
         """Until the run's current activation ends."""
-        task = self._tasks.get(request_id)
-        if task is not None:
-            await asyncio.shield(task)
+        await self._active.wait(request_id)
 
     # --- following: the only way transports read a run's events
 
@@ -231,7 +225,7 @@ class Runtime:
                 recoverable=False,
             )
             raise
-        self._launch(run, first_step(run.state))
+        self._active.launch(run, run.state.next)
         return run
 
     async def _begin(self, run: Run, leaf: str | None, emitter: RunEmitter) -> None:
@@ -275,51 +269,22 @@ class Runtime:
                 f"run {request_id} is {run.status}, not suspended", code="RUN_NOT_SUSPENDED"
             )
         ask = run.state.ask
-        if ask is not None and ask.kind == "clarify":
-            self._answer(run, ask, ask_id=ask_id, approved=approved, answer=answer)
+        if ask is not None and ask.kind == "question":
+            answer_question(run, ask, ask_id=ask_id, approved=approved, answer=answer)
         elif ask is not None:
-            await self._decide(run, ask, ask_id=ask_id, approved=approved, always=always)
+            await decide_permission(
+                run,
+                ask,
+                ask_id=ask_id,
+                approved=approved,
+                always=always,
+                records=self.store.records,
+                emitter=await self._emitter(run),
+            )
         run.status = "running"
         await self.runs.save(run)
-        self._launch(run, first_step(run.state))
+        self._active.launch(run, run.state.next)
         return run
-
-    def _answer(
-        self, run: Run, ask: Ask, *, ask_id: str | None, approved: bool | None, answer: str | None
-    ) -> None:
-        """Record the answer to the run's pending question."""
-        if ask_id is not None and ask_id != ask.ask_id:
-            raise RunConflict(f"{ask_id!r} is not the pending question", code="ASK_MISMATCH")
-        if answer is None and approved is not False:
-            raise BadRunRequest("answer is required to reply to a question", code="ANSWER_REQUIRED")
-        reply = answer if answer is not None else "The user chose not to answer."
-        run.state.answers[ask.tool_call_id] = reply
-        run.state.ask = None
-
-    async def _decide(
-        self, run: Run, ask: Ask, *, ask_id: str | None, approved: bool | None, always: bool
-    ) -> None:
-        """Record the decision on the run's pending permission ask."""
-        if ask_id is not None and ask_id != ask.ask_id:
-            raise RunConflict(f"askId {ask_id!r} is not the pending ask", code="ASK_MISMATCH")
-        if approved is None:
-            raise BadRunRequest(
-                "approved (true or false) is required to answer a permission ask",
-                code="APPROVED_REQUIRED",
-            )
-        run.state.decisions[ask.tool_call_id] = approved
-        if always and approved:
-            await self.store.records.allow_always(run.session_id, ask.tool_name)
-        (await self._emitter(run)).emit(
-            EventType.PERMISSION_ASK_RESOLVED,
-            PermissionResolvedData(
-                ask_id=ask.ask_id,
-                approved=approved,
-                reason="user",
-                resolve_type="always" if always and approved else "once",
-            ),
-        )
-        run.state.ask = None
 
     async def retry(self, principal: str, request_id: str) -> Run:
         """Continue a run that failed recoverably, from its last completed step."""
@@ -331,14 +296,13 @@ class Runtime:
         run.status = "running"
         run.state.recoverable = False
         await self.runs.save(run)
-        self._launch(run, first_step(run.state))
+        self._active.launch(run, run.state.next)
         return run
 
     async def terminate(self, principal: str, request_id: str) -> Run:
         """Cancel a running or suspended run (USER_CANCELLED), and the children it started."""
         run = await self.get_run(principal, request_id)
-        if self.is_active(request_id):
-            await self.cancel(request_id, "user")
+        if await self._active.cancel(request_id, "user"):
             return await self.get_run(principal, request_id)
         # Running without an activation here: a sub-agent waiting for a slot of its batch.
         if run.status not in ("suspended", "running"):
@@ -348,33 +312,24 @@ class Runtime:
         await self.subagents.stop(request_id, "user")
         return await self.get_run(principal, request_id)
 
-    async def cancel(self, request_id: str, reason: str) -> None:
-        """Cancel the run's activation and wait for its end.
+    async def cancel(self, request_id: str, reason: CancelReason) -> None:
+        """Cancel the run's activation and wait for its end (:data:`CancelReason`)."""
+        await self._active.cancel(request_id, reason)
 
-        ``reason``: ``user`` (USER_CANCELLED), ``timeout`` (TASK_TIMEOUT: the run that delegated
-        to it ran out of time) or ``shutdown`` (suspended, resumable).
-        """
-        task = self._tasks.get(request_id)
-        if task is not None:
-            self._cancel_reason[request_id] = reason
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    def cancel_reason(self, request_id: str) -> Literal["user", "timeout", "shutdown"]:
+    def cancel_reason(self, request_id: str) -> CancelReason:
         """Why the run's activation is being cancelled (no reason given: its time ran out)."""
-        reason = self._cancel_reason.get(request_id)
-        return "user" if reason == "user" else "shutdown" if reason == "shutdown" else "timeout"
+        return self._active.cancel_reason(request_id)
 
     async def continue_run(self, run: Run) -> None:
         """Start a stored run's loop from where it stands (a sub-agent, when its batch may)."""
         run.status = "running"
         await self.runs.save(run)
-        self._launch(run, first_step(run.state))
+        self._active.launch(run, run.state.next)
 
     @property
     def stopping(self) -> bool:
         """The runtime is shutting down: no activation starts."""
-        return self._stopping
+        return self._active.stopping
 
     async def add_input(self, principal: str, request_id: str, content: str) -> str:
         """Queue input for the run's next step boundary."""
@@ -396,7 +351,7 @@ class Runtime:
         instructions: str | None = None,
         model: str | None = None,
     ) -> Run:
-        """Summarise a session's older turns now (a short run whose stream shows the compaction)."""
+        """Summarise a session's older turns now: a run of one ``Compact`` step."""
         session = await self._supersede_suspended(await self._session(principal, session_id, None))
         run = Run(
             request_id=new_id("r"),
@@ -406,55 +361,18 @@ class Runtime:
             model=model or self.config.default_model,
             created=time.time(),
             prompt="/compact",
-            options=RunOptions(kind="compact", instructions=instructions),
-            state=RunState(leaf=session.leaf_entry_id),
+            state=RunState(
+                leaf=session.leaf_entry_id,
+                next=Compact(scope="manual", instructions=instructions),
+            ),
         )
         await self.runs.create(run)
         (await self._emitter(run)).emit(
             EventType.SESSION_CREATED, SessionData(session_id=session.session_id)
         )
         await self.runs.save(run)
-        self._tasks[run.request_id] = asyncio.create_task(
-            self._finally_inactive(run.request_id, self._compaction(run)),
-            name=f"neta-compact-{run.request_id}",
-        )
+        self._active.launch(run, run.state.next)
         return run
-
-    async def _compaction(self, run: Run) -> None:
-        emitter = await self._emitter(run)
-        try:
-            model = self.models.resolve(run.model)
-            path = await self.store.records.path(run.session_id, run.state.leaf)
-            tokens = sum(len(str(e.message.get("content", ""))) for e in path) // 4
-            done = await compact(
-                model=model,
-                tree=self.tree,
-                run=run,
-                emitter=emitter,
-                scope="manual",
-                tokens_before=tokens,
-                budget=self.config.prompt_budget,
-                instructions=run.options.instructions,
-            )
-            message = "compacted the conversation" if done else "nothing was compacted"
-            await self._end(run, emitter, Finish(FinishReason.STOP, message))
-        except asyncio.CancelledError:
-            await self._fail(
-                run,
-                emitter,
-                ErrorCode.USER_CANCELLED,
-                "the compaction was cancelled",
-                recoverable=False,
-            )
-        except Exception as exc:
-            self.log.exception("compaction %s failed", run.request_id)
-            await self._fail(
-                run,
-                emitter,
-                ErrorCode.INTERNAL_ERROR,
-                f"compaction failed: {type(exc).__name__}",
-                recoverable=False,
-            )
 
     async def switch_leaf(self, principal: str, session_id: str, entry_id: str | None) -> None:
         """Continue the session's conversation from another entry of its tree."""
@@ -515,12 +433,7 @@ class Runtime:
 
     async def shutdown(self) -> None:
         """Suspend every executing run with SHUTDOWN_INTERRUPT (resumable after restart)."""
-        self._stopping = True
-        tasks = list(self._tasks.items())
-        for request_id, task in tasks:
-            self._cancel_reason[request_id] = "shutdown"
-            task.cancel()
-        await asyncio.gather(*(t for _, t in tasks), return_exceptions=True)
+        await self._active.shutdown()
         self.store.commit()
 
     # --- internals
@@ -549,7 +462,7 @@ class Runtime:
                     code="SESSION_BUSY",
                 )
             if run.status == "suspended":
-                await self._fail(
+                await self._active.fail(
                     run,
                     await self._emitter(run),
                     ErrorCode.USER_CANCELLED,
@@ -566,97 +479,11 @@ class Runtime:
 
     async def _emitter(self, run: Run) -> RunEmitter:
         """The run's emitter, once its stream can be appended to."""
-        await self.store.events.open(run.request_id)
-        emitter = RunEmitter(self.store.events, run.request_id)
-        emitter.step = run.state.step or None
-        emitter.total_tokens = run.state.usage.total_tokens or None
-        return emitter
+        return await self._active.emitter(run)
 
-    def _launch(self, run: Run, step: Step) -> None:
-        self._tasks[run.request_id] = asyncio.create_task(
-            self._finally_inactive(run.request_id, self._activate(run, step)),
-            name=f"neta-run-{run.request_id}",
-        )
-
-    async def _finally_inactive(self, request_id: str, work: Coroutine[Any, Any, None]) -> None:
-        """Run ``work``; the run stops counting as active before anyone awaiting it resumes."""
-        try:
-            await work
-        finally:
-            if self._tasks.get(request_id) is asyncio.current_task():
-                del self._tasks[request_id]
-
-    async def _activate(self, run: Run, step: Step) -> None:
-        emitter = await self._emitter(run)
-        try:
-            loop = self._loop(run, emitter)
-            async with asyncio.timeout(self.config.task_timeout):
-                outcome = await loop.drive(step)
-            await self._end(run, emitter, outcome)
-        except TimeoutError:
-            await self._fail(
-                run,
-                emitter,
-                ErrorCode.TASK_TIMEOUT,
-                f"the run exceeded its time limit of {self.config.task_timeout:g} s",
-                recoverable=False,
-            )
-        except asyncio.CancelledError:
-            reason = self._cancel_reason.pop(run.request_id, "user")
-            if reason == "timeout":
-                await self._fail(
-                    run,
-                    emitter,
-                    ErrorCode.TASK_TIMEOUT,
-                    "the run that delegated this task ran out of time",
-                    recoverable=False,
-                )
-            elif reason == "shutdown":
-                await self._end(
-                    run,
-                    emitter,
-                    Suspend(
-                        SuspendReason(
-                            type=SuspendType.SHUTDOWN_INTERRUPT,
-                            message="the server shut down; resume the run to continue",
-                        )
-                    ),
-                )
-            else:
-                await self._fail(
-                    run,
-                    emitter,
-                    ErrorCode.USER_CANCELLED,
-                    "the run was cancelled",
-                    recoverable=False,
-                )
-        except ProviderError as exc:
-            invalid = isinstance(exc, ProviderInvalidRequest)
-            await self._fail(
-                run,
-                emitter,
-                ErrorCode.LLM_INVALID_REQUEST if invalid else ErrorCode.LLM_ERROR,
-                f"model call failed: {exc}",
-                recoverable=exc.recoverable,
-                network_error=exc.network_error,
-            )
-        except StorageError as exc:  # logged once per spell by the store, not once per run
-            await self._fail(
-                run,
-                emitter,
-                ErrorCode.INTERNAL_ERROR,
-                f"the run was stopped: the server could not save it ({exc.reason})",
-                recoverable=False,
-            )
-        except Exception as exc:
-            self.log.exception("run %s failed", run.request_id)
-            await self._fail(
-                run,
-                emitter,
-                ErrorCode.INTERNAL_ERROR,
-                f"internal error: {type(exc).__name__}",
-                recoverable=False,
-            )
+    async def loop(self, run: Run) -> RunLoop:
+        """A loop over ``run`` outside any activation, to carry out its steps one at a time."""
+        return self._loop(run, await self._emitter(run))
 
     def _loop(self, run: Run, emitter: RunEmitter) -> RunLoop:
         kernel = self.kernels(run) if self.kernels is not None else None
@@ -686,54 +513,6 @@ class Runtime:
             system_prompt=self.subagents.system_prompt(base, run),
             subagents=self.subagents,
         )
-
-    async def _end(self, run: Run, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
-        await self._settle(lambda: end_run(self.runs, run, emitter, outcome))
-
-    async def _fail(
-        self,
-        run: Run,
-        emitter: RunEmitter,
-        code: ErrorCode,
-        message: str,
-        *,
-        recoverable: bool,
-        network_error: bool = False,
-        wait: bool = True,
-    ) -> None:
-        """MESSAGE_FAILED; ``wait`` for the store when it cannot be written (else raise)."""
-
-        async def write() -> None:
-            await fail_run(
-                self.runs,
-                run,
-                emitter,
-                code,
-                message,
-                recoverable=recoverable,
-                network_error=network_error,
-            )
-
-        if wait:
-            await self._settle(write)
-        else:
-            await write()
-
-    async def _settle(self, write: Callable[[], Awaitable[None]]) -> None:
-        """Make a run's ending, waiting while the store cannot be written.
-
-        An ending emits its terminal event only after every write that can fail, so a retry
-        never emits a second one. At shutdown it gives up: the run is still running in the
-        store, and the next start ends it with SYSTEM_CRASH.
-        """
-        while True:
-            try:
-                await write()
-                return
-            except StorageError:
-                if self._stopping:
-                    return
-                await self.store.writable()
 
 
 def _check_thinking_level(level: str | None) -> None:

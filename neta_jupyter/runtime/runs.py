@@ -10,8 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..events.runs import RunSummary
+from ..providers.base import ToolCall
 from ..store import RecordStore, RunRecord, RunStatus
-from .state import RunOptions, RunState, load_options, load_state
+from .state import (
+    CallsOf,
+    RunOptions,
+    RunState,
+    calls_needed,
+    load_options,
+    load_state,
+    no_calls,
+)
 
 
 @dataclass(slots=True)
@@ -58,8 +67,11 @@ class Run:
         )
 
     @classmethod
-    def of(cls, record: RunRecord) -> Run:
-        """The run a stored record describes, in whatever shape it was stored."""
+    def of(cls, record: RunRecord, calls_of: CallsOf = no_calls) -> Run:
+        """The run a stored record describes, in whatever shape it was stored.
+
+        ``calls_of`` gives what upgrading a state stored among its tool calls needs to know.
+        """
         return cls(
             request_id=record.request_id,
             principal=record.principal,
@@ -70,7 +82,7 @@ class Run:
             prompt=record.prompt,
             imported=record.imported,
             options=load_options(record.options),
-            state=load_state(record.state),
+            state=load_state(record.state, calls_of),
             parent_request_id=record.parent_request_id,
         )
 
@@ -111,7 +123,7 @@ class Runs:
     async def get(self, request_id: str) -> Run | None:
         """The run, if it exists."""
         record = await self.records.get_run(request_id)
-        return Run.of(record) if record is not None else None
+        return await self._of(record) if record is not None else None
 
     async def find(
         self,
@@ -130,4 +142,17 @@ class Runs:
             parent_request_id=parent_request_id,
             limit=limit,
         )
-        return [Run.of(r) for r in found]
+        return [await self._of(r) for r in found]
+
+    async def _of(self, record: RunRecord) -> Run:
+        """The typed run, with the tool calls upgrading its stored state may need read first."""
+        wanted = calls_needed(record.state)
+        if wanted is None:
+            return Run.of(record)
+        reply_id, leaf = wanted
+        reply = await self.records.get_entry(reply_id)
+        raw = reply.message.get("tool_calls", []) if reply is not None else []
+        path = await self.records.path(record.session_id, leaf)
+        answered = {str(e.message.get("tool_call_id")) for e in path if e.role == "tool"}
+        calls = [ToolCall(**c) for c in raw]
+        return Run.of(record, lambda _reply, _leaf: (calls, answered))

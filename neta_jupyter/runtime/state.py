@@ -7,20 +7,26 @@ stored by an earlier release loads, resumes and retries like a new one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..events import Usage
-from ..events.runs import AskKind, PendingAsk
-from ..providers.base import ThinkingLevel
-from .guards import RepeatedCalls, StepVerdict
+from ..events.runs import PendingAsk
+from ..providers.base import ThinkingLevel, ToolCall
+from .guards import RepeatedCalls
+from .steps import BuildRequest, StoredStep
 from .streaming import KeptReply
 from .tooling import VirtualTool
 
 OPTIONS_VERSION = 1
-STATE_VERSION = 1
+STATE_VERSION = 2
+
+CallsOf = Callable[[str, str | None], tuple[list[ToolCall], set[str]]]
+"""``(reply_id, leaf)`` → the reply's tool calls and the ids of those answered on the path to
+``leaf``: what upgrading the state of a run stopped among its tool calls needs to know."""
 
 Approve = Literal["ask", "auto", "deny"]
 
@@ -69,10 +75,6 @@ class RunOptions(BaseModel):
     """How hard the model thinks in this run (``None``: the session's level)."""
     kernel_variables: list[str] | None = None
     """The kernel's variables when the prompt was written, one summary line each."""
-    kind: Literal["agent", "compact"] = "agent"
-    """``compact``: a run that only summarises its session's older turns."""
-    instructions: str | None = None
-    """What a compaction run's summary should also keep."""
     delegated: Delegated | None = None
     """A sub-agent's task and place in its batch (``None``: a user started the run)."""
 
@@ -84,8 +86,9 @@ class RunOptions(BaseModel):
 class Ask(BaseModel):
     """The permission ask or question a suspended run waits on."""
 
-    kind: AskKind
-    """``permission``: a decision on a tool call; ``clarify``: an answer to a question."""
+    kind: Literal["permission", "question"]
+    """``permission``: a decision on a call before it runs; ``question``: an answer to what a
+    running call asked (its :class:`~neta_jupyter.tools.scope.RunScope`)."""
     ask_id: str
     """The id the answer must name."""
     tool_call_id: str
@@ -96,7 +99,7 @@ class Ask(BaseModel):
     def to_wire(self) -> PendingAsk:
         """What clients are told (``pendingAsk``)."""
         return PendingAsk(
-            kind=self.kind,
+            kind="clarify" if self.kind == "question" else "permission",
             ask_id=self.ask_id,
             tool_call_id=self.tool_call_id,
             tool_name=self.tool_name,
@@ -110,8 +113,8 @@ class RunState(BaseModel):
     """Shape of the stored document; older shapes are upgraded when read."""
     step: int = 0
     """Model replies completed."""
-    phase: Literal["model", "tools"] = "model"
-    """Where the next activation starts: ask the model, or run the last reply's calls."""
+    next: StoredStep = Field(default_factory=BuildRequest)
+    """The step the next activation starts with (a ``RunTools`` carries the user's decision)."""
     leaf: str | None = None
     """The session-tree entry the conversation continues from."""
     assistant_message_id: str | None = None
@@ -122,10 +125,6 @@ class RunState(BaseModel):
     """Entry of the latest reply (the ``messageId`` of terminal events)."""
     ask: Ask | None = None
     """What the run waits on while suspended."""
-    decisions: dict[str, bool] = Field(default_factory=dict)
-    """Tool call id → the user's permission decision."""
-    answers: dict[str, str] = Field(default_factory=dict)
-    """Tool call id → the user's answer to its question."""
     recoverable: bool = False
     """The run failed in a way ``retryTask`` can continue."""
     usage: Usage = Field(default_factory=Usage)
@@ -138,8 +137,6 @@ class RunState(BaseModel):
     """Steps in a row whose tool calls all failed."""
     repeat: RepeatedCalls | None = None
     """The latest step's calls and how many steps in a row made exactly them."""
-    verdict: StepVerdict | None = None
-    """The verdict on the current step's calls, kept so a resumed step decides alike."""
     subagents_counted: list[str] = Field(default_factory=list)
     """Sub-agents whose tokens are already in ``usage``."""
     kept_reply: KeptReply | None = None
@@ -155,16 +152,31 @@ def load_options(document: dict[str, Any]) -> RunOptions:
     return RunOptions.model_validate(document)
 
 
-def load_state(document: dict[str, Any]) -> RunState:
+def no_calls(reply_id: str, leaf: str | None) -> tuple[list[ToolCall], set[str]]:
+    """For a state that needs no tool calls to be upgraded (see :func:`calls_needed`)."""
+    raise LookupError(f"the calls of {reply_id} were not read before upgrading the state")
+
+
+def calls_needed(document: dict[str, Any]) -> tuple[str, str | None] | None:
+    """``(reply_id, leaf)`` when upgrading the document needs that reply's calls, else None."""
+    older = int(document.get("version") or 0) < 2  # the first shape has no version
+    if older and document.get("phase") == "tools" and document.get("last_assistant"):
+        return str(document["last_assistant"]), document.get("leaf")
+    return None
+
+
+def load_state(document: dict[str, Any], calls_of: CallsOf = no_calls) -> RunState:
     """State as stored, of any version."""
-    return RunState.model_validate(upgrade_state(document))
+    return RunState.model_validate(upgrade_state(document, calls_of))
 
 
-def upgrade_state(document: dict[str, Any]) -> dict[str, Any]:
+def upgrade_state(document: dict[str, Any], calls_of: CallsOf) -> dict[str, Any]:
     """The document in the current shape."""
     doc = dict(document)
     if doc.get("version") is None:
         doc = _state_from_first_shape(doc)
+    if doc["version"] == 1:
+        doc = _state_from_phases(doc, calls_of)
     return doc
 
 
@@ -187,4 +199,49 @@ def _state_from_first_shape(doc: dict[str, Any]) -> dict[str, Any]:
             "tool_calls": kept.get("toolCalls") or [],
         }
     doc["version"] = 1
+    return doc
+
+
+def _state_from_phases(doc: dict[str, Any], calls_of: CallsOf) -> dict[str, Any]:
+    """Version 1 named a phase and kept every decision by call id; version 2 keeps the step."""
+    if isinstance(ask := doc.get("ask"), dict) and ask.get("kind") == "clarify":
+        doc["ask"] = {**ask, "kind": "question"}
+    phase = doc.pop("phase", "model")
+    decisions: dict[str, bool] = doc.pop("decisions", None) or {}
+    answers: dict[str, str] = doc.pop("answers", None) or {}
+    verdict = doc.pop("verdict", None)
+    reply_id = doc.get("last_assistant")
+    if phase == "tools" and reply_id:
+        calls, answered = calls_of(reply_id, doc.get("leaf"))
+        # Decisions are made one at a time and the decided call runs next: the one decided
+        # call without a result is the one the run was resumed for.
+        resumed: dict[str, Any] | None = None
+        for call in calls:
+            if call.id in answered:
+                continue
+            if call.id in answers:
+                resumed = {"kind": "answer", "tool_call_id": call.id, "text": answers[call.id]}
+            elif call.id in decisions:
+                approved = decisions[call.id]
+                resumed = {"kind": "approval", "tool_call_id": call.id, "approved": approved}
+            if resumed is not None:
+                break
+        same_step = isinstance(verdict, dict) and verdict.get("step") == doc.get("step")
+        ask = doc.get("ask")
+        waiting = (
+            ask["tool_call_id"] if isinstance(ask, dict) and ask["kind"] == "question" else None
+        )
+        if resumed is not None and resumed["kind"] == "answer":
+            waiting = resumed["tool_call_id"]
+        doc["next"] = {
+            "kind": "run_tools",
+            "reply_id": reply_id,
+            "calls": calls,
+            "verdict": verdict if same_step else None,
+            "resumed": resumed,
+            "waiting": waiting,
+        }
+    else:
+        doc["next"] = {"kind": "build_request"}
+    doc["version"] = 2
     return doc

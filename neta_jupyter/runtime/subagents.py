@@ -25,9 +25,9 @@ from ..tools import SubTask, ToolError, ToolResult
 from ..tools.delegate import Delegator
 from .emitter import RunEmitter
 from .endings import end_run, fail_run
-from .loop import Suspend
 from .runs import Run
 from .state import Delegated, RunOptions, RunState
+from .steps import RunTools, Suspend
 from .subagent_batch import Batch, Stop
 from .subagent_view import ChildView
 from .tree import SessionTree
@@ -61,9 +61,8 @@ class Subagents:
     # --- what a run may do
 
     def may_delegate(self, run: Run) -> bool:
-        """Whether the run may start children (how deep it is, and the run's kind)."""
-        agent = run.options.kind == "agent"
-        return agent and depth(run) < self.runtime.config.subagent_depth
+        """Whether the run may start children (how deep in its tree it is)."""
+        return depth(run) < self.runtime.config.subagent_depth
 
     def delegator(self, run: Run, emitter: RunEmitter, call_id: str) -> Delegator | None:
         """What the ``delegate`` tool starts children with, for one call of the run."""
@@ -328,15 +327,14 @@ class Subagents:
         return not streamed
 
     async def _waiting(self, run: Run) -> bool:
-        """It was in the tools phase with a call whose children it waited for."""
-        records = self.runtime.store.records
-        last = run.state.last_assistant
-        assistant = await records.get_entry(last) if last and run.state.phase == "tools" else None
-        if assistant is None:
+        """It was among its tool calls, with a call whose children it waited for."""
+        step = run.state.next
+        if not isinstance(step, RunTools):
             return False
+        records = self.runtime.store.records
         path = await records.path(run.session_id, run.state.leaf)
         answered = {e.message.get("tool_call_id") for e in path if e.role == "tool"}
-        pending = {c["id"] for c in assistant.message.get("tool_calls", [])} - answered
+        pending = {c.id for c in step.calls} - answered
         return any(
             c.options.delegated is not None and c.options.delegated.parent_tool_call_id in pending
             for c in await self.children(run.request_id)

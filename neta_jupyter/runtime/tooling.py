@@ -15,7 +15,7 @@ from pydantic.alias_generators import to_camel
 from ..events import AttachmentData, EventType, ToolData
 from ..providers.base import ToolCall, ToolDefinition
 from ..store import AttachmentRecord, RecordStore, new_id
-from ..tools import Tool, ToolContext, ToolError, ToolFile, ToolResult
+from ..tools import RunSuspended, Tool, ToolContext, ToolError, ToolFile, ToolResult
 from ..tools.registry import invalid_json_message
 from .emitter import RunEmitter
 from .process import ProcessLog, ProcessReporter
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from .runs import Run
 
 DEFAULT_VIRTUAL_RECEIPT = '{"status":"success"}'
+
+Outcome = tuple[str, bool]
+"""What a call that ended gives: the output for the model, and whether it succeeded."""
 
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
@@ -100,7 +103,7 @@ class ToolRunner:
         # The attachments folder sits in the data dir (RuntimeConfig.attachments_dir).
         self._process_log = ProcessLog(data_dir or attachments_dir.parent, emitter.redactor)
 
-    async def run_virtual(self, call: ToolCall, tool: VirtualTool) -> tuple[str, bool]:
+    async def run_virtual(self, call: ToolCall, tool: VirtualTool) -> Outcome:
         """Answer a virtual tool call; returns (output for the model, ok)."""
         self.start(call)
         try:
@@ -113,9 +116,13 @@ class ToolRunner:
         )
         return output, True
 
-    async def run_tool(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> tuple[str, bool]:
-        """Execute a registry tool; returns (output for the model, ok)."""
-        self.start(call)
+    async def run_tool(
+        self, call: ToolCall, tool: Tool, ctx: ToolContext, *, started: bool = False
+    ) -> Outcome:
+        """Execute a registry tool; ``started``: its card is open (it suspended the run before).
+
+        A tool that suspends the run raises :class:`RunSuspended` through this.
+        """
 
         def report(title: str) -> None:
             self._emitter.emit(
@@ -124,8 +131,10 @@ class ToolRunner:
             )
 
         ctx.report = report
-        ctx.report(f"Running {call.name}")
-        await self._emitter.flush()
+        if not started:
+            self.start(call)
+            ctx.report(f"Running {call.name}")
+            await self._emitter.flush()
         began = time.monotonic()
         result = await self._execute(call, tool, ctx)
         if isinstance(result, str):
@@ -164,6 +173,9 @@ class ToolRunner:
         except asyncio.CancelledError:
             process.close("cancelled")
             raise
+        except RunSuspended:
+            # Its operations stay open: the call runs again when the run resumes.
+            raise
         except ToolError as exc:
             return _with_process_log(str(exc), process.close("failed"))
         except Exception as exc:  # a tool's own bug must not end the run: the model hears of it
@@ -171,15 +183,7 @@ class ToolRunner:
         result.output = _with_process_log(result.output, process.close("completed"))
         return result
 
-    def complete(self, call: ToolCall, output: str) -> tuple[str, bool]:
-        """A call the runtime answered itself (clarify, todo)."""
-        self._emitter.emit(
-            EventType.TOOL_COMPLETED,
-            ToolData(tool_call_id=call.id, tool_name=call.name, output=output, duration_ms=0),
-        )
-        return output, True
-
-    def fail_without_running(self, call: ToolCall, message: str) -> tuple[str, bool]:
+    def fail_without_running(self, call: ToolCall, message: str) -> Outcome:
         """A call that may not run (denied, unknown tool): reported like a failure."""
         return self._failed(call, message, 0)
 
@@ -192,7 +196,7 @@ class ToolRunner:
             ToolData(tool_call_id=call.id, tool_name=call.name, arguments=call.arguments),
         )
 
-    def _failed(self, call: ToolCall, message: str, duration: int) -> tuple[str, bool]:
+    def _failed(self, call: ToolCall, message: str, duration: int) -> Outcome:
         self._emitter.emit(
             EventType.TOOL_FAILED,
             ToolData(

@@ -15,6 +15,7 @@ from .registry import (
     ToolResult,
     tool,
 )
+from .scope import SIDE_EVENTS, RunScope, RunSuspended
 from .skills import discover_skills, run_skill
 
 
@@ -25,10 +26,13 @@ def builtin_tools() -> list[Tool]:
 
 __all__ = [
     "DEFAULT_RULES",
+    "SIDE_EVENTS",
     "Decision",
     "KernelBridge",
     "PermissionRule",
     "ProcessSink",
+    "RunScope",
+    "RunSuspended",
     "SubTask",
     "Tool",
     "ToolContext",

@@ -1,4 +1,4 @@
-"""Tools that act on the run itself, carried out by the runtime: ask the user, keep a todo."""
+"""Tools that act on their run through its scope: ask the user a question, keep a todo list."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from .registry import ToolContext, ToolError, ToolResult, tool
-
-RUNTIME_TOOL_NAMES = frozenset({"clarify", "todo"})
+from ..events import TodoItem
+from .registry import ToolContext, ToolResult, tool
+from .scope import RunScope
 
 
 class TodoEntry(BaseModel):
@@ -19,13 +19,10 @@ class TodoEntry(BaseModel):
     id: str | None = Field(default=None, description="stable id; omitted ids are numbered")
 
 
-async def _runtime_only(ctx: ToolContext, **_: object) -> ToolResult:
-    raise ToolError("this tool is carried out by the runtime, not called directly")
-
-
 @tool(readonly=True, name="clarify")
 async def clarify(
     ctx: ToolContext,
+    scope: RunScope,
     question: Annotated[str, Field(min_length=1, description="one clear question")],
     options: Annotated[list[str], Field(description="suggested answers, may be empty")] = [],  # noqa: B006
 ) -> ToolResult:
@@ -34,12 +31,13 @@ async def clarify(
     Use it when the request is ambiguous and a wrong guess would waste work; do not use it for
     things a tool can find out.
     """
-    return await _runtime_only(ctx)
+    return ToolResult(await scope.ask(question, options))
 
 
 @tool(readonly=True, name="todo")
 async def todo(
     ctx: ToolContext,
+    scope: RunScope,
     items: Annotated[list[TodoEntry], Field(description="the whole list, in order")],
 ) -> ToolResult:
     """Write down the plan for a task of several steps as a todo list.
@@ -47,4 +45,10 @@ async def todo(
     Send the whole list each time and keep it updated as items are done; the user sees it live.
     Not for a question that one or two tool calls answer.
     """
-    return await _runtime_only(ctx)
+    listed = [
+        TodoItem(id=entry.id or str(i + 1), content=entry.content, status=entry.status)
+        for i, entry in enumerate(items)
+    ]
+    await scope.set_todo(listed)
+    done = sum(item.status == "completed" for item in listed)
+    return ToolResult(f"todo list updated: {len(listed)} items, {done} done")

@@ -1,8 +1,9 @@
 """The ``delegate`` tool: hand independent parts of a task to sub-agents that work in parallel.
 
 Each task becomes a child run of the calling run (a full run of its own, followable and resumable
-like any other); the tool returns once every child has ended, with their answers. The runtime
-supplies how children are started (:class:`Delegator`); this module only says what may be asked.
+like any other); the tool returns once every child has ended, with their answers. Its run's
+scope starts them, through the runtime's :class:`Delegator`; this module only says what may be
+asked.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import Annotated, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .registry import ToolContext, ToolError, ToolResult, tool
+from .registry import ToolContext, ToolResult, tool
+from .scope import RunScope
 
 MAX_TASKS = 8
 """Children one call may start."""
@@ -51,6 +53,7 @@ class Delegator(Protocol):
 @tool(name="delegate", readonly=True, starts_runs=True)
 async def delegate(
     ctx: ToolContext,
+    scope: RunScope,
     tasks: Annotated[
         list[SubTask],
         Field(min_length=1, max_length=MAX_TASKS, description="one entry per sub-agent"),
@@ -62,6 +65,4 @@ async def delegate(
     question each); each sub-agent starts fresh with only its task, so say everything it needs.
     Do not use it for a single step you can do yourself.
     """
-    if ctx.delegator is None:
-        raise ToolError("sub-agents cannot be started from this run")
-    return await ctx.delegator.delegate(tasks)
+    return await scope.delegate(tasks)

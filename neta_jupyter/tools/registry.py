@@ -5,7 +5,8 @@ tools run in the notebook's kernel through the :class:`KernelBridge` the host su
 
 Exceptions (who raises → who catches)::
 
-    ToolError    raised by tools and argument validation, caught by the runtime → TOOL_FAILED
+    ToolError      raised by tools and argument validation, caught by the runtime → TOOL_FAILED
+    RunSuspended   raised by a tool's RunScope (:mod:`.scope`), caught by the runtime → suspended
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, get_type_hints
+from typing import Any, Literal, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..providers.base import ToolDefinition
-
-if TYPE_CHECKING:
-    from .delegate import Delegator
+from .scope import RunScope
 
 ToolHost = Literal["server", "kernel"]
 
@@ -140,8 +139,8 @@ class ToolContext:
     """The kernel's variables, one summary line each, as the ``%neta`` cell saw them."""
     kernel_wait: float = DEFAULT_KERNEL_WAIT
     """Seconds introspection waits for a kernel that is running a cell."""
-    delegator: Delegator | None = None
-    """Starts child runs of the run (sub-agents), for tools that ``starts_runs``."""
+    scope: RunScope | None = None
+    """The run, for tools that act on it (given to a parameter typed ``RunScope``)."""
 
 
 ToolFunction = Callable[..., Awaitable[ToolResult | str]]
@@ -159,6 +158,8 @@ class Tool:
     host: ToolHost = "server"
     starts_runs: bool = False
     """It starts child runs: not offered to a run that may not start any (too deep a child)."""
+    scope_parameter: str | None = None
+    """The parameter typed ``RunScope``, filled with the run's scope (not an argument)."""
 
     @property
     def definition(self) -> ToolDefinition:
@@ -185,7 +186,11 @@ class Tool:
 
     async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
         """Validate and run; a plain string return becomes a :class:`ToolResult`."""
-        kwargs = self.parse_arguments(arguments)
+        kwargs: dict[str, Any] = self.parse_arguments(arguments)
+        if self.scope_parameter is not None:
+            if ctx.scope is None:
+                raise ToolError(f"{self.name} acts on its run and can only run inside one")
+            kwargs[self.scope_parameter] = ctx.scope
         result = await self.function(ctx, **kwargs)
         return ToolResult(result) if isinstance(result, str) else result
 
@@ -207,14 +212,20 @@ def _definition(name: str, description: str, model: type[BaseModel]) -> ToolDefi
     return ToolDefinition(name, description, schema)
 
 
+def _scope_parameter(function: ToolFunction) -> str | None:
+    """The parameter typed ``RunScope``, if the tool has one."""
+    hints = get_type_hints(function, include_extras=True)
+    return next((name for name, hint in hints.items() if hint is RunScope), None)
+
+
 def _arguments_model(name: str, function: ToolFunction) -> type[BaseModel]:
-    """A pydantic model of every parameter after the leading ``ctx``."""
+    """A pydantic model of the model's arguments: every parameter after ``ctx`` but the scope."""
     signature = inspect.signature(function)
     hints = get_type_hints(function, include_extras=True)
     fields: dict[str, Any] = {}
     for index, (pname, param) in enumerate(signature.parameters.items()):
-        if index == 0:
-            continue  # the ToolContext
+        if index == 0 or hints.get(pname) is RunScope:
+            continue  # the ToolContext and the run's scope are not the model's to give
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (hints.get(pname, Any), default)
     config = ConfigDict(extra="forbid")
@@ -241,6 +252,7 @@ def tool(
             readonly=readonly,
             host=host,
             starts_runs=starts_runs,
+            scope_parameter=_scope_parameter(function),
         )
 
     return wrap

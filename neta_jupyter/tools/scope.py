@@ -1,0 +1,110 @@
+"""What a tool may do to the run that called it: ask the user, suspend, publish side events.
+
+A tool that needs its run declares a parameter typed :class:`RunScope`; the registry fills it
+(like the leading ``ToolContext``) and never shows it to the model::
+
+    @tool(readonly=True)
+    async def confirm(ctx: ToolContext, scope: RunScope, plan: str) -> str:
+        return await scope.ask(f"Go ahead with: {plan}?", ["yes", "no"])
+
+The runtime supplies the scope; the loop knows no tool by name. A scope has exactly these
+capabilities (ids and options, a question for the user, a suspension, the todo list, side
+events, child runs), so a tool cannot end, restart or rewrite its run.
+
+Exceptions (who raises → who catches)::
+
+    RunSuspended   raised by RunScope.ask / suspend inside a tool, caught by the runtime, which
+                   suspends the run (the tool runs again from the top when the run resumes)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn, Protocol
+
+from ..events import EventData, EventType, SuspendReason, TodoItem
+
+if TYPE_CHECKING:
+    from ..runtime.state import RunOptions
+    from .delegate import SubTask
+    from .registry import ToolResult
+
+SIDE_EVENTS = frozenset(
+    {
+        EventType.TODO_UPDATE,
+        EventType.SUBAGENT_RUN_STARTED,
+        EventType.SUBAGENT_EVENT,
+        EventType.SUBAGENT_RUN_COMPLETED,
+    }
+)
+"""The events a tool may publish on its run's stream (the rest belong to the runtime)."""
+
+
+class RunSuspended(Exception):
+    """The tool suspended its run; the runtime turns this into MESSAGE_SUSPENDED."""
+
+    def __init__(self, reason: SuspendReason) -> None:
+        super().__init__(reason.message or reason.type)
+        self.reason = reason
+
+
+class RunScope(Protocol):
+    """The run a tool call belongs to, as far as the tool may act on it."""
+
+    @property
+    def request_id(self) -> str:
+        """The run."""
+        ...
+
+    @property
+    def session_id(self) -> str:
+        """Its session."""
+        ...
+
+    @property
+    def principal(self) -> str:
+        """The user it runs for."""
+        ...
+
+    @property
+    def tool_call_id(self) -> str:
+        """The tool call the scope belongs to."""
+        ...
+
+    @property
+    def options(self) -> RunOptions:
+        """What the run was started with (read-only)."""
+        ...
+
+    @property
+    def resumed(self) -> bool:
+        """Whether the call suspended the run before and runs again, from the top, now."""
+        ...
+
+    async def ask(self, question: str, options: Sequence[str] = ()) -> str:
+        """The user's answer to ``question`` (``options``: suggested answers).
+
+        The first time, the run suspends until the user answers (CLARIFY_REQUEST, then
+        MESSAGE_SUSPENDED); when it resumes, the call runs again and this returns the answer.
+        """
+        ...
+
+    def suspend(self, message: str) -> NoReturn:
+        """Suspend the run until it is resumed (MANUAL_SUSPEND); then the call runs again."""
+        ...
+
+    async def set_todo(self, items: Sequence[TodoItem]) -> None:
+        """Replace the session's todo list (later prompts show it) and publish TODO_UPDATE."""
+        ...
+
+    def emit(self, event_type: EventType, data: EventData) -> None:
+        """Publish a side event (one of :data:`SIDE_EVENTS`) on the run's stream."""
+        ...
+
+    async def delegate(self, tasks: Sequence[SubTask]) -> ToolResult:
+        """Start one child run per task (sub-agents, in parallel); their answers once all ended.
+
+        Each child is a full run of its own; :class:`ToolError` when this run may not start any
+        (a sub-agent too deep in its tree).
+        """
+        ...
