@@ -10,17 +10,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any, cast
+from typing import Any
 
-from pydantic import ValidationError
-
-from ..events import (
-    ErrorCode,
-    EventType,
-    SessionData,
-)
+from ..events import ErrorCode, EventType, SessionData
 from ..providers import ModelRegistry, UnknownModel
-from ..providers.base import THINKING_LEVELS, as_thinking_level
 from ..store import EventRow, SessionRecord, StorageError, Store, StoredEvent, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
@@ -33,10 +26,9 @@ from .errors import BadRunRequest, RunConflict, RunNotFound
 from .loop import RunLoop
 from .resumes import answer_question, decide_permission
 from .runs import Run, Runs
-from .state import Approve, RunOptions, RunState
+from .state import RunState, check_thinking_level, new_options
 from .steps import Compact
 from .subagents import Subagents
-from .tooling import VirtualTool
 from .tree import SessionTree, session_stream
 
 KernelFactory = Callable[[Run], KernelBridge | None]
@@ -178,15 +170,16 @@ class Runtime:
             self.models.resolve(model_name)
         except UnknownModel as exc:
             raise BadRunRequest(str(exc), code="UNKNOWN_MODEL") from exc
-        try:
-            declared = [VirtualTool.model_validate(v) for v in virtual_tools or []]
-        except ValidationError as exc:
-            raise BadRunRequest(
-                f"invalid virtualTools: {exc}", code="INVALID_VIRTUAL_TOOLS"
-            ) from exc
-        if approve not in ("ask", "auto", "deny"):
-            raise BadRunRequest("approve must be ask, auto or deny", code="INVALID_APPROVE")
-        _check_thinking_level(thinking_level)
+        options = new_options(
+            virtual_tools=virtual_tools,
+            tools=tools,
+            max_steps=max_steps,
+            approve=approve,
+            kernel_id=kernel_id,
+            notebook_path=notebook_path,
+            thinking_level=thinking_level,
+            kernel_variables=kernel_variables,
+        )
         session = await self._session(principal, session_id, session_name)
         session = await self._supersede_suspended(session)
         request_id = new_id("r")
@@ -198,16 +191,7 @@ class Runtime:
             model=model_name,
             created=time.time(),
             prompt=content,
-            options=RunOptions(
-                virtual_tools=declared,
-                tools=tools,
-                max_steps=max_steps,
-                approve=cast(Approve, approve),
-                kernel_id=kernel_id,
-                notebook_path=notebook_path,
-                thinking_level=as_thinking_level(thinking_level),
-                kernel_variables=kernel_variables,
-            ),
+            options=options,
             state=RunState(assistant_message_id=new_id("e")),
         )
         await self.runs.create(run)
@@ -386,7 +370,7 @@ class Runtime:
 
     async def set_thinking_level(self, principal: str, session_id: str, level: str | None) -> None:
         """How hard the model thinks in the session's next runs (``None``: the default)."""
-        _check_thinking_level(level)
+        check_thinking_level(level)
         session = await self._session(principal, session_id, None)
         await self.store.records.set_thinking_level(session.session_id, level)
 
@@ -512,12 +496,4 @@ class Runtime:
             emitter=emitter,
             system_prompt=self.subagents.system_prompt(base, run),
             subagents=self.subagents,
-        )
-
-
-def _check_thinking_level(level: str | None) -> None:
-    if level is not None and level not in THINKING_LEVELS:
-        raise BadRunRequest(
-            f"thinking level must be one of {', '.join(THINKING_LEVELS)}, got {level!r}",
-            code="INVALID_THINKING_LEVEL",
         )

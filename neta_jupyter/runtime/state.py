@@ -8,14 +8,15 @@ stored by an earlier release loads, resumes and retries like a new one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..events import Usage
 from ..events.runs import PendingAsk
-from ..providers.base import ThinkingLevel, ToolCall
+from ..providers.base import THINKING_LEVELS, ThinkingLevel, ToolCall, as_thinking_level
+from .errors import BadRunRequest
 from .guards import RepeatedCalls
 from .steps import BuildRequest, StoredStep
 from .streaming import KeptReply
@@ -145,6 +146,46 @@ class RunState(BaseModel):
     def to_document(self) -> dict[str, Any]:
         """As stored."""
         return self.model_dump(mode="json")
+
+
+def new_options(
+    *,
+    virtual_tools: list[dict[str, Any]] | None,
+    tools: list[str] | None,
+    max_steps: int | None,
+    approve: str,
+    kernel_id: str | None,
+    notebook_path: str | None,
+    thinking_level: str | None,
+    kernel_variables: list[str] | None,
+) -> RunOptions:
+    """The options of a new run, from what its caller asked for; BadRunRequest if they are bad."""
+    try:
+        declared = [VirtualTool.model_validate(v) for v in virtual_tools or []]
+    except ValidationError as exc:
+        raise BadRunRequest(f"invalid virtualTools: {exc}", code="INVALID_VIRTUAL_TOOLS") from exc
+    if approve not in ("ask", "auto", "deny"):
+        raise BadRunRequest("approve must be ask, auto or deny", code="INVALID_APPROVE")
+    check_thinking_level(thinking_level)
+    return RunOptions(
+        virtual_tools=declared,
+        tools=tools,
+        max_steps=max_steps,
+        approve=cast(Approve, approve),
+        kernel_id=kernel_id,
+        notebook_path=notebook_path,
+        thinking_level=as_thinking_level(thinking_level),
+        kernel_variables=kernel_variables,
+    )
+
+
+def check_thinking_level(level: str | None) -> None:
+    """BadRunRequest unless ``level`` is a thinking level (or ``None``)."""
+    if level is not None and level not in THINKING_LEVELS:
+        raise BadRunRequest(
+            f"thinking level must be one of {', '.join(THINKING_LEVELS)}, got {level!r}",
+            code="INVALID_THINKING_LEVEL",
+        )
 
 
 def load_options(document: dict[str, Any]) -> RunOptions:
