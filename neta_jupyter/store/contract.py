@@ -109,9 +109,10 @@ class RecordBackend(Protocol):
     ) -> None:
         """Set a run's status and state.
 
-        ``with_events``: durable together with every event queued before it, both or neither
-        (a terminal event and the status it implies); when writes fail it is kept and written
-        with them instead of raising.
+        ``with_events``: durable together with every event queued before the call, both or
+        neither (a terminal event and the status it implies); it joins them before the call
+        first suspends, so no write can take the events without it. When writes fail it is
+        kept and written with them instead of raising.
         """
         ...
 
