@@ -18,6 +18,7 @@ ROUTES_POST = [
     "resumeTask",
     "retryTask",
     "terminateTask",
+    "suspendTask",
     "addSupplementaryInput",
     "import",
 ]
@@ -47,6 +48,7 @@ async def test_malformed_json_is_400(api: ApiClient, route: str) -> None:
         ("async", {"content": 42}, "content"),
         ("async", {"content": "x", "maxSteps": "many"}, "maxSteps"),
         ("async", {"content": "x", "approve": "sometimes"}, "approve"),
+        ("async", {"content": "x", "suspendTimeout": 0}, "suspendTimeout"),
         ("async", {"content": "x", "virtualTools": [{"name": "bad name!"}]}, "virtualTools"),
         ("resumeTask", {"approved": True}, "requestId"),
         ("resumeTask", {"requestId": "r", "approved": "yes please"}, "approved"),
@@ -61,7 +63,7 @@ async def test_missing_or_wrongly_typed_fields_are_400(
 
 
 async def test_unknown_request_ids(api: ApiClient) -> None:
-    for route in ("resumeTask", "retryTask", "terminateTask"):
+    for route in ("resumeTask", "retryTask", "terminateTask", "suspendTask"):
         assert_error(await api.post(route, {"requestId": "r_nope"}), 404, "RUN_NOT_FOUND")
     assert_error(
         await api.post("addSupplementaryInput", {"requestId": "r_nope", "content": "x"}),
@@ -209,6 +211,9 @@ async def test_another_principals_run_does_not_exist(api: ApiClient, runtime: Ru
     assert [f.event for f in frames] == ["error"]
     assert_error(
         await api.post("terminateTask", {"requestId": theirs.request_id}), 404, "RUN_NOT_FOUND"
+    )
+    assert_error(
+        await api.post("suspendTask", {"requestId": theirs.request_id}), 404, "RUN_NOT_FOUND"
     )
     runs = (await api.http.get("neta/api/agent/runs")).json()["runs"]
     assert theirs.request_id not in {r["requestId"] for r in runs}

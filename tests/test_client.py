@@ -458,6 +458,7 @@ SAMPLES: dict[str, Any] = {
     "notebook_path": "work/analysis.ipynb",
     "thinking_level": "low",
     "kernel_variables": ["df: DataFrame (3, 2)"],
+    "suspend_timeout": 600.0,
 }
 """A value for every run option; a new option needs one here, and is then checked end to end."""
 

@@ -104,6 +104,10 @@ class RunClient:
         """Cancel a running or suspended run; its status."""
         return await self._act("agent/run/terminateTask", RequestRef(request_id=request_id))
 
+    async def suspend(self, request_id: str) -> str:
+        """Pause a running run at its next step boundary (resume continues it); its status."""
+        return await self._act("agent/run/suspendTask", RequestRef(request_id=request_id))
+
     async def add_input(self, request_id: str, content: str) -> str:
         """Queue input for the run's next step; the input's id."""
         request = InputRequest(request_id=request_id, content=content)

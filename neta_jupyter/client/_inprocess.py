@@ -71,6 +71,7 @@ class InProcessTransport:
             "agent/run/resumeTask": self._resume,
             "agent/run/retryTask": self._retry,
             "agent/run/terminateTask": self._terminate,
+            "agent/run/suspendTask": self._suspend,
             "agent/run/addSupplementaryInput": self._add_input,
             "sessions/compact": self._compact,
         }
@@ -131,6 +132,11 @@ class InProcessTransport:
     async def _terminate(self, body: dict[str, Any] | None) -> Answer:
         request = _parsed(RequestRef, body)
         run = await self.runtime.terminate(self.principal, request.request_id)
+        return {"requestId": run.request_id, "status": run.status}
+
+    async def _suspend(self, body: dict[str, Any] | None) -> Answer:
+        request = _parsed(RequestRef, body)
+        run = await self.runtime.suspend(self.principal, request.request_id)
         return {"requestId": run.request_id, "status": run.status}
 
     async def _add_input(self, body: dict[str, Any] | None) -> Answer:

@@ -72,6 +72,10 @@ class Host:
         """Stop a running or suspended run."""
         await self.client.terminate(request_id)
 
+    async def suspend(self, request_id: str) -> None:
+        """Pause a running run at its next step boundary (resume continues it)."""
+        await self.client.suspend(request_id)
+
     async def retry(self, request_id: str) -> None:
         """Continue a recoverable failure from its last completed step."""
         await self.client.retry(request_id)

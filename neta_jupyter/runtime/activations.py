@@ -21,6 +21,7 @@ from .endings import end_run, fail_run
 from .loop import RunLoop
 from .runs import Run, Runs
 from .steps import Finish, Step, Suspend
+from .waiting import PAUSED, deadline_of
 
 LoopFactory = Callable[[Run, RunEmitter], RunLoop]
 CancelReason = Literal["user", "timeout", "shutdown"]
@@ -38,6 +39,7 @@ class Activations:
         config: RuntimeConfig,
         loop_of: LoopFactory,
         log: logging.Logger,
+        on_suspended: Callable[[Run], None] = lambda run: None,
     ) -> None:
         self._store = store
         self._runs = runs
@@ -46,6 +48,8 @@ class Activations:
         self._log = log
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_reason: dict[str, CancelReason] = {}
+        self._pauses: set[str] = set()
+        self._on_suspended = on_suspended
         self._stopping = False
 
     async def emitter(self, run: Run) -> RunEmitter:
@@ -83,6 +87,13 @@ class Activations:
         await asyncio.gather(task, return_exceptions=True)
         return True
 
+    def pause(self, request_id: str) -> bool:
+        """Have the run's activation suspend at its next step boundary; False when it has none."""
+        if request_id not in self._tasks:
+            return False
+        self._pauses.add(request_id)
+        return True
+
     def cancel_reason(self, request_id: str) -> CancelReason:
         """Why the run's activation is being cancelled (no reason given: its time ran out)."""
         return self._cancel_reason.get(request_id, "timeout")
@@ -103,7 +114,11 @@ class Activations:
 
     async def end(self, run: Run, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
         """MESSAGE_SUSPENDED or MESSAGE_COMPLETED."""
+        if isinstance(outcome, Suspend):
+            run.state.suspend_deadline = deadline_of(run, outcome.reason, self._config)
         await self._settle(lambda: end_run(self._runs, run, emitter, outcome))
+        if run.status == "suspended":
+            self._on_suspended(run)
 
     async def fail(
         self,
@@ -157,13 +172,14 @@ class Activations:
         finally:
             if self._tasks.get(request_id) is asyncio.current_task():
                 del self._tasks[request_id]
+                self._pauses.discard(request_id)
 
     async def _activate(self, run: Run, step: Step) -> None:
         emitter = await self.emitter(run)
         try:
             loop = self._loop_of(run, emitter)
             async with asyncio.timeout(self._config.task_timeout):
-                outcome = await loop.drive(step)
+                outcome = await loop.drive(step, lambda: self._paused(run.request_id))
             await self.end(run, emitter, outcome)
         except TimeoutError:
             await self.fail(
@@ -202,6 +218,9 @@ class Activations:
                 f"internal error: {type(exc).__name__}",
                 recoverable=False,
             )
+
+    def _paused(self, request_id: str) -> SuspendReason | None:
+        return PAUSED if request_id in self._pauses else None
 
     async def _cancelled(self, run: Run, emitter: RunEmitter) -> None:
         reason = self._cancel_reason.pop(run.request_id, "user")

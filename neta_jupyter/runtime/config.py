@@ -85,6 +85,9 @@ class RuntimeConfig:
     """Sub-agents of one ``delegate`` call that run at the same time; the others queue."""
     subagent_depth: int = 1
     """How deep sub-agents may nest: 1 lets a run delegate but not its sub-agents."""
+    suspend_timeout: float = 86_400.0
+    """Seconds a run may wait for a person (an approval, an answer, a resume after a pause)
+    before it is reclaimed with USER_NO_RESPONSE."""
 
     skill_catalogue: Callable[[Path], list[tuple[str, str]]] | None = None
     """(name, description) of the skills available under a root, for the system prompt."""

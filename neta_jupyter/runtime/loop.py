@@ -10,9 +10,10 @@ without running any tool twice.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, assert_never
 
-from ..events import EventType, FinishReason, SupplementaryInputData
+from ..events import EventType, FinishReason, SupplementaryInputData, SuspendReason
 from ..providers.base import ContextTooLong, Message, Model, ModelRequest, as_thinking_level
 from ..store import Store
 from ..tools import Tool, ToolContext
@@ -84,12 +85,19 @@ class RunLoop:
             self._turn, tools=self._tools, kernel=kernel, runner=runner, subagents=subagents
         )
 
-    async def drive(self, step: Step) -> Suspend | Finish:
-        """Run steps until one ends the activation."""
+    async def drive(
+        self, step: Step, pause: Callable[[], SuspendReason | None] = lambda: None
+    ) -> Suspend | Finish:
+        """Run steps until one ends the activation, or ``pause`` gives a reason to stop.
+
+        A pause is taken only before a step the run's state keeps, so resuming goes on with it.
+        """
         while True:
             match step:
                 case Suspend() | Finish():
                     return step
+                case BuildRequest() | RunTools() | Compact() if (reason := pause()) is not None:
+                    return Suspend(reason)
                 case _:
                     step = await self.step(step)
 

@@ -23,6 +23,7 @@ from .config import COMPACT_TOOLS, RuntimeConfig
 from .emitter import RunEmitter
 from .endings import fail_run, recover_crashed
 from .errors import BadRunRequest, RunConflict, RunNotFound
+from .imports import import_run
 from .loop import RunLoop
 from .resumes import answer_question, decide_permission
 from .runs import Run, Runs
@@ -30,6 +31,7 @@ from .state import RunState, check_thinking_level, new_options
 from .steps import Compact
 from .subagents import Subagents
 from .tree import SessionTree, session_stream
+from .waiting import Waiting
 
 KernelFactory = Callable[[Run], KernelBridge | None]
 
@@ -60,7 +62,11 @@ class Runtime:
         """Every write to a session tree goes through it, so each is published."""
         self.log = logger or logging.getLogger("neta_jupyter")
         self._admit_start = StartGate()
-        self._active = Activations(store, self.runs, config, self._loop, self.log)
+        self._active = Activations(
+            store, self.runs, config, self._loop, self.log, lambda run: self.waiting.watch(run)
+        )
+        self.waiting = Waiting(self, self._active)
+        """Pauses, and the deadlines of runs that wait for a person."""
         self.subagents = Subagents(self)
         """The child runs of runs that delegate, and the trees they make."""
         self.register_secrets()
@@ -155,6 +161,7 @@ class Runtime:
         notebook_path: str | None = None,
         thinking_level: str | None = None,
         kernel_variables: list[str] | None = None,
+        suspend_timeout: float | None = None,
     ) -> Run:
         """Create a run, persist the user message and start the loop.
 
@@ -179,6 +186,7 @@ class Runtime:
             notebook_path=notebook_path,
             thinking_level=thinking_level,
             kernel_variables=kernel_variables,
+            suspend_timeout=suspend_timeout,
         )
         session = await self._session(principal, session_id, session_name)
         session = await self._supersede_suspended(session)
@@ -247,28 +255,34 @@ class Runtime:
         answer: str | None = None,
     ) -> Run:
         """Continue a suspended run, with the decision on its pending ask if it has one."""
-        run = await self.get_run(principal, request_id)
-        if run.status != "suspended" or self.is_active(request_id):
-            raise RunConflict(
-                f"run {request_id} is {run.status}, not suspended", code="RUN_NOT_SUSPENDED"
-            )
-        ask = run.state.ask
-        if ask is not None and ask.kind == "question":
-            answer_question(run, ask, ask_id=ask_id, approved=approved, answer=answer)
-        elif ask is not None:
-            await decide_permission(
-                run,
-                ask,
-                ask_id=ask_id,
-                approved=approved,
-                always=always,
-                records=self.store.records,
-                emitter=await self._emitter(run),
-            )
-        run.status = "running"
-        await self.runs.save(run)
-        self._active.launch(run, run.state.next)
+        with self.waiting.claim(request_id):  # not reclaimed meanwhile
+            run = await self.get_run(principal, request_id)
+            if run.status != "suspended" or self.is_active(request_id):
+                raise RunConflict(
+                    f"run {request_id} is {run.status}, not suspended", code="RUN_NOT_SUSPENDED"
+                )
+            ask = run.state.ask
+            if ask is not None and ask.kind == "question":
+                answer_question(run, ask, ask_id=ask_id, approved=approved, answer=answer)
+            elif ask is not None:
+                await decide_permission(
+                    run,
+                    ask,
+                    ask_id=ask_id,
+                    approved=approved,
+                    always=always,
+                    records=self.store.records,
+                    emitter=await self._emitter(run),
+                )
+            run.status, run.state.suspend_deadline = "running", None
+            await self.runs.save(run)
+            self._active.launch(run, run.state.next)
+        self.waiting.forget(request_id)
         return run
+
+    async def suspend(self, principal: str, request_id: str) -> Run:
+        """Pause a running run at its next step boundary (MANUAL_SUSPEND); resume continues it."""
+        return await self.waiting.pause(principal, request_id)
 
     async def retry(self, principal: str, request_id: str) -> Run:
         """Continue a run that failed recoverably, from its last completed step."""
@@ -376,33 +390,7 @@ class Runtime:
 
     async def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> Run:
         """Register a history run that has messages but no event stream."""
-        session = await self.store.records.get_or_create_session(principal, session_name)
-        run = Run(
-            request_id=new_id("r"),
-            principal=principal,
-            session_id=session.session_id,
-            status="completed",
-            model="imported",
-            created=time.time(),
-            prompt=prompt,
-            imported=True,
-        )
-        await self.runs.create(run)
-        user = await self.tree.add(
-            session.session_id,
-            "user",
-            {"role": "user", "content": prompt},
-            request_id=run.request_id,
-            parent_id=session.leaf_entry_id,
-        )
-        await self.tree.add(
-            session.session_id,
-            "assistant",
-            {"role": "assistant", "content": answer},
-            request_id=run.request_id,
-            parent_id=user.entry_id,
-        )
-        return run
+        return await import_run(self.runs, self.tree, principal, session_name, prompt, answer)
 
     # --- lifecycle
 
@@ -413,10 +401,13 @@ class Runtime:
         got going, are suspended (resumable), so the tree goes on when resumed.
         """
         suspended = await self.subagents.recover()
-        return suspended + await recover_crashed(self.runs, self._emitter)
+        crashed = await recover_crashed(self.runs, self._emitter)
+        await self.waiting.recover()  # runs left waiting past their deadline: USER_NO_RESPONSE
+        return suspended + crashed
 
     async def shutdown(self) -> None:
         """Suspend every executing run with SHUTDOWN_INTERRUPT (resumable after restart)."""
+        await self.waiting.close()
         await self._active.shutdown()
         self.store.commit()
 

@@ -74,6 +74,9 @@ class RunRequest(_Body):
     )
     """The kernel's variables when the prompt was written, one summary line each (``%neta``
     sends them): the model's context, and ``list_variables`` while a cell keeps the kernel busy."""
+    suspend_timeout: float | None = Field(default=None, gt=0, le=366 * 86_400)
+    """Seconds the run may wait for a person (an approval, an answer, a resume after a pause)
+    before it is stopped with USER_NO_RESPONSE; the server's ``suspend_timeout`` when absent."""
 
     def start_options(self) -> dict[str, Any]:
         """The keyword arguments of :meth:`Runtime.start` (every field but ``content``)."""

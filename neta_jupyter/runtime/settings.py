@@ -75,6 +75,11 @@ class NetaSettings(Configurable):
         help="How deep sub-agents may nest: 1 lets a run delegate but not its sub-agents, 0 "
         "turns delegation off.",
     ).tag(config=True)
+    suspend_timeout = Float(
+        86_400.0,
+        help="Seconds a run may wait for a person (a permission ask, a question, a pause) before "
+        "it is stopped with USER_NO_RESPONSE; a run request's suspendTimeout overrides it.",
+    ).tag(config=True)
     extra_tools = List(
         Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
     ).tag(config=True)
@@ -96,6 +101,7 @@ class NetaSettings(Configurable):
             kernel_wait=self.kernel_wait,
             subagent_concurrency=max(1, self.subagent_concurrency),
             subagent_depth=max(0, self.subagent_depth),
+            suspend_timeout=self.suspend_timeout,
         )
 
 

@@ -78,6 +78,8 @@ class RunOptions(BaseModel):
     """The kernel's variables when the prompt was written, one summary line each."""
     delegated: Delegated | None = None
     """A sub-agent's task and place in its batch (``None``: a user started the run)."""
+    suspend_timeout: float | None = None
+    """Seconds the run may wait for a person before USER_NO_RESPONSE (``None``: the runtime's)."""
 
     def to_document(self) -> dict[str, Any]:
         """As stored (camelCase, as the run was requested)."""
@@ -142,6 +144,9 @@ class RunState(BaseModel):
     """Sub-agents whose tokens are already in ``usage``."""
     kept_reply: KeptReply | None = None
     """What clients saw of a reply cut off mid-stream, so asking again does not repeat it."""
+    suspend_deadline: float | None = None
+    """While it is suspended waiting for a person: when it is reclaimed with USER_NO_RESPONSE
+    (seconds since the epoch; kept here so a restarted server still reclaims it)."""
 
     def to_document(self) -> dict[str, Any]:
         """As stored."""
@@ -158,6 +163,7 @@ def new_options(
     notebook_path: str | None,
     thinking_level: str | None,
     kernel_variables: list[str] | None,
+    suspend_timeout: float | None = None,
 ) -> RunOptions:
     """The options of a new run, from what its caller asked for; BadRunRequest if they are bad."""
     try:
@@ -167,6 +173,10 @@ def new_options(
     if approve not in ("ask", "auto", "deny"):
         raise BadRunRequest("approve must be ask, auto or deny", code="INVALID_APPROVE")
     check_thinking_level(thinking_level)
+    if suspend_timeout is not None and not suspend_timeout > 0:
+        raise BadRunRequest(
+            "suspendTimeout must be above 0 seconds", code="INVALID_SUSPEND_TIMEOUT"
+        )
     return RunOptions(
         virtual_tools=declared,
         tools=tools,
@@ -176,6 +186,7 @@ def new_options(
         notebook_path=notebook_path,
         thinking_level=as_thinking_level(thinking_level),
         kernel_variables=kernel_variables,
+        suspend_timeout=suspend_timeout,
     )
 
 

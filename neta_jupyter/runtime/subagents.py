@@ -169,6 +169,7 @@ class Subagents:
                 notebook_path=inherited.notebook_path,
                 thinking_level=inherited.thinking_level,
                 kernel_variables=inherited.kernel_variables,
+                suspend_timeout=inherited.suspend_timeout,
                 delegated=Delegated(
                     parent_tool_call_id=call_id,
                     batch_id=batch_id,

@@ -149,6 +149,7 @@ class NetaApp(ExtensionApp, NetaSettings):
                 (rf"{api}/agent/run/resumeTask", handlers.ResumeHandler),
                 (rf"{api}/agent/run/retryTask", handlers.RetryHandler),
                 (rf"{api}/agent/run/terminateTask", handlers.TerminateHandler),
+                (rf"{api}/agent/run/suspendTask", handlers.SuspendHandler),
                 (rf"{api}/agent/run/addSupplementaryInput", handlers.InputHandler),
                 (rf"{api}/agent/run/import", handlers.ImportHandler),
                 (rf"{api}/agent/run/status", handlers.RunStatusHandler),
@@ -167,6 +168,11 @@ class NetaApp(ExtensionApp, NetaSettings):
         if self.store_failure is not None:
             # Every route stays, answering why: a missing route would only say 404.
             self.handlers = [(route[0], UnavailableHandler) for route in self.handlers]
+
+    async def _start_jupyter_server_extension(self, serverapp: object) -> None:
+        """Once the event loop runs: timers for the runs that wait for a person."""
+        if self.store_failure is None:
+            self.runtime.waiting.watch_stored()
 
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""

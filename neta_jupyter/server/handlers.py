@@ -74,6 +74,17 @@ class TerminateHandler(NetaHandler):
         self.reply({"requestId": run.request_id, "status": run.status})
 
 
+class SuspendHandler(NetaHandler):
+    """``POST /neta/api/agent/run/suspendTask``: pause a running run at its next step boundary."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(RequestRef)
+        run = await self.runtime.suspend(self.principal, body.request_id)
+        self.reply({"requestId": run.request_id, "status": run.status})
+
+
 class InputHandler(NetaHandler):
     """``POST /neta/api/agent/run/addSupplementaryInput``."""
 

@@ -78,6 +78,10 @@ ROUTES: tuple[Route, ...] = (
     Route(f"{_RUN}/retryTask", (Operation("post", "Retry a recoverable failure", RequestRef),)),
     Route(f"{_RUN}/terminateTask", (Operation("post", "Cancel a run", RequestRef),)),
     Route(
+        f"{_RUN}/suspendTask",
+        (Operation("post", "Pause a running run at its next step boundary", RequestRef),),
+    ),
+    Route(
         f"{_RUN}/addSupplementaryInput",
         (Operation("post", "Add input to a running run", InputRequest),),
     ),

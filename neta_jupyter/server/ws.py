@@ -121,6 +121,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
             "resume": self._resume,
             "clarify_response": self._resume,
             "terminate": self._terminate,
+            "suspend": self._suspend,
             "supplementary_input": self._input,
             "compact": self._compact,
             "set_thinking_level": self._thinking_level,
@@ -280,6 +281,16 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         return {
             "type": "ack",
             "action": "terminate",
+            "requestId": run.request_id,
+            "status": run.status,
+        }
+
+    async def _suspend(self, frame: dict[str, Any]) -> Reply:
+        body = self._validate(RequestRef, frame)
+        run = await self.runtime.suspend(self.principal, body.request_id)
+        return {
+            "type": "ack",
+            "action": "suspend",
             "requestId": run.request_id,
             "status": run.status,
         }
