@@ -10,6 +10,7 @@ import pytest
 
 from neta_jupyter.providers.anthropic import AnthropicModel
 from neta_jupyter.providers.base import (
+    AuthenticationRequired,
     ContextTooLong,
     Message,
     ModelRequest,
@@ -310,7 +311,8 @@ async def test_authentication_failure_names_the_variable_never_the_key(
     }
     server.reply(Reply.error(401, body))
     _, error = await collect(model(server, client))
-    assert type(error) is ProviderInvalidRequest
+    # A refused key is also told to the user, naming the variable that holds it.
+    assert type(error) is AuthenticationRequired and error.variable == "ANTHROPIC_API_KEY"
     assert "authentication failed" in str(error) and "ANTHROPIC_API_KEY" in str(error)
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from neta_jupyter.providers import ModelProfile, ModelRegistry, UnknownModel
 from neta_jupyter.providers.anthropic import AnthropicModel
-from neta_jupyter.providers.base import Message, ModelRequest, TextPart
-from neta_jupyter.providers.config import parse_endpoints
+from neta_jupyter.providers.base import AuthenticationRequired, Message, ModelRequest, TextPart
+from neta_jupyter.providers.config import KeylessModel, parse_endpoints
 from neta_jupyter.providers.demo import DemoModel
 from neta_jupyter.providers.openai_compat import OpenAIChatModel
 from tests.provider_server import ProviderServer, Reply, guarded_client, serve
@@ -75,10 +75,15 @@ def test_anthropic_models_from_the_environment() -> None:
     ("spec", "variable"),
     [("openai:gpt-4.1-mini", "OPENAI_API_KEY"), ("anthropic:claude-opus-4", "ANTHROPIC_API_KEY")],
 )
-def test_a_missing_key_is_a_clear_error_at_resolve_time(spec: str, variable: str) -> None:
-    registry = ModelRegistry(environ={})
-    with pytest.raises(UnknownModel, match=f"set {variable} or configure c.NetaApp.endpoints"):
-        registry.resolve(spec)
+async def test_a_missing_key_is_a_clear_error_at_the_first_call(spec: str, variable: str) -> None:
+    # The run starts, so its stream can tell the user which variable to set.
+    model = ModelRegistry(environ={}).resolve(spec)
+    with pytest.raises(
+        AuthenticationRequired, match=f"set {variable} or configure c.NetaApp.endpoints"
+    ) as raised:
+        async for _ in model.stream(ModelRequest(system="", messages=[], tools=[])):
+            pass
+    assert raised.value.variable == variable and variable in raised.value.user_message
 
 
 def test_configured_endpoint() -> None:
@@ -90,8 +95,8 @@ def test_configured_endpoint() -> None:
         registry.resolve("local:llama3")
     with pytest.raises(UnknownModel, match="names no model"):
         registry.resolve("local:")
-    with pytest.raises(UnknownModel, match="set LOCAL_KEY"):
-        ModelRegistry(environ={}, endpoints=LOCAL).resolve("local:qwen2.5")
+    keyless = ModelRegistry(environ={}, endpoints=LOCAL).resolve("local:qwen2.5")
+    assert isinstance(keyless, KeylessModel) and keyless.variable == "LOCAL_KEY"
 
 
 def test_model_names_may_contain_colons_and_any_name_passes_without_a_list() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from neta_jupyter.providers import ModelRegistry
 from neta_jupyter.providers.base import (
+    AuthenticationRequired,
     ContextTooLong,
     Message,
     ModelRequest,
@@ -372,7 +373,8 @@ async def test_authentication_failure_names_the_variable_never_the_key(
     }
     server.reply(Reply.error(status, body))
     _, error = await collect(model(server, client))
-    assert type(error) is ProviderInvalidRequest
+    # A refused key is also told to the user, naming the variable that holds it.
+    assert type(error) is AuthenticationRequired and error.variable == "OPENAI_API_KEY"
     assert "authentication failed" in str(error) and "OPENAI_API_KEY" in str(error)
     assert masked not in str(error) and KEY[-4:] + "." not in str(error)
 

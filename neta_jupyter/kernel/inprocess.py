@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import CodeType, TracebackType
 from typing import Any
 
@@ -73,10 +73,16 @@ class InProcessKernelBridge:
         self._shell = shell
         self._lock = asyncio.Lock()
 
-    async def execute(self, code: str, *, timeout: float | None = None) -> ToolResult:
+    async def execute(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ToolResult:
         """Run ``code`` in the user's namespace and collect what it printed and displayed."""
         async with self._lock:
-            output = KernelOutput()
+            output = KernelOutput(on_stream=on_output)
             filename = f"<neta-python-{next(_counter)}>"
             linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
             figures = _open_figures()

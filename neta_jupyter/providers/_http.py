@@ -27,6 +27,7 @@ import httpx
 from httpx_sse import ServerSentEvent, aconnect_sse
 
 from .base import (
+    AuthenticationRequired,
     ContextTooLong,
     ProviderError,
     ProviderInvalidRequest,
@@ -55,6 +56,7 @@ _BAD_REQUEST = re.compile(
     r"|invalid (?:json|argument|param|request|value|base64|tool)",
     re.IGNORECASE,
 )
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TRANSIENT_STATUSES = frozenset({408, 409, 502, 503, 504, 529})
 """Statuses that say "later": overload, gateways, timeouts. Other 5xx may repeat every time."""
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached"})
@@ -182,12 +184,13 @@ def error_for_status(
         return RateLimited(f"{where}: rate limited: {detail}", retry_after=wait)
     if status == 401:
         # The message of a 401 often echoes part of the key, so it is left out entirely.
-        return ProviderInvalidRequest(
-            f"{vendor.label}: authentication failed (HTTP 401) — check {vendor.key_env}"
+        return _refused(
+            vendor, f"{vendor.label}: authentication failed (HTTP 401) — check {vendor.key_env}"
         )
     if status == 403:
-        return ProviderInvalidRequest(
-            f"{vendor.label}: authentication failed (HTTP 403) — check {vendor.key_env}: {detail}"
+        return _refused(
+            vendor,
+            f"{vendor.label}: authentication failed (HTTP 403) — check {vendor.key_env}: {detail}",
         )
     if status == 413 or is_context_overflow(error):
         return ContextTooLong(f"{where}: the request does not fit the context window: {detail}")
@@ -199,6 +202,20 @@ def error_for_status(
     if status >= 500:
         return ProviderUnavailable(f"{where}: server error: {detail}", transient=False)
     return ProviderInvalidRequest(f"{where}: request rejected: {detail}")
+
+
+def _refused(vendor: Vendor, message: str) -> AuthenticationRequired:
+    variable = vendor.key_env if _ENV_NAME.match(vendor.key_env) else None
+    where = f"the key in {variable}" if variable else "the endpoint's key"
+    return AuthenticationRequired(
+        message,
+        model=vendor.label,
+        variable=variable,
+        user_message=(
+            f"{vendor.label} refused {where}: set it to a valid key where the Jupyter server "
+            "runs, restart the server, then run the prompt again."
+        ),
+    )
 
 
 def error_for_payload(error: VendorError, vendor: Vendor, *, secret: str | None) -> ProviderError:

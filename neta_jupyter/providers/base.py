@@ -181,6 +181,21 @@ class ProviderInvalidRequest(ProviderError):
     """The provider rejected the request; the same request will fail again."""
 
 
+class AuthenticationRequired(ProviderInvalidRequest):
+    """The endpoint has no usable key: none is set, or it was refused (HTTP 401/403).
+
+    ``user_message`` says what to do; ``variable`` names the environment variable to set.
+    """
+
+    def __init__(
+        self, message: str, *, model: str, variable: str | None, user_message: str
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.variable = variable
+        self.user_message = user_message
+
+
 class ContextTooLong(ProviderInvalidRequest):
     """The request does not fit the model's context window."""
 

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .base import Model, ModelProfile
+from .base import AuthenticationRequired, Model, ModelProfile, ModelRequest, StreamPart
 
 if TYPE_CHECKING:
     import httpx
@@ -185,6 +185,33 @@ def _profile(settings: Mapping[str, Any], where: str) -> ModelProfile:
     return ModelProfile(compact=compact, tools=None if tools is None else tuple(tools))
 
 
+class KeylessModel:
+    """The model of an endpoint whose key variable is unset: every call says which to set."""
+
+    def __init__(self, name: str, variable: str) -> None:
+        self._name = name
+        self.variable = variable
+
+    @property
+    def name(self) -> str:
+        """``endpoint:model`` as selected."""
+        return self._name
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamPart]:
+        """Fail with :class:`AuthenticationRequired` before any request is sent."""
+        raise AuthenticationRequired(
+            f"{self._name} needs an API key: set {self.variable} or configure c.NetaApp.endpoints",
+            model=self._name,
+            variable=self.variable,
+            user_message=(
+                f"{self._name} needs an API key: set the environment variable {self.variable} "
+                "where the Jupyter server runs (or name another one with api_key_env in "
+                "c.NetaApp.endpoints), restart the server, then run the prompt again."
+            ),
+        )
+        yield  # pragma: no cover - makes this an async generator, like every model's stream
+
+
 class ModelSelector:
     """Resolves ``<endpoint>:<model>`` to a provider model; lists what is usable right now."""
 
@@ -224,9 +251,8 @@ class ModelSelector:
                 f"endpoint {prefix!r} offers {', '.join(endpoint.models)}, not {model_name!r}"
             )
         if (missing := self._missing_key(endpoint)) is not None:
-            raise UnknownModel(
-                f"{spec} needs an API key: set {missing} or configure c.NetaApp.endpoints"
-            )
+            # The run starts and tells its user, on its stream, which variable to set.
+            return KeylessModel(spec, missing)
         return self._build(endpoint, model_name, spec)
 
     def profile(self, spec: str) -> ModelProfile | None:

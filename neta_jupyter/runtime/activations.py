@@ -11,9 +11,9 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal
 
-from ..events import ErrorCode, SuspendReason, SuspendType
+from ..events import ErrorCode, EventType, SuspendReason, SuspendType
 from ..providers import ProviderError
-from ..providers.base import ProviderInvalidRequest
+from ..providers.base import AuthenticationRequired, ProviderInvalidRequest
 from ..store import StorageError, Store
 from .config import RuntimeConfig
 from .emitter import RunEmitter
@@ -21,6 +21,7 @@ from .endings import end_run, fail_run
 from .loop import RunLoop
 from .runs import Run, Runs
 from .steps import Finish, Step, Suspend
+from .toolstream import model_auth_event
 from .waiting import PAUSED, deadline_of
 
 LoopFactory = Callable[[Run, RunEmitter], RunLoop]
@@ -193,6 +194,8 @@ class Activations:
             await self._cancelled(run, emitter)
         except ProviderError as exc:
             invalid = isinstance(exc, ProviderInvalidRequest)
+            if isinstance(exc, AuthenticationRequired):
+                emitter.emit(EventType.TOOL_EVENT, model_auth_event(exc))
             await self.fail(
                 run,
                 emitter,

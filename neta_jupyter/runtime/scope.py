@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..events import (
     ClarifyData,
@@ -22,6 +22,7 @@ from ..tools.scope import SIDE_EVENTS, RunSuspended
 from .emitter import RunEmitter
 from .runs import Run
 from .state import Ask, RunOptions
+from .toolstream import ToolOutputStream, auth_required_event
 
 
 class CallScope:
@@ -50,6 +51,7 @@ class CallScope:
         self._resumed = resumed
         self._answer = answer
         self._delegator = delegator
+        self._output: ToolOutputStream | None = None
 
     @property
     def request_id(self) -> str:
@@ -116,6 +118,24 @@ class CallScope:
         if event_type not in SIDE_EVENTS:
             raise ValueError(f"a tool may not publish {event_type}; side events only")
         self._emitter.emit(event_type, data)
+
+    def stream(self, text: str) -> None:
+        """Publish partial output, batched."""
+        if self._output is None:
+            self._output = ToolOutputStream(self._emitter, self._call.id, self._call.name)
+        self._output.write(text)
+
+    def auth_required(self, user_message: str, payload: dict[str, Any] | None = None) -> None:
+        """Publish the credentials the call lacks."""
+        self._emitter.emit(
+            EventType.TOOL_EVENT,
+            auth_required_event(self._call.id, self._call.name, user_message, payload),
+        )
+
+    def close_output(self) -> None:
+        """The call ended: the output it streamed goes out before its TOOL_COMPLETED/FAILED."""
+        if self._output is not None:
+            self._output.close()
 
     async def delegate(self, tasks: Sequence[SubTask]) -> ToolResult:
         """Child runs of this run, one per task; their answers once every one has ended."""

@@ -7,7 +7,7 @@ import json
 import mimetypes
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -171,15 +171,20 @@ class ToolRunner:
         try:
             result = await tool.run(call.arguments, ctx)
         except asyncio.CancelledError:
+            _close_output(ctx)
             process.close("cancelled")
             raise
         except RunSuspended:
             # Its operations stay open: the call runs again when the run resumes.
+            _close_output(ctx)
             raise
         except ToolError as exc:
+            _close_output(ctx)
             return _with_process_log(str(exc), process.close("failed"))
         except Exception as exc:  # a tool's own bug must not end the run: the model hears of it
+            _close_output(ctx)
             return _with_process_log(f"{type(exc).__name__}: {exc}", process.close("failed"))
+        _close_output(ctx)
         result.output = _with_process_log(result.output, process.close("completed"))
         return result
 
@@ -262,6 +267,20 @@ class ToolRunner:
 def _with_process_log(text: str, references: list[str]) -> str:
     """The text with the JSONL logs of its process events (paths under the data dir)."""
     return f"{text}\n[process log: {', '.join(references)}]" if references else text
+
+
+@runtime_checkable
+class _StreamsOutput(Protocol):
+    """A scope that batches its call's partial output (:class:`~.scope.CallScope`)."""
+
+    def close_output(self) -> None:
+        """Let the rest out."""
+
+
+def _close_output(ctx: ToolContext) -> None:
+    """What the call streamed goes out before the event that ends its card."""
+    if isinstance(ctx.scope, _StreamsOutput):
+        ctx.scope.close_output()
 
 
 def _ms_since(began: float) -> int:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from queue import Empty
 from typing import Any
 
@@ -51,14 +52,20 @@ class ServerKernelBridge:
 
     # --- KernelBridge
 
-    async def execute(self, code: str, *, timeout: float | None = None) -> ToolResult:
+    async def execute(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ToolResult:
         """Run ``code`` as the user would (outputs collected, no history entry).
 
         While the user's cell runs, the code waits here rather than in the kernel's queue, so a
         run stopped meanwhile never executes it later.
         """
         await self._idle_within(None)
-        return await self._run(code, timeout=timeout, silent=False)
+        return await self._run(code, timeout=timeout, silent=False, on_output=on_output)
 
     async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
         """Run ``code`` silently: no execute_input broadcast, no result display, no history.
@@ -162,7 +169,14 @@ class ServerKernelBridge:
         provisioner = getattr(self._kernel(), "provisioner", None)
         return getattr(provisioner, "pid", None)
 
-    async def _run(self, code: str, *, timeout: float | None, silent: bool) -> ToolResult:
+    async def _run(
+        self,
+        code: str,
+        *,
+        timeout: float | None,
+        silent: bool,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ToolResult:
         client = await self._open()
         pid = self._pid()
         queue: asyncio.Queue[dict[str, Any] | _Restarted] = asyncio.Queue()
@@ -170,7 +184,7 @@ class ServerKernelBridge:
             code, silent=silent, store_history=False, allow_stdin=False, stop_on_error=False
         )
         self._waiting[msg_id] = queue
-        output = KernelOutput()
+        output = KernelOutput(on_stream=on_output)
         started: float | None = None
         try:
             while True:

@@ -15,6 +15,7 @@ import io
 import queue
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,11 +47,17 @@ class LocalKernel:
         """Whether the kernel process was started (and not shut down since)."""
         return self._client is not None
 
-    async def execute(self, code: str, *, timeout: float | None = None) -> ToolResult:
+    async def execute(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ToolResult:
         """Run ``code`` in the kernel (started now if need be) and collect its outputs."""
         async with self._lock:
             client = await self._ensure_started()
-            return await self._run(client, code, timeout=timeout, silent=False)
+            return await self._run(client, code, timeout=timeout, silent=False, on_output=on_output)
 
     async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
         """Run introspection ``code`` without a trace in the kernel's history."""
@@ -101,12 +108,18 @@ class LocalKernel:
         return client
 
     async def _run(
-        self, client: Any, code: str, *, timeout: float | None, silent: bool
+        self,
+        client: Any,
+        code: str,
+        *,
+        timeout: float | None,
+        silent: bool,
+        on_output: Callable[[str], None] | None = None,
     ) -> ToolResult:
         msg_id = client.execute(
             code, silent=silent, store_history=False, allow_stdin=False, stop_on_error=False
         )
-        output = KernelOutput()
+        output = KernelOutput(on_stream=on_output)
         began = time.monotonic()
         try:
             while True:

@@ -17,6 +17,7 @@ import inspect
 import json
 import re
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Protocol, runtime_checkable
 
@@ -84,8 +85,11 @@ class BusyKernel(Protocol):
 class KernelOutput:
     """Collects one execution's outputs, in order, from either host."""
 
-    def __init__(self, *, limit: int = MAX_OUTPUT_CHARS) -> None:
+    def __init__(
+        self, *, limit: int = MAX_OUTPUT_CHARS, on_stream: Callable[[str], None] | None = None
+    ) -> None:
         self._limit = limit
+        self._on_stream = on_stream
         self._parts: list[str] = []
         self._size = 0
         self._dropped = 0
@@ -93,8 +97,11 @@ class KernelOutput:
         self.error: str | None = None
 
     def stream(self, text: str) -> None:
-        """Text written to stdout or stderr."""
-        self._add(strip_ansi(text))
+        """Text written to stdout or stderr (also handed on as it comes, when asked)."""
+        clean = strip_ansi(text)
+        self._add(clean)
+        if self._on_stream is not None:
+            self._on_stream(clean)
 
     def rich(self, bundle: dict[str, Any]) -> None:
         """A display or a result: images become files, the rest is read as text."""
@@ -372,7 +379,9 @@ async def python(
     await _wait_for_kernel(ctx, kernel, None)  # as long as the run may: the user approved it
     ctx.report("Running Python in your kernel")
     try:
-        result = await kernel.execute(code, timeout=PYTHON_TIMEOUT)
+        # The user watches long output arrive in the tool card; the model reads the result.
+        stream = ctx.scope.stream if ctx.scope is not None else None
+        result = await kernel.execute(code, timeout=PYTHON_TIMEOUT, on_output=stream)
     except ToolError as exc:
         if "FileNotFoundError" not in str(exc):
             raise

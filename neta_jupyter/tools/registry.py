@@ -117,8 +117,14 @@ DEFAULT_KERNEL_WAIT = 600.0
 class KernelBridge(Protocol):
     """Runs code in the notebook's kernel (supplied by the host: ``kernel/``, ``server/``)."""
 
-    async def execute(self, code: str, *, timeout: float | None = None) -> ToolResult:
-        """Execute ``code`` and collect its outputs."""
+    async def execute(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[str], None] | None = None,
+    ) -> ToolResult:
+        """Execute ``code`` and collect its outputs (``on_output``: stdout/stderr as it comes)."""
         ...
 
 

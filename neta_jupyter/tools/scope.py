@@ -9,7 +9,8 @@ A tool that needs its run declares a parameter typed :class:`RunScope`; the regi
 
 The runtime supplies the scope; the loop knows no tool by name. A scope has exactly these
 capabilities (ids and options, a question for the user, a suspension, the todo list, side
-events, child runs), so a tool cannot end, restart or rewrite its run.
+events, the call's partial output and missing credentials, child runs), so a tool cannot end,
+restart or rewrite its run.
 
 Exceptions (who raises → who catches)::
 
@@ -20,7 +21,7 @@ Exceptions (who raises → who catches)::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from ..events import EventData, EventType, SuspendReason, TodoItem
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 SIDE_EVENTS = frozenset(
     {
         EventType.TODO_UPDATE,
+        EventType.TOOL_EVENT,
         EventType.SUBAGENT_RUN_STARTED,
         EventType.SUBAGENT_EVENT,
         EventType.SUBAGENT_RUN_COMPLETED,
@@ -99,6 +101,20 @@ class RunScope(Protocol):
 
     def emit(self, event_type: EventType, data: EventData) -> None:
         """Publish a side event (one of :data:`SIDE_EVENTS`) on the run's stream."""
+        ...
+
+    def stream(self, text: str) -> None:
+        """Show output of the call as it comes (TOOL_EVENT ``tool_stream_data``, batched).
+
+        The model still reads the whole output in the call's result; this is for the user.
+        """
+        ...
+
+    def auth_required(self, user_message: str, payload: dict[str, Any] | None = None) -> None:
+        """Tell the user the call lacks credentials and what to do (TOOL_EVENT ``auth_required``).
+
+        ``payload``: what is missing, e.g. ``{"variable": "HF_TOKEN"}`` (never the secret).
+        """
         ...
 
     async def delegate(self, tasks: Sequence[SubTask]) -> ToolResult:

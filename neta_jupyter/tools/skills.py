@@ -26,8 +26,12 @@ and writes JSON lines on stdout::
      "percent": 25, "message": "…", "payload": {…}}
     {"type": "result", "output": "markdown for the model", "files": ["relative/to/root.png"]}
     {"type": "error", "message": "why it could not be done"}
+    {"type": "auth_required", "message": "set HF_TOKEN to a token of huggingface.co",
+     "variable": "HF_TOKEN"}
 
-Other stdout lines are ignored; stderr is kept (its tail explains a crash). On timeout or
+Other stdout lines are the skill's output as it runs: the user sees them live in the tool card
+(the model reads only the result). ``auth_required`` tells the user which credentials the skill
+lacks. stderr is kept (its tail explains a crash). On timeout or
 cancellation the whole process group gets SIGTERM, then SIGKILL after a grace period.
 
 Exceptions (who raises → who catches)::
@@ -301,7 +305,7 @@ class SkillProcess:
                 await proc.stdin.drain()
                 proc.stdin.close()
             async for raw in proc.stdout:
-                self._on_line(raw.decode("utf-8", "replace").strip())
+                self._on_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
             await proc.wait()
             await stderr
         finally:
@@ -318,13 +322,10 @@ class SkillProcess:
             self._stderr.append(partial.rstrip())
 
     def _on_line(self, line: str) -> None:
-        if not line.startswith("{"):
-            return
-        try:
-            message = json.loads(line)
-        except json.JSONDecodeError:
-            return
-        if not isinstance(message, dict):
+        message = _json_line(line)
+        if message is None:
+            if line.strip() and self._ctx.scope is not None:
+                self._ctx.scope.stream(_cut(line) + "\n")
             return
         match message.get("type"):
             case "progress":
@@ -333,6 +334,12 @@ class SkillProcess:
                 self._result = message
             case "error":
                 self._error = str(message.get("message") or "the skill reported an error")
+            case "auth_required" if self._ctx.scope is not None:
+                variable = message.get("variable")
+                self._ctx.scope.auth_required(
+                    str(message.get("message") or f"skill {self.skill.name} needs credentials"),
+                    {"skill": self.skill.name, "variable": str(variable)} if variable else None,
+                )
 
     def _progress(self, message: dict[str, Any]) -> None:
         status = message.get("status")
@@ -406,6 +413,18 @@ async def _kill_group(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
     await proc.wait()
+
+
+def _json_line(line: str) -> dict[str, Any] | None:
+    """A protocol message, or None for a line of plain output."""
+    text = line.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        message = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return message if isinstance(message, dict) else None
 
 
 def _cut(line: str) -> str:
