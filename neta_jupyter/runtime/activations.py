@@ -7,8 +7,9 @@ ends the run's stream with exactly one terminal event, written with the status i
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Coroutine
 from typing import Any, Literal
 
 from ..events import ErrorCode, EventType, SuspendReason, SuspendType
@@ -18,8 +19,10 @@ from ..store import StorageError, Store
 from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .endings import end_run, fail_run
+from .errors import RunConflict
 from .loop import RunLoop
 from .runs import Run, Runs
+from .snapshots import SnapshotInvalid, failure_message, snapshot_problem
 from .steps import Finish, Step, Suspend
 from .toolstream import model_auth_event
 from .waiting import PAUSED, deadline_of
@@ -150,6 +153,34 @@ class Activations:
         else:
             await write()
 
+    async def refuse_invalid(
+        self, run: Run, known: Collection[str], *, retrying: bool = False
+    ) -> None:
+        """End a run about to be continued whose stored position cannot be loaded.
+
+        MESSAGE_FAILED ``RUN_SNAPSHOT_INVALID``, then RunConflict with the same message.
+        ``known``: the tools the runtime offers. A retry is refused so only for a run that could
+        be retried (its last failure said so when its state cannot tell).
+        """
+        problem = snapshot_problem(run, known)
+        if problem is None or (retrying and not await self._retryable(run)):
+            return
+        message = failure_message(problem)
+        emitter = await self.emitter(run)
+        await self.fail(
+            run, emitter, ErrorCode.RUN_SNAPSHOT_INVALID, message, recoverable=False, wait=False
+        )
+        raise RunConflict(message, code=ErrorCode.RUN_SNAPSHOT_INVALID.value)
+
+    async def _retryable(self, run: Run) -> bool:
+        if run.status != "failed":
+            return False
+        if run.snapshot_error is None:
+            return run.state.recoverable
+        last = await self._store.events.last_event(run.request_id)
+        data = json.loads(last.payload).get("data", {}) if last is not None else {}
+        return last is not None and last.terminal and data.get("recoverable") is True
+
     async def _settle(self, write: Callable[[], Awaitable[None]]) -> None:
         """Make a run's ending, waiting while the store cannot be written.
 
@@ -192,6 +223,14 @@ class Activations:
             )
         except asyncio.CancelledError:
             await self._cancelled(run, emitter)
+        except SnapshotInvalid as exc:
+            await self.fail(
+                run,
+                emitter,
+                ErrorCode.RUN_SNAPSHOT_INVALID,
+                failure_message(exc.message),
+                recoverable=False,
+            )
         except ProviderError as exc:
             invalid = isinstance(exc, ProviderInvalidRequest)
             if isinstance(exc, AuthenticationRequired):

@@ -51,14 +51,10 @@ async def recover_crashed(runs: Runs, emitter_of: Callable[[Run], Awaitable[RunE
     """Runs a crashed process left running end with SYSTEM_CRASH; how many there were."""
     crashed = await runs.find(status="running", limit=100_000)
     for run in crashed:
-        await fail_run(
-            runs,
-            run,
-            await emitter_of(run),
-            ErrorCode.SYSTEM_CRASH,
-            "the server stopped while this run was executing",
-            recoverable=False,
-        )
+        code, message = ErrorCode.SYSTEM_CRASH, "the server stopped while this run was executing"
+        if run.snapshot_error:  # what it was doing is lost with its state
+            code, message = ErrorCode.RUN_SNAPSHOT_INVALID, f"{message}; {run.snapshot_error}"
+        await fail_run(runs, run, await emitter_of(run), code, message, recoverable=False)
     return len(crashed)
 
 

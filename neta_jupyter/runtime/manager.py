@@ -27,6 +27,7 @@ from .imports import import_run
 from .loop import RunLoop
 from .resumes import answer_question, decide_permission
 from .runs import Run, Runs
+from .snapshots import SnapshotInvalid, snapshot_problem
 from .state import RunState, check_thinking_level, new_options
 from .steps import Compact
 from .subagents import Subagents
@@ -261,6 +262,7 @@ class Runtime:
                 raise RunConflict(
                     f"run {request_id} is {run.status}, not suspended", code="RUN_NOT_SUSPENDED"
                 )
+            await self._active.refuse_invalid(run, self.tools.names())
             ask = run.state.ask
             if ask is not None and ask.kind == "question":
                 answer_question(run, ask, ask_id=ask_id, approved=approved, answer=answer)
@@ -287,6 +289,7 @@ class Runtime:
     async def retry(self, principal: str, request_id: str) -> Run:
         """Continue a run that failed recoverably, from its last completed step."""
         run = await self.get_run(principal, request_id)
+        await self._active.refuse_invalid(run, self.tools.names(), retrying=True)
         if run.status != "failed" or not run.state.recoverable:
             raise RunConflict(
                 f"run {request_id} is {run.status} and cannot be retried", code="RUN_NOT_RETRYABLE"
@@ -461,6 +464,8 @@ class Runtime:
         return self._loop(run, await self._emitter(run))
 
     def _loop(self, run: Run, emitter: RunEmitter) -> RunLoop:
+        if problem := snapshot_problem(run, self.tools.names()):
+            raise SnapshotInvalid(problem)
         kernel = self.kernels(run) if self.kernels is not None else None
         profile = self.models.profile(run.model)
         # The run's own choice first, then the endpoint's: a small model gets fewer tools.

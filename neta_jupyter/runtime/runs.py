@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..events.runs import RunSummary
 from ..providers.base import ToolCall
 from ..store import RecordStore, RunRecord, RunStatus
+from .snapshots import SnapshotInvalid
 from .state import (
     CallsOf,
     RunOptions,
@@ -49,9 +50,15 @@ class Run:
     """Where its loop is."""
     parent_request_id: str | None = None
     """The run that started it as a sub-agent (``None``: a user started it)."""
+    snapshot_error: str | None = None
+    """Why its stored options or state cannot be loaded (then ``options`` and ``state`` are
+    defaults, and the stored documents are written back as they were)."""
+    stored: RunRecord | None = field(default=None, repr=False)
+    """The record it was loaded from, when ``snapshot_error`` is set."""
 
     def record(self) -> RunRecord:
         """As the store keeps it."""
+        kept = self.stored if self.snapshot_error else None
         return RunRecord(
             request_id=self.request_id,
             principal=self.principal,
@@ -61,8 +68,8 @@ class Run:
             created=self.created,
             prompt=self.prompt,
             imported=self.imported,
-            options=self.options.to_document(),
-            state=self.state.to_document(),
+            options=kept.options if kept else self.options.to_document(),
+            state=kept.state if kept else self.state.to_document(),
             parent_request_id=self.parent_request_id,
         )
 
@@ -70,8 +77,14 @@ class Run:
     def of(cls, record: RunRecord, calls_of: CallsOf = no_calls) -> Run:
         """The run a stored record describes, in whatever shape it was stored.
 
-        ``calls_of`` gives what upgrading a state stored among its tool calls needs to know.
+        ``calls_of`` gives what upgrading a state stored among its tool calls needs to know. A
+        record whose options or state cannot be loaded gives a run with ``snapshot_error`` set.
         """
+        try:
+            options = load_options(record.options)
+            state = load_state(record.state, calls_of)
+        except SnapshotInvalid as exc:
+            return cls._invalid(record, exc.message)
         return cls(
             request_id=record.request_id,
             principal=record.principal,
@@ -81,9 +94,25 @@ class Run:
             created=record.created,
             prompt=record.prompt,
             imported=record.imported,
-            options=load_options(record.options),
-            state=load_state(record.state, calls_of),
+            options=options,
+            state=state,
             parent_request_id=record.parent_request_id,
+        )
+
+    @classmethod
+    def _invalid(cls, record: RunRecord, problem: str) -> Run:
+        return cls(
+            request_id=record.request_id,
+            principal=record.principal,
+            session_id=record.session_id,
+            status=record.status,
+            model=record.model,
+            created=record.created,
+            prompt=record.prompt,
+            imported=record.imported,
+            parent_request_id=record.parent_request_id,
+            snapshot_error=problem,
+            stored=record,
         )
 
     def summary(self, last_seq: int) -> RunSummary:
@@ -154,5 +183,8 @@ class Runs:
         raw = reply.message.get("tool_calls", []) if reply is not None else []
         path = await self.records.path(record.session_id, leaf)
         answered = {str(e.message.get("tool_call_id")) for e in path if e.role == "tool"}
-        calls = [ToolCall(**c) for c in raw]
+        try:
+            calls = [ToolCall(**c) for c in raw]
+        except (TypeError, ValueError) as exc:
+            return Run._invalid(record, f"the tool calls of its stored step cannot be read: {exc}")
         return Run.of(record, lambda _reply, _leaf: (calls, answered))

@@ -18,6 +18,7 @@ from ..events.runs import PendingAsk
 from ..providers.base import THINKING_LEVELS, ThinkingLevel, ToolCall, as_thinking_level
 from .errors import BadRunRequest
 from .guards import RepeatedCalls
+from .snapshots import SnapshotInvalid, check_document, describe
 from .steps import BuildRequest, StoredStep
 from .streaming import KeptReply
 from .tooling import VirtualTool
@@ -200,8 +201,15 @@ def check_thinking_level(level: str | None) -> None:
 
 
 def load_options(document: dict[str, Any]) -> RunOptions:
-    """Options as stored, of any version (the first shape had the same keys, no version)."""
-    return RunOptions.model_validate(document)
+    """Options as stored, of any version (the first shape had the same keys, no version).
+
+    SnapshotInvalid when they cannot be loaded (likewise :func:`load_state`).
+    """
+    check_document("options", document, OPTIONS_VERSION)
+    try:
+        return RunOptions.model_validate(document)
+    except ValidationError as exc:
+        raise SnapshotInvalid(describe("options", exc)) from exc
 
 
 def no_calls(reply_id: str, leaf: str | None) -> tuple[list[ToolCall], set[str]]:
@@ -211,7 +219,8 @@ def no_calls(reply_id: str, leaf: str | None) -> tuple[list[ToolCall], set[str]]
 
 def calls_needed(document: dict[str, Any]) -> tuple[str, str | None] | None:
     """``(reply_id, leaf)`` when upgrading the document needs that reply's calls, else None."""
-    older = int(document.get("version") or 0) < 2  # the first shape has no version
+    version = document.get("version")
+    older = isinstance(version, int | None) and (version or 0) < 2  # the first: no version
     if older and document.get("phase") == "tools" and document.get("last_assistant"):
         return str(document["last_assistant"]), document.get("leaf")
     return None
@@ -219,7 +228,11 @@ def calls_needed(document: dict[str, Any]) -> tuple[str, str | None] | None:
 
 def load_state(document: dict[str, Any], calls_of: CallsOf = no_calls) -> RunState:
     """State as stored, of any version."""
-    return RunState.model_validate(upgrade_state(document, calls_of))
+    check_document("state", document, STATE_VERSION)
+    try:
+        return RunState.model_validate(upgrade_state(document, calls_of))
+    except (ValidationError, LookupError, TypeError, ValueError, AttributeError) as exc:
+        raise SnapshotInvalid(describe("state", exc)) from exc
 
 
 def upgrade_state(document: dict[str, Any], calls_of: CallsOf) -> dict[str, Any]:

@@ -50,6 +50,12 @@ class RunRecord:
     """The run that started this one as a sub-agent (``None`` for a run a user started)."""
 
 
+UNREADABLE = "__unreadable__"
+"""The key of the document a backend reads for a stored document that is not a JSON object,
+holding why: the runtime then refuses the run (RUN_SNAPSHOT_INVALID) instead of every query of
+runs failing on it."""
+
+
 @dataclass(slots=True)
 class SessionRecord:
     """A conversation: a tree of entries with a current leaf."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from .contract import SessionChanges
 from .db import Database
-from .records import AttachmentRecord, Entry, RunRecord, RunStatus, SessionRecord
+from .records import UNREADABLE, AttachmentRecord, Entry, RunRecord, RunStatus, SessionRecord
 
 _ENTRY_INSERT = (
     "INSERT INTO entries (entry_id, session_id, parent_id, role, message, request_id, created)"
@@ -264,10 +264,21 @@ def _run(row: Any) -> RunRecord:
         created=row["created"],
         prompt=row["prompt"],
         imported=bool(row["imported"]),
-        options=json.loads(row["options"]),
-        state=json.loads(row["state"]),
+        options=_document(row["options"]),
+        state=_document(row["state"]),
         parent_request_id=row["parent_request_id"],
     )
+
+
+def _document(text: Any) -> dict[str, Any]:
+    """A run's stored JSON document; one that is damaged reads as ``{UNREADABLE: why}``."""
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        return {UNREADABLE: f"it is not JSON ({exc})"}
+    if not isinstance(value, dict):
+        return {UNREADABLE: f"it is a JSON {type(value).__name__}, not an object"}
+    return value
 
 
 def _session(row: Any) -> SessionRecord:
