@@ -48,6 +48,8 @@ AttachmentLocator = Callable[[str], str]
 
 _PREVIEW_LINES = 5
 _PREVIEW_WIDTH = PREVIEW_WIDTH
+_STREAMED_LINES = 200
+"""Lines of a call's streamed output printed; its result has the whole."""
 
 
 def color_enabled(stream: TextIO) -> bool:
@@ -103,6 +105,7 @@ class TerminalRenderer:
         self._locate = locate_attachment or (lambda path: path)
         self._at_line_start = True
         self._tool_names: dict[str, str] = {}
+        self._streamed_lines: dict[str, int] = {}
 
     # --- low-level writing
 
@@ -160,10 +163,7 @@ class TerminalRenderer:
             case ToolData() as tool:
                 self._tool(kind, tool)
             case ToolSideData() as side:
-                self._line(
-                    self.style.yellow(f"  ! {side.tool_name or 'tool'}: ")
-                    + one_line(side.user_message or side.category)
-                )
+                self._side(side)
             case PermissionAskData() as ask:
                 self._ask(ask)
             case PermissionResolvedData() as resolved:
@@ -229,6 +229,22 @@ class TerminalRenderer:
                 + duration(data.duration_ms)
                 + self.style.red(f" error: {error}")
             )
+
+    def _side(self, side: ToolSideData) -> None:
+        """Streamed output under its call, credentials asked for; other categories ignored."""
+        if side.category == "auth_required":
+            message = one_line(side.user_message or "credentials are missing", 2000)
+            self._line(self.style.bold(self.style.yellow("🔑 credentials needed: ")) + message)
+        elif side.category == "tool_stream_data" and side.payload:
+            text = side.payload.get("text")
+            shown = self._streamed_lines.get(side.tool_call_id, 0)
+            for line in clean(text if isinstance(text, str) else "").splitlines():
+                shown += 1
+                if shown <= _STREAMED_LINES:
+                    self._line(self.style.dim("  ┆ ") + line[:_PREVIEW_WIDTH])
+                elif shown == _STREAMED_LINES + 1:
+                    self._line(self.style.dim("  ┆ … (more output: see the result)"))
+            self._streamed_lines[side.tool_call_id] = shown
 
     def _preview(self, data: ToolData) -> None:
         """The first lines of a tool's output, and where the rest is."""

@@ -8,6 +8,7 @@ the user which variable to set, then fails once; a skill may say which credentia
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -15,9 +16,12 @@ from typing import Any
 
 import pytest
 from httpx_sse import aconnect_sse
+from rich.console import Console
 
+from neta_jupyter.cli_render import TerminalRenderer
 from neta_jupyter.providers import ScriptedTurn
 from neta_jupyter.runtime import Runtime
+from neta_jupyter.terminal.live import LiveRenderer
 from tests.helpers import ApiClient, types
 from tests.test_kernel_tools import call, kernel_of, script
 from tests.test_skills import make_skill
@@ -215,3 +219,68 @@ def test_the_output_stream_batches_without_a_loop() -> None:
     stream.close()
     stream.write("late\n")
     assert "".join(d.payload["text"] for d in sent) == "a\nb\npartial"
+
+
+# --- the terminal client ---------------------------------------------------------------------
+
+
+def side_events() -> list[str]:
+    """A call that streams two lines, a category from a newer server, a missing key."""
+
+    def envelope(seq: int, event_type: str, **data: object) -> str:
+        return json.dumps({"eventType": event_type, "seq": seq, "requestId": "r_1", "data": data})
+
+    side = {"type": "tool_side", "toolCallId": "c1", "toolName": "python"}
+    tool = {"type": "tool", "toolCallId": "c1", "toolName": "python"}
+    return [
+        envelope(0, "TOOL_START", **tool, arguments='{"code": "work()"}'),
+        envelope(1, "TOOL_EVENT", **side, category="tool_stream_data", payload={"text": "a 1\n"}),
+        envelope(2, "TOOL_EVENT", **side, category="tool_stream_data", payload={"text": "b 2\n"}),
+        envelope(
+            3,
+            "TOOL_EVENT",
+            **side,
+            category="quota_hint_from_the_future",
+            payload={"text": "UNSEEN"},
+            userMessage="UNSEEN",
+        ),
+        envelope(
+            4,
+            "TOOL_EVENT",
+            type="tool_side",
+            toolCallId="model",
+            toolName="model",
+            category="auth_required",
+            userMessage=f"set the environment variable {UNSET}",
+        ),
+    ]
+
+
+def test_the_plain_terminal_shows_streamed_output_and_the_variable_to_set() -> None:
+    out = io.StringIO()
+    renderer = TerminalRenderer(out, color=False)
+    for payload in side_events():
+        renderer.feed(payload)
+    text = out.getvalue()
+    assert "┆ a 1\n" in text and "┆ b 2\n" in text
+    assert f"credentials needed: set the environment variable {UNSET}" in text
+    assert "UNSEEN" not in text and "quota_hint" not in text  # an unknown category is ignored
+
+
+def test_the_live_terminal_shows_streamed_output_in_the_card_and_the_variable_to_set() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=100, height=40, force_terminal=True, color_system=None)
+    renderer = LiveRenderer(out, console=console)
+    for payload in side_events()[:4]:
+        renderer.feed(payload)
+    view = Console(file=io.StringIO(), width=100, height=40, color_system=None)
+    with view.capture() as shown:
+        view.print(renderer.view())
+    region = shown.get()
+    assert "a 1" in region and "b 2" in region
+    assert "UNSEEN" not in region
+    renderer.feed(side_events()[4])
+    renderer.close()
+    printed = out.getvalue()
+    assert "credentials needed" in printed and UNSET in printed
+    assert "UNSEEN" not in printed and "quota_hint" not in printed

@@ -61,10 +61,19 @@ export function applyTool(state: RunState, data: Loose<ToolData>, _seq: number, 
   return { ...state, tools };
 }
 
+/** Streamed text a card keeps (its end): the result has the whole, the server cuts a runaway loop. */
+const MAX_STREAMED_CHARS = 200_000;
+
 /** Categories of TOOL_EVENT the widget understands; others are ignored (seed 003 §3). */
 export function applyToolSide(state: RunState, data: Loose<ToolSideData>): RunState {
   const toolCallId = id(data.toolCallId);
   const category = str(data.category);
+  if (category === "auth_required" && (!toolCallId || !state.tools.byId[toolCallId])) {
+    // The run's model endpoint (or a call the view never saw): shown for the whole run.
+    const message = str(data.userMessage) || "Authorization required";
+    if (state.authNotices.some((n) => n.message === message)) return state;
+    return { ...state, authNotices: [...state.authNotices, { category, message }] };
+  }
   if (!toolCallId || !state.tools.byId[toolCallId]) return state;
   if (category === "auth_required") {
     const message = str(data.userMessage) || "Authorization required";
@@ -84,7 +93,7 @@ export function applyToolSide(state: RunState, data: Loose<ToolSideData>): RunSt
       ...state,
       tools: upsert(state.tools, toolCallId, (card) => {
         const current = card ?? newCard(toolCallId);
-        return { ...current, streamed: current.streamed + chunk };
+        return { ...current, streamed: (current.streamed + chunk).slice(-MAX_STREAMED_CHARS) };
       }),
     };
   }

@@ -198,6 +198,8 @@ export interface RunState {
   readonly permission: PermissionAsk | null;
   readonly clarify: ClarifyRequest | null;
   readonly processes: Keyed<ProcessOperation>;
+  /** Credentials the run lacks that belong to no tool card (its model endpoint's key). */
+  readonly authNotices: readonly ToolNotice[];
   /** The latest AGENT_STATUS; never part of the transcript. */
   readonly toast: StatusToast | null;
   readonly attachments: Keyed<Attachment>;
@@ -228,6 +230,7 @@ export function initialState(requestId: string | null = null): RunState {
     permission: null,
     clarify: null,
     processes: EMPTY_KEYED,
+    authNotices: [],
     toast: null,
     attachments: EMPTY_KEYED,
     inputsConsumed: [],

@@ -16,6 +16,7 @@ from typing import TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
+from rich.panel import Panel
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
@@ -58,6 +59,8 @@ from .views import (
 _TICK = 0.1
 """Seconds between redraws of the live region (spinners, elapsed time, streamed text)."""
 _ENDED = frozenset({"completed", "failed", "cancelled", "skipped"})
+_STREAMED_KEPT = 8_000
+"""Characters of a running call's streamed output kept for its card (its end is shown)."""
 _STATUS_STYLE = {"ERROR": "red", "WARN": "yellow"}
 
 
@@ -232,8 +235,7 @@ class LiveRenderer:
             case ToolData() as tool:
                 self._tool(kind, tool)
             case ToolSideData() as side:
-                line = f"! {clean(side.tool_name or 'tool')}: "
-                self._print(Text(line + one_line(side.user_message or side.category), "yellow"))
+                self._side(side)
             case PermissionAskData() as ask:
                 self._ask(ask)
             case PermissionResolvedData() as resolved:
@@ -336,6 +338,18 @@ class LiveRenderer:
             output = output_view(data.output if ok else None, extras)
             error = None if ok else (data.error_message or "failed")
             self._print(card.finished(ok=ok, ms=data.duration_ms, output=output, error=error))
+
+    def _side(self, side: ToolSideData) -> None:
+        """Streamed output in its running card, credentials asked for; other categories ignored."""
+        if side.category == "auth_required":
+            message = Text(one_line(side.user_message or "credentials are missing", 2000))
+            title = Text("🔑 credentials needed", style="bold yellow")
+            self._print(Panel(message, title=title, title_align="left", border_style="yellow"))
+        elif side.category == "tool_stream_data" and side.payload:
+            card = self._cards.get(side.tool_call_id)
+            text = side.payload.get("text")
+            if card is not None and isinstance(text, str):
+                card.streamed = (card.streamed + clean(text))[-_STREAMED_KEPT:]
 
     def _ask(self, ask: PermissionAskData) -> None:
         card = self._cards.pop(ask.tool_call_id, None) or ToolCard(ask.tool_call_id)

@@ -159,6 +159,8 @@ class ToolCard:
     """The tool's own progress title."""
     arguments_shown: bool = False
     """Already printed in an approval card: the final card leaves them out."""
+    streamed: str = ""
+    """The end of what the call printed so far (TOOL_EVENT ``tool_stream_data``)."""
     spinner: Spinner = field(default_factory=lambda: Spinner("dots", style="cyan"))
 
     def live(self, height: int) -> Panel:
@@ -167,6 +169,9 @@ class ToolCard:
         head = Table.grid(padding=(0, 1))
         head.add_row(self.spinner, Text(one_line(self.title) if self.title else label, "dim"))
         body = Tail(arguments_view(self.name, self.arguments), height)
+        if self.streamed:
+            output = Text(self.streamed.rstrip("\n"), style="dim")
+            body = Tail(Group(arguments_view(self.name, self.arguments), output), height)
         title = Text(clean(self.name), style="bold cyan")
         return Panel(Group(head, body), title=title, title_align="left", border_style="cyan")
 

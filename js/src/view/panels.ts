@@ -37,6 +37,28 @@ export class HeaderPart implements Part {
   }
 }
 
+/** What credentials the run lacks (its model endpoint's key): stays in view, unlike a toast. */
+export class AuthNoticePart implements Part {
+  readonly element = h("div", { className: "neta-auth", testid: "neta-auth-notice", attrs: { role: "alert" } });
+
+  constructor() {
+    setVisible(this.element, false);
+  }
+
+  render(state: RunState, prev: RunState | null): void {
+    if (state.authNotices === prev?.authNotices) return;
+    this.element.replaceChildren(
+      ...state.authNotices.map((n) =>
+        h("div", { className: "neta-auth-item" }, [
+          h("span", { className: "neta-auth-label", text: "Credentials needed: " }),
+          h("span", { className: "neta-auth-message", text: n.message }),
+        ]),
+      ),
+    );
+    setVisible(this.element, state.authNotices.length > 0);
+  }
+}
+
 export class ToastPart implements Part {
   readonly element = h("div", { className: "neta-toast", testid: "neta-toast", attrs: { role: "status" } });
   private shownSeq = -1;

@@ -13,7 +13,7 @@ import { childLifetime, onAbort } from "../lifetime";
 import type { RunState } from "../state";
 import { h, isolateKeys, setData } from "./dom";
 import { browserGuard, type PromptGuard } from "./guard";
-import { AttachmentsPart, FooterPart, HeaderPart, InputPart, TodoPart, ToastPart } from "./panels";
+import { AttachmentsPart, AuthNoticePart, FooterPart, HeaderPart, InputPart, TodoPart, ToastPart } from "./panels";
 import type { Part, ShowRun, ViewContext } from "./part";
 import { ProcessPart } from "./process";
 import { ClarifyPart, PermissionPart } from "./prompts";
@@ -89,6 +89,7 @@ export class RunView {
     // Order on screen: what the agent thinks and does, what it asks, what it answers, then totals.
     this.parts = [
       this.header,
+      new AuthNoticePart(),
       new ToastPart(ctx),
       new ReasoningPart(),
       new TodoPart(),

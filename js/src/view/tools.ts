@@ -64,8 +64,11 @@ class ToolCardView {
       this.renderArgs(card);
     }
     if (card.notices !== prev?.notices) this.renderNotices(card);
-    setText(this.streamed, card.output === undefined ? card.streamed : "");
-    setVisible(this.streamed, card.output === undefined && card.streamed !== "");
+    if (card.streamed !== prev?.streamed || card.output !== prev?.output) {
+      setText(this.streamed, card.output === undefined ? card.streamed : "");
+      setVisible(this.streamed, card.output === undefined && card.streamed !== "");
+      this.streamed.scrollTop = this.streamed.scrollHeight; // the newest output in view
+    }
     if (card.output !== prev?.output || card.outputRef !== prev?.outputRef) this.renderOutput(card);
     if (card.images !== prev?.images) this.renderImages(card);
     setText(this.error, card.status === "failed" ? card.errorMessage || "The tool failed" : "");
