@@ -16,6 +16,7 @@ from jupyter_client.session import Session
 from jupyter_server.auth.identity import IdentityProvider, User
 from tornado.web import RequestHandler
 
+from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from tests.helpers import ApiClient
 from tests.test_kernel_embedded import KernelSession
 
@@ -189,3 +190,37 @@ async def test_another_user_cannot_follow_a_session(server_url: str) -> None:
             "neta/api/sessions/tree", params={"sessionId": alices["sessionId"]}
         )
         assert tree.status_code == 404
+
+
+async def test_attachments_are_their_owners_alone(
+    jp_serverapp: Any, server_url: str, jp_root_dir: Path
+) -> None:
+    runtime = jp_serverapp.web_app.settings["neta_runtime"]
+    (jp_root_dir / "result.csv").write_text("n\n1\n")
+    send = ScriptedToolCall("send_file", {"path": "result.csv"})
+    runtime.models.register(
+        "sender", ScriptedModel([ScriptedTurn(tool_calls=[send]), ScriptedTurn(text="Sent.")])
+    )
+    upload = "neta/api/agent/attachment/upload"
+    download = "neta/api/agent/attachment/download"
+    async with browser(server_url, "alice") as alice, browser(server_url, "bob") as bob:
+        mine = await alice.http.post(upload, files={"file": ("notes.txt", b"alice's notes")})
+        assert mine.status_code == 200, mine.text
+        rid = (await alice.start("send me the result", model="sender"))["requestId"]
+        events = await alice.segment(rid)
+        sent = next(e["data"] for e in events if e["eventType"] == "ATTACHMENT_SENT")
+        for path in (mine.json()["virtualPath"], sent["virtualPath"]):
+            assert (await alice.http.get(download, params={"virtualPath": path})).status_code == 200
+            refused = await bob.http.get(download, params={"virtualPath": path})
+            assert refused.status_code == 404
+            assert refused.json()["errCode"] == "ATTACHMENT_NOT_FOUND"
+        # Nor can Bob show Alice's upload to his model.
+        borrowed = await bob.post(
+            "async",
+            {
+                "content": "what is in it?",
+                "attachments": [{"attachmentId": mine.json()["attachmentId"]}],
+            },
+        )
+        assert borrowed.status_code == 404
+        assert borrowed.json()["errCode"] == "ATTACHMENT_NOT_FOUND"

@@ -201,11 +201,19 @@ def test_an_endpoint_says_how_runs_talk_to_its_models() -> None:
         endpoints={
             "small": {"base_url": "http://127.0.0.1:8080/v1", "compact": True},
             "picked": {"base_url": "http://127.0.0.1:8081/v1", "tools": ["read_file", "python"]},
+            "vision": {"base_url": "http://127.0.0.1:8082/v1", "images": True},
+            "claude": {"kind": "anthropic", "base_url": "http://127.0.0.1:8083"},
         },
     )
     assert registry.profile("small:qwen2.5-coder-1.5b") == ModelProfile(compact=True)
     assert registry.profile("picked:m") == ModelProfile(tools=("read_file", "python"))
-    assert registry.profile("demo") == ModelProfile() == registry.profile("openai:gpt-4.1")
+    assert registry.profile("demo") == ModelProfile()
+    # Attached pictures go as images to the vendors' APIs and where an endpoint says so.
+    assert registry.profile("openai:gpt-4.1") == ModelProfile(images=True)
+    assert registry.profile("claude:m") == ModelProfile(images=True)
+    assert registry.profile("vision:m") == ModelProfile(images=True)
+    with pytest.raises(ValueError, match="images must be true or false"):
+        ModelRegistry(environ={}, endpoints={"x": {"base_url": "http://h/v1", "images": "yes"}})
 
 
 async def test_an_endpoint_temperature_is_sent_with_every_request(

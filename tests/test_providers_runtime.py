@@ -272,7 +272,11 @@ async def test_a_file_read_in_parts_says_so_and_the_model_reads_on(
     [
         ({"compact": True}, list(COMPACT_TOOLS), True),
         ({"tools": ["read_file", "python"]}, ["read_file"], False),
-        ({}, ["list_files", "read_file", "clarify", "todo", "run_skill", "delegate"], False),
+        (
+            {},
+            ["list_files", "read_file", "send_file", "clarify", "todo", "run_skill", "delegate"],
+            False,
+        ),
     ],
     ids=["compact", "tools", "default"],
 )

@@ -85,6 +85,8 @@ class ErrorCode(StrEnum):
     USER_NO_RESPONSE = "USER_NO_RESPONSE"
     RUN_SNAPSHOT_INVALID = "RUN_SNAPSHOT_INVALID"
     INTERNAL_ERROR = "INTERNAL_ERROR"
+    ATTACHMENT_IMPORT_FAILED = "ATTACHMENT_IMPORT_FAILED"
+    """An attached URL could not be downloaded (recoverable when the server failed or was slow)."""
 
 
 class SuspendType(StrEnum):

@@ -308,7 +308,7 @@ def _messages(
             case "system":
                 system.append(message.content)
             case "user":
-                _append(out, "user", _text(message.content))
+                _append(out, "user", _text(message.content) + _images(message))
             case "tool":
                 result: dict[str, Any] = {
                     "type": "tool_result",
@@ -336,6 +336,16 @@ def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) 
 
 def _text(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text}] if text else []
+
+
+def _images(message: Message) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.media_type, "data": image.base64()},
+        }
+        for image in message.images
+    ]
 
 
 def _assistant_blocks(

@@ -12,6 +12,7 @@ Exceptions (who raises → who catches)::
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -39,6 +40,20 @@ class ToolCall:
     """JSON text, exactly as the model produced it."""
 
 
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image the model is shown with a user message (an attached picture)."""
+
+    media_type: str
+    """``image/png``, ``image/jpeg``, …"""
+    data: bytes
+    """The encoded image."""
+
+    def base64(self) -> str:
+        """The data as base64 text, as the vendors' wire formats carry it."""
+        return base64.b64encode(self.data).decode("ascii")
+
+
 @dataclass(slots=True)
 class Message:
     """One message of the conversation, provider-neutral."""
@@ -52,6 +67,8 @@ class Message:
     """For ``tool`` messages: the tool's name."""
     reasoning: str | None = None
     """For ``assistant`` messages: the reasoning that preceded the answer."""
+    images: list[Image] = field(default_factory=list)
+    """For ``user`` messages: pictures shown with the text (read-time only, never stored)."""
 
     def to_json(self) -> dict[str, Any]:
         """A compact dict for storage."""
@@ -99,6 +116,8 @@ class ModelProfile:
     """A short system prompt and only the core tools, for small models and context windows."""
     tools: tuple[str, ...] | None = None
     """The tools offered to the model; None: the runtime's choice."""
+    images: bool = False
+    """The model takes images in user messages (attached pictures are sent as images)."""
 
 
 @dataclass(slots=True)

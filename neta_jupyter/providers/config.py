@@ -23,8 +23,13 @@ More come from configuration, ``c.NetaApp.endpoints``, passed to
             "temperature": 0.2,                    # optional: sampling temperature
             "compact": True,                       # optional: short prompt, core tools only
             "tools": ["read_file", "python"],      # optional: the tools offered
+            "images": True,                        # optional: the models take images
         },
     }
+
+``images`` says whether attached pictures are sent to the models as images (default: yes for
+the built-in endpoints and the anthropic kind, no for other OpenAI-compatible servers, whose
+text-only models refuse them); otherwise the model is told a picture was attached.
 
 ``local:qwen2.5`` then resolves. An entry named ``openai`` or ``anthropic`` replaces the built-in
 one (for a proxy, say). Keys are read from the environment when a model is resolved and never
@@ -65,6 +70,7 @@ _SETTINGS = frozenset(
         "compact",
         "tools",
         "temperature",
+        "images",
     }
 )
 
@@ -96,9 +102,10 @@ class Endpoint:
 
 def builtin_endpoints() -> dict[str, Endpoint]:
     """``openai`` and ``anthropic``, configured from the environment like the official clients."""
+    images = ModelProfile(images=True)
     return {
-        "openai": Endpoint("openai", "openai", None, "OPENAI_API_KEY"),
-        "anthropic": Endpoint("anthropic", "anthropic", None, "ANTHROPIC_API_KEY"),
+        "openai": Endpoint("openai", "openai", None, "OPENAI_API_KEY", profile=images),
+        "anthropic": Endpoint("anthropic", "anthropic", None, "ANTHROPIC_API_KEY", profile=images),
     }
 
 
@@ -161,7 +168,7 @@ def _endpoint(name: str, settings: Mapping[str, Any], where: str) -> Endpoint:
         max_tokens=numbers["max_tokens"],
         thinking_budget=numbers["thinking_budget"],
         temperature=_temperature(settings.get("temperature"), where),
-        profile=_profile(settings, where),
+        profile=_profile(settings, where, images=builtin is not None or kind == "anthropic"),
     )
 
 
@@ -173,16 +180,21 @@ def _temperature(value: Any, where: str) -> float | None:
     return float(value)
 
 
-def _profile(settings: Mapping[str, Any], where: str) -> ModelProfile:
+def _profile(settings: Mapping[str, Any], where: str, *, images: bool) -> ModelProfile:
     compact = settings.get("compact", False)
     if not isinstance(compact, bool):
         raise ValueError(f"{where}: compact must be true or false")
+    takes_images = settings.get("images", images)
+    if not isinstance(takes_images, bool):
+        raise ValueError(f"{where}: images must be true or false")
     tools = settings.get("tools")
     if tools is not None and (
         isinstance(tools, str) or not all(isinstance(t, str) and t for t in tools)
     ):
         raise ValueError(f"{where}: tools must be a list of tool names")
-    return ModelProfile(compact=compact, tools=None if tools is None else tuple(tools))
+    return ModelProfile(
+        compact=compact, tools=None if tools is None else tuple(tools), images=takes_images
+    )
 
 
 class KeylessModel:

@@ -224,6 +224,16 @@ def _message(message: Message) -> dict[str, Any]:
                 "tool_call_id": message.tool_call_id or "",
                 "content": message.content,
             }
+        case "user" if message.images:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+            parts += [
+                {
+                    "type": "image_url",
+                    "image_url": {"url": f"data:{image.media_type};base64,{image.base64()}"},
+                }
+                for image in message.images
+            ]
+            return {"role": "user", "content": parts}
         case _:
             return {"role": message.role, "content": message.content}
 

@@ -16,6 +16,7 @@ from ..events import ErrorCode, EventType, SuspendReason, SuspendType
 from ..providers import ProviderError
 from ..providers.base import AuthenticationRequired, ProviderInvalidRequest
 from ..store import StorageError, Store
+from .attachments import ImportFailed
 from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .endings import end_run, fail_run
@@ -242,6 +243,15 @@ class Activations:
                 f"model call failed: {exc}",
                 recoverable=exc.recoverable,
                 network_error=exc.network_error,
+            )
+        except ImportFailed as exc:
+            await self.fail(
+                run,
+                emitter,
+                ErrorCode.ATTACHMENT_IMPORT_FAILED,
+                str(exc),
+                recoverable=exc.transient,
+                network_error=exc.transient,
             )
         except StorageError as exc:  # logged once per spell by the store, not once per run
             await self.fail(

@@ -13,8 +13,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are neta, a data-science assistant working inside the user's Jupyter notebook. "
     "Use the tools to look at files and at the user's variables before answering: read_file "
     "for what a file says, list_files to find a file, list_variables and inspect_variable for "
-    "the user's variables, python to compute or plot. Answer from what the tools return, in "
-    "concise markdown."
+    "the user's variables, python to compute or plot, send_file to hand the user a file they "
+    "asked for. Answer from what the tools return, in concise markdown."
 )
 
 COMPACT_SYSTEM_PROMPT = """\
@@ -62,6 +62,10 @@ class RuntimeConfig:
     """The system prompt of models whose endpoint says ``compact: true``."""
     max_event_output: int = 16_000
     """Characters of tool output carried in one event; the rest goes to an attachment."""
+    max_attachment_bytes: int = 20 * 1024 * 1024
+    """Largest file a user may attach (an upload, or what an attached URL serves)."""
+    attachment_import_timeout: float = 30.0
+    """Seconds an attached URL may take to download before the run fails."""
     demo_pace: float = 0.015
     """Seconds between the demo model's tokens."""
     llm_max_retries: int = 3

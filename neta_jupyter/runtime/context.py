@@ -8,11 +8,12 @@ tool outputs (the stored transcript keeps them whole).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..providers.base import Message
+from ..providers.base import Image, Message
 from ..store import Entry, SessionRecord
 
 MAX_TOOL_OUTPUT_CHARS = 12_000
@@ -93,8 +94,13 @@ def trimmed(text: str, limit: int = MAX_TOOL_OUTPUT_CHARS) -> str:
     return f"{head}\n… [{note}] …\n{tail}"
 
 
-def messages(path: list[Entry]) -> list[Message]:
+def messages(
+    path: list[Entry], attached: Mapping[str, tuple[str, list[Image]]] | None = None
+) -> list[Message]:
     """The conversation for the model, tool outputs trimmed at read time.
+
+    ``attached``: by entry id, what user messages show of their attachments (text to add and
+    images).
 
     Tool-call arguments that are not a JSON object (a reply cut off mid-call) go out as ``{}``:
     servers parse the history they are sent and refuse the whole request otherwise (llama.cpp
@@ -107,6 +113,9 @@ def messages(path: list[Entry]) -> list[Message]:
     below = max((i + 1 for i, e in enumerate(path) if e.role == "subagent"), default=0)
     for entry in path[below:]:
         message = Message.from_json(entry.message)
+        if attached and entry.entry_id in attached:
+            text, message.images = attached[entry.entry_id]
+            message.content = f"{message.content}\n\n{text}" if text else message.content
         if message.role == "tool":
             message.content = trimmed(message.content)
         elif message.tool_calls:

@@ -20,6 +20,7 @@ from ..tools import Tool, ToolContext
 from ..tools.kernel_tools import variables_as_of_prompt
 from ..tools.registry import KernelBridge
 from . import context
+from .attachments import ENTRY_KEY, Shown, import_urls
 from .budget import BudgetExceeded, estimate, publish_decision, reconcile
 from .calls import ToolStep
 from .compaction import compact
@@ -28,7 +29,16 @@ from .emitter import RunEmitter
 from .guards import screen_step
 from .retries import stream_with_retries
 from .runs import Run, Runs
-from .steps import BuildRequest, CallModel, Compact, Finish, RunTools, Step, Suspend
+from .steps import (
+    BuildRequest,
+    CallModel,
+    Compact,
+    Finish,
+    ImportAttachments,
+    RunTools,
+    Step,
+    Suspend,
+)
 from .streaming import Reply, kept_across_activations
 from .tooling import ToolRunner
 from .tree import SessionTree
@@ -60,6 +70,7 @@ class RunLoop:
         emitter: RunEmitter,
         system_prompt: str | None = None,
         subagents: Subagents | None = None,
+        images: bool = False,
     ) -> None:
         self.run = run
         self.state = run.state
@@ -74,6 +85,7 @@ class RunLoop:
         self._emitter = emitter
         self._system_prompt = system_prompt or config.system_prompt
         self._kernel_summary: str | None = None
+        self._shown = Shown(store.records, images=images)
         runner = ToolRunner(
             run,
             emitter,
@@ -112,6 +124,16 @@ class RunLoop:
                 after = await self._calls.run(step)
             case Compact():
                 after = await self._compact(step)
+            case ImportAttachments():
+                await import_urls(
+                    step.refs,
+                    run=self.run,
+                    records=self._records,
+                    tree=self._turn.tree,
+                    emitter=self._emitter,
+                    config=self._config,
+                )
+                after = BuildRequest()
             case Suspend() | Finish():
                 return step
             case _:
@@ -164,7 +186,12 @@ class RunLoop:
         path = await self._records.path(self.run.session_id, self.state.leaf)
         definitions = [t.definition for t in self._tools.values()]
         definitions += [v.definition for v in self.run.options.virtual_tools]
-        conversation = context.messages(path)
+        attached = {
+            e.entry_id: await self._shown.of(items)
+            for e in path
+            if e.role == "user" and (items := e.message.get(ENTRY_KEY))
+        }
+        conversation = context.messages(path, attached)
         if reminder := self.state.remind:
             # Injected for this request only: a nudge, not part of the conversation.
             self.state.remind = None

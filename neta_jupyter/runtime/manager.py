@@ -19,6 +19,7 @@ from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
 from .activations import Activations, CancelReason
 from .admission import StartGate
+from .attachments import ENTRY_KEY, requested
 from .config import COMPACT_TOOLS, RuntimeConfig
 from .emitter import RunEmitter
 from .endings import fail_run, recover_crashed
@@ -29,7 +30,7 @@ from .resumes import answer_question, decide_permission
 from .runs import Run, Runs
 from .snapshots import SnapshotInvalid, snapshot_problem
 from .state import RunState, check_thinking_level, new_options
-from .steps import Compact
+from .steps import Compact, first_step
 from .subagents import Subagents
 from .tree import SessionTree, session_stream
 from .waiting import Waiting
@@ -163,11 +164,13 @@ class Runtime:
         thinking_level: str | None = None,
         kernel_variables: list[str] | None = None,
         suspend_timeout: float | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> Run:
         """Create a run, persist the user message and start the loop.
 
         ``kernel_variables``: the kernel's variables when the prompt was written, one summary line
         each; the model's context, and ``list_variables`` while a cell keeps the kernel busy.
+        ``attachments``: uploads by ``attachmentId`` and ``url`` s to import (:mod:`.attachments`).
         """
         await self._admit_start()
         if not content.strip():
@@ -189,6 +192,7 @@ class Runtime:
             kernel_variables=kernel_variables,
             suspend_timeout=suspend_timeout,
         )
+        attached, imports = await requested(self.store.records, principal, attachments)
         session = await self._session(principal, session_id, session_name)
         session = await self._supersede_suspended(session)
         request_id = new_id("r")
@@ -201,12 +205,12 @@ class Runtime:
             created=time.time(),
             prompt=content,
             options=options,
-            state=RunState(assistant_message_id=new_id("e")),
+            state=RunState(assistant_message_id=new_id("e"), next=first_step(imports)),
         )
         await self.runs.create(run)
         emitter = await self._emitter(run)
         try:
-            await self._begin(run, session.leaf_entry_id, emitter)
+            await self._begin(run, session.leaf_entry_id, emitter, attached)
         except StorageError as exc:
             # Stored as running with no task: make it end, now or once the store can be written.
             await fail_run(
@@ -221,8 +225,10 @@ class Runtime:
         self._active.launch(run, run.state.next)
         return run
 
-    async def _begin(self, run: Run, leaf: str | None, emitter: RunEmitter) -> None:
-        """The first entries and events of a new run."""
+    async def _begin(
+        self, run: Run, leaf: str | None, emitter: RunEmitter, attached: list[dict[str, Any]]
+    ) -> None:
+        """The first entries and events of a new run (``attached``: its uploads)."""
         session_id, content = run.session_id, run.prompt
         user_id = new_id("e")
         emitter.emit(  # the run's first event, before the tree's
@@ -236,7 +242,7 @@ class Runtime:
         await self.tree.add(
             session_id,
             "user",
-            {"role": "user", "content": content},
+            {"role": "user", "content": content, **({ENTRY_KEY: attached} if attached else {})},
             request_id=run.request_id,
             parent_id=leaf,
             entry_id=user_id,
@@ -492,4 +498,5 @@ class Runtime:
             emitter=emitter,
             system_prompt=self.subagents.system_prompt(base, run),
             subagents=self.subagents,
+            images=profile.images,
         )

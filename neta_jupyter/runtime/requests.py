@@ -15,12 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..providers.base import ThinkingLevel
+from .attachments import AttachmentRef
 
 if TYPE_CHECKING:
     from .manager import Runtime
     from .runs import Run
 
 __all__ = [
+    "AttachmentRef",
     "CompactRequest",
     "ImportRequest",
     "InputRequest",
@@ -77,12 +79,18 @@ class RunRequest(_Body):
     suspend_timeout: float | None = Field(default=None, gt=0, le=366 * 86_400)
     """Seconds the run may wait for a person (an approval, an answer, a resume after a pause)
     before it is stopped with USER_NO_RESPONSE; the server's ``suspend_timeout`` when absent."""
+    attachments: list[AttachmentRef] = Field(default_factory=list, max_length=50)
+    """Files the model is shown with the prompt: uploads by ``attachmentId``, or ``url`` s the
+    server downloads when the run begins."""
 
     def start_options(self) -> dict[str, Any]:
         """The keyword arguments of :meth:`Runtime.start` (every field but ``content``)."""
         options = {name: getattr(self, name) for name in RunRequest.model_fields}
         del options["content"]
         options["virtual_tools"] = [v.model_dump(by_alias=True) for v in self.virtual_tools]
+        options["attachments"] = [
+            a.model_dump(by_alias=True, exclude_none=True) for a in self.attachments
+        ]
         return options
 
 

@@ -120,7 +120,8 @@ def _backoff(config: RuntimeConfig, attempt: int) -> float:
 
 
 async def _status(emitter: RunEmitter, code: StatusCode, message: str, **attributes: Any) -> None:
-    level: Literal["INFO", "WARN"] = "INFO" if code == StatusCode.CONTEXT_COMPACTING else "WARN"
+    info = code in (StatusCode.CONTEXT_COMPACTING, StatusCode.IMPORTING_ATTACHMENTS)
+    level: Literal["INFO", "WARN"] = "INFO" if info else "WARN"
     await emitter.emit_durable(
         EventType.AGENT_STATUS,
         AgentStatusData(code=code, level=level, message=message, attributes=attributes),

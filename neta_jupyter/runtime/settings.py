@@ -80,6 +80,14 @@ class NetaSettings(Configurable):
         help="Seconds a run may wait for a person (a permission ask, a question, a pause) before "
         "it is stopped with USER_NO_RESPONSE; a run request's suspendTimeout overrides it.",
     ).tag(config=True)
+    max_attachment_bytes = Int(
+        20 * 1024 * 1024,
+        help="Largest file a user may attach to a prompt (an upload, or what an attached URL "
+        "serves); a larger upload is refused with 413, a larger URL fails the run.",
+    ).tag(config=True)
+    attachment_import_timeout = Float(
+        30.0, help="Seconds the server waits for an attached URL to download."
+    ).tag(config=True)
     extra_tools = List(
         Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
     ).tag(config=True)
@@ -102,6 +110,8 @@ class NetaSettings(Configurable):
             subagent_concurrency=max(1, self.subagent_concurrency),
             subagent_depth=max(0, self.subagent_depth),
             suspend_timeout=self.suspend_timeout,
+            max_attachment_bytes=max(1, self.max_attachment_bytes),
+            attachment_import_timeout=self.attachment_import_timeout,
         )
 
 

@@ -2,14 +2,15 @@
 
 ::
 
-    BuildRequest ──► CallModel ──► RunTools ──► BuildRequest …
+    (ImportAttachments ──►) BuildRequest ──► CallModel ──► RunTools ──► BuildRequest …
          │  ▲            │            │
          ▼  │            ▼            ▼
         Compact       Finish     Suspend / Finish
 
 ``BuildRequest`` turns the session tree into the request to send (and passes it through the
 budget gate), ``CallModel`` sends it and persists the reply, ``RunTools`` runs the reply's calls,
-``Compact`` summarises older turns; ``Suspend`` and ``Finish`` end an activation. The steps a
+``Compact`` summarises older turns, ``ImportAttachments`` downloads the URLs a run was started
+with; ``Suspend`` and ``Finish`` end an activation. The steps a
 later activation starts from (:data:`StoredStep`) are pydantic models kept in the run's state:
 a run resumed after a permission ask continues with the ``RunTools`` it stopped in, carrying the
 user's decision. ``CallModel`` is never kept: a run that stops while the model answers builds
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..events import FinishReason, SuspendReason
 from ..events.models import CompactionScope
 from ..providers.base import ModelRequest, ToolCall
+from .attachments import AttachmentRef
 from .budget import Estimate
 from .guards import StepVerdict
 
@@ -97,7 +99,17 @@ class Compact(_Stored):
     """The step after; ``None`` ends the run (a compaction the user asked for)."""
 
 
-StoredStep = Annotated[BuildRequest | RunTools | Compact, Field(discriminator="kind")]
+class ImportAttachments(_Stored):
+    """Download the URLs the run was started with, then build its first request."""
+
+    kind: Literal["import_attachments"] = "import_attachments"
+    refs: list[AttachmentRef]
+    """The URLs, in the order the request named them."""
+
+
+StoredStep = Annotated[
+    BuildRequest | RunTools | Compact | ImportAttachments, Field(discriminator="kind")
+]
 """The steps a run's state keeps for its next activation."""
 
 
@@ -128,4 +140,9 @@ class Finish:
     message: str | None = None
 
 
-Step = BuildRequest | CallModel | RunTools | Compact | Suspend | Finish
+def first_step(imports: list[AttachmentRef]) -> StoredStep:
+    """Where a new run starts: importing its attached URLs, if it has any."""
+    return ImportAttachments(refs=imports) if imports else BuildRequest()
+
+
+Step = BuildRequest | CallModel | RunTools | Compact | ImportAttachments | Suspend | Finish

@@ -17,6 +17,7 @@ from ..providers.base import ToolCall, ToolDefinition
 from ..store import AttachmentRecord, RecordStore, new_id
 from ..tools import RunSuspended, Tool, ToolContext, ToolError, ToolFile, ToolResult
 from ..tools.registry import invalid_json_message
+from .attachments import attachment_data
 from .emitter import RunEmitter
 from .process import ProcessLog, ProcessReporter
 
@@ -142,6 +143,7 @@ class ToolRunner:
         duration = _ms_since(began)
         images = [await self._store_file(f, call.id) for f in result.images]
         files = [await self._store_file(f, call.id) for f in result.files]
+        sent = {r.attachment_id for (r, _), f in zip(files, result.files, strict=True) if f.sent}
         shown, truncated, ref = await self._shown_output(result, call.id)
         self._emitter.emit(
             EventType.TOOL_COMPLETED,
@@ -156,7 +158,10 @@ class ToolRunner:
             ),
         )
         for record, change in images + files:
-            self._emitter.emit(EventType.ATTACHMENT_CHANGED, self._attachment_data(record, change))
+            kind = EventType.ATTACHMENT_SENT if record.attachment_id in sent else None
+            self._emitter.emit(
+                kind or EventType.ATTACHMENT_CHANGED, self._attachment_data(record, change)
+            )
         return result.output, True
 
     async def _execute(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> ToolResult | str:
@@ -250,17 +255,11 @@ class ToolRunner:
         return record, "UPDATED" if existing else "CREATED"
 
     def _attachment_data(self, record: AttachmentRecord, change: str) -> AttachmentData:
-        return AttachmentData(
-            attachment_id=record.attachment_id,
-            session_id=record.session_id,
-            message_id=None,
-            file_name=record.file_name,
-            file_extension=Path(record.file_name).suffix.lstrip("."),
-            content_type=record.content_type,
-            file_size=record.file_size,
-            virtual_path=record.virtual_path,
+        return attachment_data(
+            record,
             source="AGENT_GENERATED",
-            change_type="UPDATED" if change == "UPDATED" else "CREATED",
+            updated=change == "UPDATED",
+            message_id=self._run.state.last_assistant,  # the reply whose call made it
         )
 
 

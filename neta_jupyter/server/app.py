@@ -154,6 +154,7 @@ class NetaApp(ExtensionApp, NetaSettings):
                 (rf"{api}/agent/run/import", handlers.ImportHandler),
                 (rf"{api}/agent/run/status", handlers.RunStatusHandler),
                 (rf"{api}/agent/runs", handlers.RunListHandler),
+                (rf"{api}/agent/attachment/upload", handlers.UploadHandler),
                 (rf"{api}/agent/attachment/download", handlers.AttachmentHandler),
                 (rf"{api}/agent/session/stream", SessionStreamHandler),
                 (rf"{api}/sessions", handlers.SessionsHandler),

@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from jupyter_server.auth.decorator import authorized
-from tornado import web
+from tornado import httputil, web
 
 from ..runtime.answers import (
     models_json,
@@ -18,6 +18,7 @@ from ..runtime.answers import (
     session_json,
     session_snapshot,
 )
+from ..runtime.attachments import attachment_data, save_upload
 from ..runtime.requests import resume_run, start_run
 from .base import NetaHandler
 from .errors import ApiError
@@ -150,6 +151,66 @@ class AttachmentHandler(NetaHandler):
             "Content-Disposition", f"{disposition}; filename*=UTF-8''{quote(record.file_name)}"
         )
         self.finish(await asyncio.to_thread(path.read_bytes))
+
+
+class UploadHandler(NetaHandler):
+    """``POST /neta/api/agent/attachment/upload``: a file the user attaches to later runs.
+
+    The body is multipart/form-data (its ``file`` field, as a browser form sends it) or the raw
+    bytes with ``?fileName=``; the answer is the attachment, whose ``attachmentId`` a run request
+    names in ``attachments``.
+    """
+
+    _FORM_SLACK = 64 * 1024
+    """Bytes a multipart body may carry beyond the file (boundaries and headers)."""
+
+    @property
+    def _body_limit(self) -> int:
+        return self.runtime.config.max_attachment_bytes + self._FORM_SLACK
+
+    def _too_large(self) -> ApiError:
+        limit = self.runtime.config.max_attachment_bytes
+        return ApiError(
+            413, "ATTACHMENT_TOO_LARGE", f"the file is over the limit of {limit:,} bytes"
+        )
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        if self._body_over_limit:
+            raise self._too_large()
+        name, content, kind = self._file()
+        if len(content) > self.runtime.config.max_attachment_bytes:
+            raise self._too_large()
+        record = await save_upload(
+            self.runtime.store.records,
+            self.runtime.store.redactor,
+            self.runtime.config.attachments_dir,
+            principal=self.principal,
+            file_name=name,
+            content=content,
+            content_type=kind,
+        )
+        data = attachment_data(record, source="USER_UPLOAD")
+        self.reply(data.model_dump(mode="json", by_alias=True))
+
+    def _file(self) -> tuple[str, bytes, str | None]:
+        """The uploaded file's name, bytes and content type."""
+        body = b"".join(self._body)
+        kind = self.request.headers.get("Content-Type", "")
+        if kind.startswith("multipart/form-data"):
+            files: dict[str, list[httputil.HTTPFile]] = {}
+            httputil.parse_body_arguments(kind, body, {}, files, self.request.headers)
+            found = files.get("file") or next(iter(files.values()), [])
+            if not found:
+                raise ApiError(400, "MISSING_FILE", "the form has no file (send it as 'file')")
+            return found[0].filename, found[0].body, found[0].content_type
+        name = self.query("fileName", required=False)
+        if not name:
+            raise ApiError(
+                400, "MISSING_FILE_NAME", "name the file with ?fileName= (or send a form)"
+            )
+        return name, body, kind or None
 
 
 class SessionsHandler(NetaHandler):

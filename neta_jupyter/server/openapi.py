@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..events import AttachmentData
 from ..events.runs import RunList, RunSummary
 from .schemas import (
     CompactRequest,
@@ -48,6 +49,8 @@ class Operation:
     """Error statuses beyond the ones every operation has."""
     response: type[BaseModel] | None = None
     """The success body's model, when it has one."""
+    upload: bool = False
+    """The body is a file: multipart/form-data (field ``file``) or the raw bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,19 @@ ROUTES: tuple[Route, ...] = (
                 "The caller's runs",
                 query=(("sessionId", False, "string"),),
                 response=RunList,
+            ),
+        ),
+    ),
+    Route(
+        "/neta/api/agent/attachment/upload",
+        (
+            Operation(
+                "post",
+                "Upload a file to attach to later runs (by its attachmentId); the raw body needs "
+                "fileName",
+                query=(("fileName", False, "string"),),
+                upload=True,
+                response=AttachmentData,
             ),
         ),
     ),
@@ -180,6 +196,16 @@ def _operation(op: Operation, components: dict[str, Any]) -> dict[str, Any]:
             "required": True,
             "content": {"application/json": {"schema": _component(op.body, components)}},
         }
+    if op.upload:
+        binary = {"type": "string", "format": "binary"}
+        form = {"type": "object", "properties": {"file": binary}, "required": ["file"]}
+        out["requestBody"] = {
+            "required": True,
+            "content": {
+                "multipart/form-data": {"schema": form},
+                "application/octet-stream": {"schema": binary},
+            },
+        }
     error = {
         "description": "refused",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
@@ -192,7 +218,7 @@ def _operation(op: Operation, components: dict[str, Any]) -> dict[str, Any]:
         "404": error,
         "409": error,
     }
-    if op.body is not None:
+    if op.body is not None or op.upload:
         responses["413"] = error
     for status in op.extra_status:
         responses[str(status)] = {"description": "no content"}

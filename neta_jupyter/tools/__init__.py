@@ -16,12 +16,13 @@ from .registry import (
     tool,
 )
 from .scope import SIDE_EVENTS, RunScope, RunSuspended
+from .sending import send_file
 from .skills import discover_skills, run_skill
 
 
 def builtin_tools() -> list[Tool]:
     """Tools every runtime offers unless configured otherwise."""
-    return [list_files, read_file, clarify, todo, run_skill, delegate]
+    return [list_files, read_file, send_file, clarify, todo, run_skill, delegate]
 
 
 __all__ = [
@@ -47,5 +48,6 @@ __all__ = [
     "list_files",
     "read_file",
     "run_skill",
+    "send_file",
     "tool",
 ]

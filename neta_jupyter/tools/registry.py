@@ -38,6 +38,8 @@ class ToolFile:
     name: str
     content: bytes
     content_type: str
+    sent: bool = False
+    """Handed to the user (ATTACHMENT_SENT) rather than only stored (ATTACHMENT_CHANGED)."""
 
 
 @dataclass(slots=True)
