@@ -5,8 +5,12 @@ export type Action =
   | { readonly action: "resume"; readonly askId: string; readonly approved: boolean; readonly always: boolean }
   /** Answer a clarify request (resumeTask, askId = clarifyId). */
   | { readonly action: "resume"; readonly askId: string; readonly answer: string }
+  /** Continue a paused or interrupted run, which waits on no ask (resumeTask). */
+  | { readonly action: "resume" }
   /** Stop the run (terminateTask). */
   | { readonly action: "terminate" }
+  /** Pause the run at its next step boundary (suspendTask). */
+  | { readonly action: "suspend" }
   /** Continue a recoverable failure from its failure point (retryTask). */
   | { readonly action: "retry" }
   /** Add input while the run works (addSupplementaryInput). */

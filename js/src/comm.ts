@@ -13,7 +13,7 @@
  * View → kernel (`ViewMessage`):
  *   `replay`       send a run's events after `lastSeq`, then its live ones
  *   `unsubscribe`  stop sending a child run's events (its view closed)
- *   `action`       act on a run (`ActionMessage`: resume, terminate, retry, input)
+ *   `action`       act on a run (`ActionMessage`: resume, terminate, suspend, retry, input)
  *
  * A view follows the widget's own run and may follow the runs it delegated to (its children):
  * `events` and `error` about a child carry the child's `requestId`; without one they are about the
@@ -28,6 +28,7 @@ import type {
   ReplayMessage,
   ResumeAction,
   RetryAction,
+  SuspendAction,
   TerminateAction,
   UnsubscribeMessage,
   ViewMessage,
@@ -46,14 +47,14 @@ export type {
 } from "./comm-types";
 
 /** An action as it travels to the kernel: `kind: "action"`, the action and the run it is for. */
-export type ActionMessage = ResumeAction | TerminateAction | RetryAction | InputAction;
+export type ActionMessage = ResumeAction | TerminateAction | SuspendAction | RetryAction | InputAction;
 
 /** The name of a synced trait (Python's spelling: that is how the model knows them). */
 export type TraitName = keyof WidgetTraits;
 
 export const KERNEL_MESSAGE_KINDS = ["events", "error"] as const;
 export const VIEW_MESSAGE_KINDS = ["replay", "unsubscribe", "action"] as const;
-export const ACTION_NAMES = ["resume", "terminate", "retry", "input"] as const;
+export const ACTION_NAMES = ["resume", "terminate", "suspend", "retry", "input"] as const;
 export const TRAIT_NAMES = ["request_id", "mode", "prompt", "snapshot"] as const;
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;

@@ -113,6 +113,7 @@ export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 const ENDPOINTS: Readonly<Record<RunAction["action"], string>> = {
   resume: "neta/api/agent/run/resumeTask",
   terminate: "neta/api/agent/run/terminateTask",
+  suspend: "neta/api/agent/run/suspendTask",
   retry: "neta/api/agent/run/retryTask",
   input: "neta/api/agent/run/addSupplementaryInput",
 };

@@ -271,6 +271,31 @@ describe("controls", () => {
     expect(onAction).toHaveBeenCalledWith({ action: "terminate", requestId: "r_basic" });
   });
 
+  it("Pause suspends a running run; Resume continues a paused one, not one waiting on an ask", () => {
+    const running = show(reduceAll(fixture("basic_run").slice(0, 5)));
+    expect(byTestId("neta-resume").hidden).toBe(true);
+    byTestId("neta-pause").click();
+    expect(onAction).toHaveBeenCalledWith({ action: "suspend", requestId: "r_basic" });
+    const paused = envelope(
+      "MESSAGE_SUSPENDED",
+      running.lastSeq + 1,
+      { type: "message", suspendReason: { type: "MANUAL_SUSPEND", message: "paused by the user" } },
+      "r_basic",
+    );
+    const suspended = show(reduceAll([...fixture("basic_run").slice(0, 5), paused]));
+    expect(byTestId("neta-status").textContent).toBe("Paused");
+    expect(byTestId("neta-pause").hidden).toBe(true);
+    expect(byTestId("neta-resume").hidden).toBe(false);
+    byTestId("neta-resume").click();
+    expect(onAction).toHaveBeenLastCalledWith({ action: "resume", requestId: "r_basic" });
+    expect(suspended.status).toBe("suspended");
+
+    setup();
+    show(reduceAll(until(fixture("permission_resume"), "MESSAGE_SUSPENDED")));
+    expect(byTestId("neta-resume").hidden).toBe(true);
+    expect(byTestId("neta-pause").hidden).toBe(true);
+  });
+
   it("Retry appears on a recoverable failure only", () => {
     show(reduceAll(fixture("failed_recoverable")));
     expect(byTestId("neta-error").textContent).toContain("The model did not answer in time (LLM_ERROR)");

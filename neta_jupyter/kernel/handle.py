@@ -15,7 +15,14 @@ from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, assert_never
 
 from ..client import RunRequest, Started, TransportError
-from ..widgets.comm import Action, InputAction, ResumeAction, RetryAction, TerminateAction
+from ..widgets.comm import (
+    Action,
+    InputAction,
+    ResumeAction,
+    RetryAction,
+    SuspendAction,
+    TerminateAction,
+)
 from ..widgets.transcript import RunDigest, render_markdown, render_text
 from .host import Host, HostError
 
@@ -341,6 +348,16 @@ class RunHandle:
         await self.host.terminate(self._rid())
         self.poke()
 
+    async def suspend(self) -> None:
+        """Pause the run at its next step boundary (a running tool ends first)."""
+        await self.host.suspend(self._rid())
+        self.poke()
+
+    async def resume(self) -> None:
+        """Continue a paused or interrupted run (one that waits on no ask)."""
+        await self.host.resume(self._rid())
+        self._resumed()
+
     async def retry(self) -> None:
         """Continue a recoverable failure."""
         await self.host.retry(self._rid())
@@ -394,6 +411,8 @@ class RunHandle:
                 )
             case TerminateAction():
                 await self.host.terminate(request_id)
+            case SuspendAction():
+                await self.host.suspend(request_id)
             case RetryAction():
                 await self.host.retry(request_id)
             case InputAction():
@@ -402,7 +421,7 @@ class RunHandle:
                 assert_never(action)
         if request_id != self.request_id:
             self.poke()  # this run may go on now that its child does
-        elif not isinstance(action, InputAction | TerminateAction):
+        elif not isinstance(action, InputAction | TerminateAction | SuspendAction):
             self._resumed()
         else:
             self.poke()

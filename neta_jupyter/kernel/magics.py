@@ -43,6 +43,8 @@ Options (before the prompt or at its end; in %%neta on the first line):
 
 Subcommands:
   %neta stop [requestId]     stop the last run (or the given one)
+  %neta suspend [requestId]  pause the last run after its current step (a running tool ends first)
+  %neta resume [requestId]   continue a paused (or interrupted) run
   %neta status [requestId]   status of the last run (or the given one)
   %neta sessions             conversations and their token use
   %neta history [--session NAME]   runs of the current (or named) conversation
@@ -236,7 +238,7 @@ class NetaMagics(Magics):
         match name:
             case "help" | "config" | "models" | "sessions" if not args:
                 getattr(self, f"_{name}")()
-            case "stop" | "status" if len(args) == len(ids) <= 1:
+            case "stop" | "status" | "suspend" | "resume" if len(args) == len(ids) <= 1:
                 self._guarded(getattr(self, f"_{name}"), ids[0] if ids else None)
             case "show" if len(args) == len(ids) == 1:
                 self._guarded(self._show, ids[0])
@@ -301,6 +303,29 @@ class NetaMagics(Magics):
 
         spawn(stop(), "neta-stop")
         print(f"stopping {request_id}")
+
+    def _suspend(self, request_id: str | None) -> None:
+        self._act_later(request_id or self._last_id(), "suspend", "pausing")
+
+    def _resume(self, request_id: str | None) -> None:
+        self._act_later(request_id or self._last_id(), "resume", "resuming")
+
+    def _act_later(self, request_id: str, action: str, doing: str) -> None:
+        """Ask the host for ``action`` on the run, on the kernel's loop (the cell returns now)."""
+        handle = self.context.handle_for(request_id)
+        from .handle import spawn
+
+        async def act() -> None:
+            try:
+                if handle is not None:  # it also follows what the action brings
+                    await getattr(handle, action)()
+                else:
+                    await getattr(self.context.host, action)(request_id)
+            except HostError as exc:
+                print(f"could not {action} {request_id}: {exc.message}")
+
+        spawn(act(), f"neta-{action}")
+        print(f"{doing} {request_id}")
 
     def _compact(self, instructions: str | None) -> None:
         ctx = self.context

@@ -12,7 +12,7 @@ Kernel → view (:data:`KernelMessage`)
 View → kernel (:data:`ViewMessage`)
     ``replay``       send a run's events after ``lastSeq``, then its live ones
     ``unsubscribe``  stop sending a child run's events (its view closed)
-    ``action``       act on a run (:data:`Action`: resume, terminate, retry, input)
+    ``action``       act on a run (:data:`Action`: resume, terminate, suspend, retry, input)
 
 A view follows the widget's own run, and may follow other runs it names, the children the run
 delegated to: their ``events`` and ``error`` messages carry the ``requestId`` of the run they are
@@ -43,6 +43,7 @@ __all__ = [
     "ResumeAction",
     "RetryAction",
     "Snapshot",
+    "SuspendAction",
     "TerminateAction",
     "UnknownKind",
     "UnsubscribeMessage",
@@ -116,13 +117,13 @@ class UnsubscribeMessage(_Message):
 
 
 class ResumeAction(_Message):
-    """Continue a suspended run: the decision on its permission ask, or the answer it asked for."""
+    """Continue a suspended run: with the decision or answer its ask waits for, if it has one."""
 
     kind: Literal["action"]
     action: Literal["resume"]
     request_id: str
     """The run the action is for (the widget's own, or one of its children)."""
-    ask_id: str
+    ask_id: str | None = None
     """The permission ask's ``askId``, or the question's ``clarifyId``."""
     approved: bool | None = None
     """The decision on a permission ask."""
@@ -137,6 +138,15 @@ class TerminateAction(_Message):
 
     kind: Literal["action"]
     action: Literal["terminate"]
+    request_id: str
+    """The run the action is for."""
+
+
+class SuspendAction(_Message):
+    """Pause a running run at its next step boundary (resume continues it)."""
+
+    kind: Literal["action"]
+    action: Literal["suspend"]
     request_id: str
     """The run the action is for."""
 
@@ -162,7 +172,8 @@ class InputAction(_Message):
 
 
 Action = Annotated[
-    ResumeAction | TerminateAction | RetryAction | InputAction, Field(discriminator="action")
+    ResumeAction | TerminateAction | SuspendAction | RetryAction | InputAction,
+    Field(discriminator="action"),
 ]
 """What the user asks of a run; the run API's action of the same name does it."""
 
@@ -227,7 +238,7 @@ class BadMessage(ViewMessageError):
 
 _VIEW_MESSAGE: TypeAdapter[ViewMessage] = TypeAdapter(ViewMessage)
 _KINDS = frozenset({"replay", "unsubscribe", "action"})
-_ACTIONS = frozenset({"resume", "terminate", "retry", "input"})
+_ACTIONS = frozenset({"resume", "terminate", "suspend", "retry", "input"})
 
 
 def parse_view_message(content: object) -> ViewMessage:

@@ -27,6 +27,7 @@ from .comm import (
     ReplayMessage,
     ResumeAction,
     RetryAction,
+    SuspendAction,
     TerminateAction,
     UnknownKind,
     UnsubscribeMessage,
@@ -156,7 +157,9 @@ class RunWidget(anywidget.AnyWidget):
                 child = self._children.pop(request_id, None)
                 if child is not None:
                     child.stop()
-            case ResumeAction() | TerminateAction() | RetryAction() | InputAction():
+            case (
+                ResumeAction() | TerminateAction() | SuspendAction() | RetryAction() | InputAction()
+            ):
                 self._act(message)
             case _:
                 assert_never(message)

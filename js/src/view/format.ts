@@ -60,7 +60,7 @@ export function argsView(argsText: string): ArgsView {
 const SUSPEND_LABELS: Readonly<Record<string, string>> = {
   PERMISSION_ASK: "Waiting for your approval",
   CLARIFY_REQUEST: "Waiting for your answer",
-  MANUAL_SUSPEND: "Suspended",
+  MANUAL_SUSPEND: "Paused",
   SHUTDOWN_INTERRUPT: "Interrupted by a server shutdown",
   ASYNC_TOOL_PENDING: "Waiting for a tool to finish",
 };

@@ -1,4 +1,5 @@
 /** The smaller regions: header with Stop, status toast, attachments, todos, footer, error, input. */
+import type { Action } from "../actions";
 import type { RunState } from "../state";
 import { valuesOf } from "../state";
 import { button, h, setData, setText, setVisible, textarea } from "./dom";
@@ -12,14 +13,24 @@ export class HeaderPart implements Part {
   readonly element = h("div", { className: "neta-header" });
   private readonly prompt = h("div", { className: "neta-prompt-text" });
   private readonly status = h("span", { className: "neta-status", testid: "neta-status" });
+  /** Pausing and resuming decide nothing a tool does (an ask still asks): plain buttons. */
+  private readonly pause = button("Pause", "neta-pause", "neta-button");
+  private readonly resume = button("Resume", "neta-resume", "neta-button neta-primary");
   private readonly stop = button("Stop", "neta-stop", "neta-button neta-danger");
 
   constructor(private readonly ctx: ViewContext, prompt: string) {
-    this.element.append(this.prompt, this.status, this.stop);
+    this.element.append(this.prompt, this.status, this.pause, this.resume, this.stop);
     this.setPrompt(prompt);
-    this.stop.addEventListener("click", () => {
-      this.stop.disabled = true;
-      void this.ctx.act({ action: "terminate" }).then((ok) => (this.stop.disabled = ok));
+    this.bind(this.stop, { action: "terminate" });
+    this.bind(this.pause, { action: "suspend" });
+    this.bind(this.resume, { action: "resume" });
+  }
+
+  /** Disabled once clicked, until the run's status changes (or the action was refused). */
+  private bind(control: HTMLButtonElement, action: Action): void {
+    control.addEventListener("click", () => {
+      control.disabled = true;
+      void this.ctx.act(action).then((ok) => (control.disabled = ok));
     });
   }
 
@@ -33,7 +44,12 @@ export class HeaderPart implements Part {
     setData(this.status, "status", state.status);
     const stoppable = state.status === "running" || state.status === "suspended";
     setVisible(this.stop, stoppable);
-    if (state.status !== prev?.status) this.stop.disabled = false;
+    setVisible(this.pause, state.status === "running");
+    // A run waiting on an ask resumes through its prompt; one waiting on nothing, here.
+    setVisible(this.resume, state.status === "suspended" && resumable(state));
+    if (state.status !== prev?.status) {
+      for (const control of [this.stop, this.pause, this.resume]) control.disabled = false;
+    }
   }
 }
 
@@ -57,6 +73,14 @@ export class AuthNoticePart implements Part {
     );
     setVisible(this.element, state.authNotices.length > 0);
   }
+}
+
+const ANSWERED_BY_PROMPT = new Set(["PERMISSION_ASK", "CLARIFY_REQUEST"]);
+
+/** A suspended run that waits on no ask (paused, interrupted by a shutdown, …). */
+function resumable(state: RunState): boolean {
+  const reason = state.suspendReason?.type;
+  return reason !== undefined && !ANSWERED_BY_PROMPT.has(reason) && !state.permission && !state.clarify;
 }
 
 export class ToastPart implements Part {
