@@ -28,6 +28,7 @@ from .events import (
     SessionData,
     SkillData,
     SupplementaryInputData,
+    SuspendType,
     TextData,
     ToolData,
     ToolSideData,
@@ -289,7 +290,8 @@ class TerminalRenderer:
             suspend = data.suspend_reason
             why = suspend.type if suspend else "UNKNOWN"
             text = f": {one_line(suspend.message)}" if suspend and suspend.message else ""
-            self._line(self.style.yellow(f"⏸ suspended ({why}){text}"))
+            state = "paused" if why == SuspendType.MANUAL_SUSPEND else f"suspended ({why})"
+            self._line(self.style.yellow(f"⏸ {state}{text}"))
 
     def _attachment(self, kind: EventType, data: AttachmentData) -> None:
         verb = "sent" if kind == EventType.ATTACHMENT_SENT else data.change_type.lower()

@@ -74,7 +74,8 @@ class RunFollower:
                 return await self.asker.permission(ask)
             case SuspendType.CLARIFY_REQUEST, ClarifyData() as question:
                 return await self.asker.clarify(question, self.backend.elsewhere(self.request_id))
-        self.renderer.notice(f"the run waits; resume it through the API ({self.request_id})")
+        what = "is paused" if reason and reason.type == SuspendType.MANUAL_SUSPEND else "waits"
+        self.renderer.notice(f"the run {what}; resume it through the API ({self.request_id})")
         return None
 
     async def _segment(self) -> tuple[AgentEvent, Pending | None]:

@@ -37,6 +37,7 @@ from ..events import (
     SessionData,
     SkillData,
     SupplementaryInputData,
+    SuspendType,
     TextData,
     TokenUsageData,
     ToolData,
@@ -390,7 +391,8 @@ class LiveRenderer:
             suspend = data.suspend_reason
             why = suspend.type if suspend else "UNKNOWN"
             text = f": {one_line(suspend.message)}" if suspend and suspend.message else ""
-            line = Text(f"⏸ waiting ({why}){text}", style="yellow")
+            state = "paused" if why == SuspendType.MANUAL_SUSPEND else f"waiting ({why})"
+            line = Text(f"⏸ {state}{text}", style="yellow")
         self._print(line)
 
     def _settle_cards(self) -> None:
