@@ -104,7 +104,11 @@ async def test_a_run_publishes_the_entries_it_adds_and_finalises_and_the_leaf_it
     assert finalised["entryId"] == asking["entryId"] == result["parentId"]
     [call] = asking["toolCalls"]
     assert call["toolName"] == "list_files" and call["status"] == "pending"
-    assert finalised["toolCalls"] == [{**call, "status": "completed"}]
+    # Its result joined the history with what the call's events said of it.
+    assert finalised["toolCalls"] == [
+        {**call, "status": "completed", "durationMs": finalised["toolCalls"][0]["durationMs"]}
+    ]
+    assert isinstance(finalised["toolCalls"][0]["durationMs"], int)
     assert all(e["data"]["requestId"] == rid for e in events)
     # Every new entry becomes the leaf; the last move names the run's answer.
     moves = [e["data"] for e in events if e["eventType"] == "SESSION_LEAF_CHANGED"]

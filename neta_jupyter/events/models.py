@@ -603,6 +603,37 @@ class EntryToolCall(_Wire):
     status: Literal["pending", "completed", "failed", "not_run"] = "pending"
     """``pending`` until its result is in the tree; ``failed`` also when it was refused or denied;
     ``not_run`` when the run ended before it ran."""
+    arguments: str | None = None
+    """The call's argument JSON (as its TOOL_START had it)."""
+    duration_ms: int | None = None
+    """How long it ran (as its TOOL_COMPLETED / TOOL_FAILED said)."""
+    error_message: str | None = None
+    """Why it failed."""
+    output_ref: str | None = None
+    """Virtual path of its whole output when the event had to cut it."""
+    images: list[str] | None = None
+    """Virtual paths of the images it produced."""
+    process: list[ProcessData] | None = None
+    """Its process timeline, sampled: the last event of each stage of each operation."""
+    process_logs: list[str] | None = None
+    """Its full process logs (paths under the data dir, one JSONL file per operation)."""
+
+
+class EntrySubagent(_Wire):
+    """What a ``subagent`` entry's child run did, as its result came back to the parent."""
+
+    status: str
+    """``queued``, ``running``, ``suspended``, ``completed``, ``failed`` (or one added later)."""
+    agent_id: str | None = None
+    """The child's name in its batch."""
+    task: str | None = None
+    """What it was asked to do."""
+    answer_preview: str | None = None
+    """The start of its answer (at most :data:`SUBAGENT_ANSWER_PREVIEW` characters)."""
+    answer_truncated: bool | None = None
+    """True when its answer is longer (the child's own entries have all of it)."""
+    error_code: str | None = None
+    """Why it failed (an ``errorCode`` of MESSAGE_FAILED)."""
 
 
 class SessionEntryData(_Wire):
@@ -629,6 +660,8 @@ class SessionEntryData(_Wire):
     """An assistant entry's tool calls and how each ended so far."""
     child_request_id: str | None = None
     """A ``subagent`` entry's child run (``pending`` until that run has ended)."""
+    subagent: EntrySubagent | None = None
+    """A ``subagent`` entry's child run: its status and, once it ended, its result."""
 
 
 class SessionLeafData(_Wire):

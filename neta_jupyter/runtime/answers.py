@@ -9,7 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import RunNotFound
-from .tree import CALL_OUTCOMES, entry_data, session_stream
+from .tree import CALL_META, CALL_OUTCOMES, entry_data, session_stream
+
+_TREE_ONLY = (CALL_OUTCOMES, CALL_META)
+"""Keys of a message the tree keeps for itself: its ``toolCalls`` show them."""
 
 if TYPE_CHECKING:
     from ..store import Entry, SessionRecord
@@ -52,15 +55,19 @@ def entry_json(entry: Entry) -> dict[str, Any]:
         "entryId": entry.entry_id,
         "parentId": entry.parent_id,
         "role": entry.role,
-        "message": {k: v for k, v in entry.message.items() if k != CALL_OUTCOMES},
+        "message": {k: v for k, v in entry.message.items() if k not in _TREE_ONLY},
         "requestId": entry.request_id,
         "created": entry.created,
         "status": node.status,
     }
     if node.tool_calls:
-        out["toolCalls"] = [c.model_dump(by_alias=True) for c in node.tool_calls]
+        out["toolCalls"] = [
+            c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in node.tool_calls
+        ]
     if node.child_request_id:
         out["childRequestId"] = node.child_request_id
+    if node.subagent is not None:
+        out["subagent"] = node.subagent.model_dump(mode="json", by_alias=True, exclude_none=True)
     return out
 
 

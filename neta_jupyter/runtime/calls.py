@@ -29,6 +29,7 @@ from .scope import CallScope
 from .state import Ask
 from .steps import Answer, Approval, BuildRequest, Finish, RunTools, Suspend
 from .tooling import Outcome, ToolRunner, VirtualTool
+from .tree import CallOutcome
 from .turn import Turn
 
 if TYPE_CHECKING:
@@ -88,7 +89,9 @@ class ToolStep:
                     return outcome
                 output, ok = outcome
                 outcomes.append(ok)
-            await turn.answer(reply, call.id, call.name, output, "completed" if ok else "failed")
+            meta = self._runner.take_meta(call.id)
+            ended: CallOutcome = "completed" if ok else "failed"
+            await turn.answer(reply, call.id, call.name, output, ended, meta=meta)
             await turn.emitter.flush()
         reminded = await self._track_failures(outcomes)
         if verdict.stop:

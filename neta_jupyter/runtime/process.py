@@ -39,6 +39,8 @@ _MAX_ITEMS = 50
 _MAX_DEPTH = 6
 _MAX_PAYLOAD_BYTES = 16_000
 _MAX_MESSAGE = 1_000
+_MAX_SAMPLED = 60
+"""Stages of a call's operations kept for its history entry (the JSONL log has every event)."""
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -268,6 +270,7 @@ class ProcessReporter:
         self._buffer = ProcessEventBuffer(self._publish, interval)
         self._references: dict[str, str] = {}
         self._latest: dict[str, ProcessData] = {}
+        self._sample: dict[tuple[str, str | None], ProcessData] = {}
         self._closed = False
 
     @property
@@ -374,6 +377,13 @@ class ProcessReporter:
         self._latest[event.operation_id] = event
         self._buffer.push(event)
 
+    def sampled(self) -> list[ProcessData]:
+        """What the session tree keeps of the timeline: each stage's last event, in order."""
+        return list(self._sample.values())
+
     def _publish(self, event: ProcessData) -> None:
+        key = (event.operation_id, event.stage)
+        if key in self._sample or len(self._sample) < _MAX_SAMPLED:
+            self._sample[key] = event
         self._emitter.emit(EventType.PROCESS_EVENT, event)
         self._references[event.operation_id] = self._log.append(self._session_id, event)

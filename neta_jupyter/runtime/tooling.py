@@ -103,6 +103,8 @@ class ToolRunner:
         self._max_output = max_event_output
         # The attachments folder sits in the data dir (RuntimeConfig.attachments_dir).
         self._process_log = ProcessLog(data_dir or attachments_dir.parent, emitter.redactor)
+        self._process: dict[str, ProcessReporter] = {}
+        self._meta: dict[str, dict[str, Any]] = {}
 
     async def run_virtual(self, call: ToolCall, tool: VirtualTool) -> Outcome:
         """Answer a virtual tool call; returns (output for the model, ok)."""
@@ -162,7 +164,27 @@ class ToolRunner:
             self._emitter.emit(
                 kind or EventType.ATTACHMENT_CHANGED, self._attachment_data(record, change)
             )
+        self._remember(
+            call,
+            durationMs=duration,
+            outputRef=ref,
+            images=[a.virtual_path for a, _ in images] or None,
+        )
         return result.output, True
+
+    def take_meta(self, call_id: str) -> dict[str, Any] | None:
+        """What the call's events said, for its history entry (once; None for no such call)."""
+        return self._meta.pop(call_id, None)
+
+    def _remember(self, call: ToolCall, **fields: Any) -> None:
+        meta = {k: v for k, v in fields.items() if v is not None}
+        if (process := self._process.pop(call.id, None)) is not None:
+            dumped = [
+                e.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for e in process.sampled()
+            ]
+            meta |= {"process": dumped or None, "processLogs": process.references or None}
+        self._meta[call.id] = {k: v for k, v in meta.items() if v is not None}
 
     async def _execute(self, call: ToolCall, tool: Tool, ctx: ToolContext) -> ToolResult | str:
         """The tool's result, or why it failed; its process operations end with the call."""
@@ -173,6 +195,7 @@ class ToolRunner:
             tool_call_id=call.id,
         )
         ctx.process = process
+        self._process[call.id] = process
         try:
             result = await tool.run(call.arguments, ctx)
         except asyncio.CancelledError:
@@ -207,6 +230,7 @@ class ToolRunner:
         )
 
     def _failed(self, call: ToolCall, message: str, duration: int) -> Outcome:
+        self._remember(call, durationMs=duration, errorMessage=message)
         self._emitter.emit(
             EventType.TOOL_FAILED,
             ToolData(

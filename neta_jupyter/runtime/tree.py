@@ -20,12 +20,14 @@ from typing import Any, Literal
 
 from ..events import (
     AgentEvent,
+    EntrySubagent,
     EntryToolCall,
     EventData,
     EventType,
     SessionEntryData,
     SessionLeafData,
 )
+from ..events.models import SUBAGENT_ANSWER_PREVIEW
 from ..store import Entry, EventLog, RecordStore
 from ..store.records import EntryRole
 from .emitter import RunEmitter
@@ -36,6 +38,12 @@ CALL_OUTCOMES = "call_outcomes"
 """Key of an assistant message holding how its tool calls ended: ``{toolCallId: outcome}``.
 
 Kept beside the message's provider fields, which models never see it among."""
+
+CALL_META = "call_meta"
+"""Key of an assistant message holding what its tool calls' events said (duration, failure,
+images, sampled process timeline, process logs): ``{toolCallId: {field: value}}``, fields named
+as :class:`~neta_jupyter.events.EntryToolCall` names them. A history view rebuilds its tool cards
+and timeline from them when the run's events cannot be read."""
 
 PREVIEW_CHARS = 120
 
@@ -55,16 +63,22 @@ def entry_data(entry: Entry) -> SessionEntryData:
     """The whole node as tree events and the tree snapshot show it."""
     message = entry.message
     outcomes: dict[str, Any] = message.get(CALL_OUTCOMES) or {}
+    meta: dict[str, Any] = message.get(CALL_META) or {}
     calls = [
-        EntryToolCall(
-            tool_call_id=call["id"],
-            tool_name=call["name"],
-            status=outcomes.get(call["id"], "pending"),
+        EntryToolCall.model_validate(
+            {
+                **(meta.get(call["id"]) or {}),
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "arguments": call.get("arguments"),
+                "status": outcomes.get(call["id"], "pending"),
+            }
         )
         for call in message.get("tool_calls") or []
     ]
     pending = any(c.status == "pending" for c in calls)
     child = message.get(SUBAGENT_CHILD) if entry.role == "subagent" else None
+    subagent = subagent_of(message) if child is not None else None
     if child is not None:
         pending = message.get("status") not in SUBAGENT_ENDED
     return SessionEntryData(
@@ -77,6 +91,22 @@ def entry_data(entry: Entry) -> SessionEntryData:
         status="pending" if pending else "complete",
         tool_calls=calls or None,
         child_request_id=child,
+        subagent=subagent,
+    )
+
+
+def subagent_of(message: dict[str, Any]) -> EntrySubagent:
+    """A ``subagent`` entry's child run as the tree shows it: once ended, with its result."""
+    status = str(message.get("status") or "queued")
+    ended = status in SUBAGENT_ENDED
+    answer = str(message.get("content") or "") if status == "completed" else ""
+    return EntrySubagent(
+        status=status,
+        agent_id=message.get("agentId"),
+        task=message.get("task"),
+        answer_preview=answer[:SUBAGENT_ANSWER_PREVIEW] if ended and answer else None,
+        answer_truncated=(len(answer) > SUBAGENT_ANSWER_PREVIEW) if ended and answer else None,
+        error_code=message.get("errorCode"),
     )
 
 
@@ -128,13 +158,20 @@ class SessionTree:
         request_id: str,
         parent_id: str | None,
         run: RunEmitter | None,
+        meta: dict[str, Any] | None = None,
     ) -> Entry:
         """A tool call's result joins the tree, and its assistant entry records how it ended.
 
-        ``call`` has the call's ``id`` and ``name``. ``assistant`` is updated in place.
+        ``call`` has the call's ``id`` and ``name``; ``meta`` what its events said
+        (:data:`CALL_META`). ``assistant`` is updated in place.
         """
         outcomes = {**(assistant.message.get(CALL_OUTCOMES) or {}), call["id"]: outcome}
         assistant.message[CALL_OUTCOMES] = outcomes
+        if meta:
+            assistant.message[CALL_META] = {
+                **(assistant.message.get(CALL_META) or {}),
+                call["id"]: meta,
+            }
         # The outcome is written before the result: should the process die between the two,
         # the call has no result and recovery answers it as not run, outcome and all.
         await self.records.update_entry(assistant.entry_id, assistant.message)

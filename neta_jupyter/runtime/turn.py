@@ -59,9 +59,16 @@ class Turn:
         return entry
 
     async def answer(
-        self, reply: Entry, call_id: str, name: str, output: str, outcome: CallOutcome
+        self,
+        reply: Entry,
+        call_id: str,
+        name: str,
+        output: str,
+        outcome: CallOutcome,
+        *,
+        meta: dict[str, Any] | None = None,
     ) -> None:
-        """A call's result joins the tree; the reply records how the call ended."""
+        """A call's result joins the tree; the reply records how the call ended (and ``meta``)."""
         entry = await self.tree.answer(
             reply,
             {"id": call_id, "name": name},
@@ -70,6 +77,7 @@ class Turn:
             request_id=self.run.request_id,
             parent_id=self.run.state.leaf,
             run=self.emitter,
+            meta=meta,
         )
         self.run.state.leaf = entry.entry_id
 
