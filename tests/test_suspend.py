@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,10 @@ async def test_suspend_task_pauses_after_the_running_tool_and_resume_completes(
     reason = first[-1]["data"]["suspendReason"]
     assert reason["type"] == "MANUAL_SUSPEND" and reason["message"]
     assert model.remaining == 1, "the model was not asked again before the pause"
-    assert (await api.status(rid))["status"] == "suspended"
+    summary = await api.status(rid)
+    assert summary["status"] == "suspended"
+    # The default time to be answered is a day: the run says until when it waits.
+    assert time.time() + 3600 < summary["suspendDeadline"] < time.time() + 2 * 86_400
 
     resumed = await api.resume(rid)
     assert resumed.status_code == 200, resumed.text
@@ -112,6 +116,7 @@ async def test_suspend_task_pauses_after_the_running_tool_and_resume_completes(
     assert "TOOL_START" not in types(second), "the tool is not run again"
     log = first + second
     assert [e["seq"] for e in log] == list(range(len(log)))
+    assert (await api.status(rid))["suspendDeadline"] is None
     model.assert_complete()
 
 

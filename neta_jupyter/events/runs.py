@@ -60,6 +60,9 @@ class RunSummary(_Documented):
     """A failure ``retryTask`` can continue."""
     pending_ask: PendingAsk | None = None
     """What it waits for while suspended on a permission ask or a question."""
+    suspend_deadline: float | None = None
+    """While it waits for a person (an ask, a question, a pause): when it is stopped with
+    USER_NO_RESPONSE if nobody answers (seconds since the epoch)."""
     usage: Usage
     """Its token totals (a run that delegated counts its sub-agents' tokens in)."""
     parent_request_id: str | None = None

@@ -410,6 +410,9 @@ def _describe_run(summary: dict[str, Any], *, brief: bool = False) -> str:
     lines = [head, f"prompt: {prompt}"]
     if ask := summary.get("pendingAsk"):
         lines.append(f"waiting for: {ask.get('toolName') or ask.get('kind')} ({ask.get('askId')})")
+    if deadline := summary.get("suspendDeadline"):
+        until = time.strftime("%Y-%m-%d %H:%M", time.localtime(deadline))
+        lines.append(f"waits for you until {until}, then stops (USER_NO_RESPONSE)")
     if summary.get("recoverable"):
         lines.append("the failure can be retried")
     return "\n".join(lines)

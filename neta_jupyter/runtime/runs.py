@@ -130,6 +130,7 @@ class Run:
             step=self.state.step,
             recoverable=self.state.recoverable,
             pending_ask=ask.to_wire() if ask is not None else None,
+            suspend_deadline=self.state.suspend_deadline,
             usage=self.state.usage,
             parent_request_id=self.parent_request_id,
         )
