@@ -127,3 +127,67 @@ async def test_a_sub_agents_result_reaches_its_entry_in_the_session_tree(
     assert done["subagent"]["answerTruncated"] is True
     [delegate] = updated(events, "assistant")[-1]["toolCalls"]
     assert delegate["toolName"] == "delegate" and isinstance(delegate["durationMs"], int)
+
+
+HISTORY = {
+    "sessionName": "from the platform",
+    "content": "profile sales.csv",
+    "answer": "Sales has 40 rows; units misses 6 values.",
+    "toolCalls": [
+        {
+            "name": "run_skill",
+            "arguments": {"name": "profile_data", "args": {"path": "sales.csv"}},
+            "output": "40 rows, 4 columns",
+            "durationMs": 1830,
+            "process": [
+                {"operationId": "op_1", "stage": "load", "status": "running", "percent": 25},
+                {"operationId": "op_1", "stage": "profile", "status": "running", "percent": 80},
+                {
+                    "operationId": "op_1",
+                    "stage": "profile",
+                    "status": "completed",
+                    "percent": 100,
+                    "payload": {"token": "tok-NEVERshownNEVERshown", "rows": 40},
+                },
+            ],
+        },
+        {
+            "name": "read_file",
+            "arguments": {"path": "gone.txt"},
+            "status": "failed",
+            "errorMessage": "no such file: gone.txt",
+        },
+    ],
+}
+
+
+async def test_an_imported_run_has_no_stream_and_its_tool_calls_are_in_the_tree(
+    api: ApiClient,
+) -> None:
+    reply = await api.http.post("neta/api/agent/run/import", json=HISTORY)
+    assert reply.status_code == 200, reply.text
+    rid, sid = reply.json()["requestId"], reply.json()["sessionId"]
+    stream = await api.http.get("neta/api/agent/run/stream", params={"requestId": rid})
+    assert stream.status_code == 409 and stream.json()["errCode"] == "IMPORTED_RUN"
+
+    tree = (await api.http.get("neta/api/sessions/tree", params={"sessionId": sid})).json()
+    entries = [e for e in tree["entries"] if e["requestId"] == rid]
+    assert [e["role"] for e in entries] == ["user", "assistant", "tool", "tool", "assistant"]
+    skill, read = entries[1]["toolCalls"]
+    assert entries[1]["status"] == "complete"
+    assert (skill["toolName"], skill["status"], skill["durationMs"]) == (
+        "run_skill",
+        "completed",
+        1830,
+    )
+    assert json.loads(skill["arguments"])["args"] == {"path": "sales.csv"}
+    assert [(p["stage"], p["status"]) for p in skill["process"]] == [
+        ("load", "running"),
+        ("profile", "running"),
+        ("profile", "completed"),
+    ]
+    assert {p["toolCallId"] for p in skill["process"]} == {skill["toolCallId"]}
+    assert skill["process"][-1]["payload"] == {"token": "[redacted]", "rows": 40}
+    assert (read["status"], read["errorMessage"]) == ("failed", "no such file: gone.txt")
+    assert entries[2]["message"]["content"] == "40 rows, 4 columns"
+    assert entries[4]["message"]["content"] == HISTORY["answer"]

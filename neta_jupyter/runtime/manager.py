@@ -24,7 +24,7 @@ from .config import COMPACT_TOOLS, RuntimeConfig
 from .emitter import RunEmitter
 from .endings import fail_run, recover_crashed
 from .errors import BadRunRequest, RunConflict, RunNotFound
-from .imports import import_run
+from .imports import ImportedCalls, import_run
 from .loop import RunLoop
 from .resumes import answer_question, decide_permission
 from .runs import Run, Runs
@@ -397,9 +397,11 @@ class Runtime:
         session = await self._session(principal, session_id, None)
         await self.store.records.set_thinking_level(session.session_id, level)
 
-    async def import_run(self, principal: str, session_name: str, prompt: str, answer: str) -> Run:
-        """Register a history run that has messages but no event stream."""
-        return await import_run(self.runs, self.tree, principal, session_name, prompt, answer)
+    async def import_run(
+        self, principal: str, name: str, prompt: str, answer: str, calls: ImportedCalls = ()
+    ) -> Run:
+        """Register a history run (its prompt, answer and tool calls) that has no event stream."""
+        return await import_run(self.runs, self.tree, principal, name, prompt, answer, calls)
 
     # --- lifecycle
 

@@ -16,6 +16,7 @@ from pydantic.alias_generators import to_camel
 
 from ..providers.base import ThinkingLevel
 from .attachments import AttachmentRef
+from .imports import MAX_IMPORTED_CALLS, ImportedCall
 
 if TYPE_CHECKING:
     from .manager import Runtime
@@ -129,6 +130,8 @@ class ImportRequest(_Body):
     session_name: str = Field(min_length=1)
     content: str = Field(min_length=1)
     answer: str
+    tool_calls: list[ImportedCall] = Field(default_factory=list, max_length=MAX_IMPORTED_CALLS)
+    """The tool calls the run made, as the history recorded them."""
 
 
 class SessionRef(_Body):

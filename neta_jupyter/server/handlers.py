@@ -105,7 +105,7 @@ class ImportHandler(NetaHandler):
     async def post(self) -> None:
         body = self.parse_body(ImportRequest)
         run = await self.runtime.import_run(
-            self.principal, body.session_name, body.content, body.answer
+            self.principal, body.session_name, body.content, body.answer, body.tool_calls
         )
         self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
 
