@@ -153,9 +153,10 @@ async def test_retrying_a_failed_run_whose_state_cannot_be_loaded(
     assert response.status_code == 409, response.text
     assert response.json()["errCode"] == "RUN_SNAPSHOT_INVALID"
     rest = await api.segment(rid, first[-1]["seq"])
-    assert types(rest) == ["MESSAGE_FAILED"]
-    assert rest[0]["data"]["errorCode"] == "RUN_SNAPSHOT_INVALID"
-    assert "usage" in rest[0]["data"]["errorMessage"]
+    assert types(rest) == ["PHASE_CHANGED", "STOP_REASON_DECIDED", "MESSAGE_FAILED"]
+    assert rest[1]["data"]["reason"] == "failure"
+    assert rest[-1]["data"]["errorCode"] == "RUN_SNAPSHOT_INVALID"
+    assert "usage" in rest[-1]["data"]["errorMessage"]
     again = await api.post("retryTask", {"requestId": rid})
     assert again.status_code == 409 and again.json()["errCode"] == "RUN_NOT_RETRYABLE"
 
@@ -196,8 +197,9 @@ def test_a_restart_over_runs_whose_state_cannot_be_loaded(tmp_path: Path) -> Non
         assert response.status_code == 409, response.text
         assert response.json()["errCode"] == "RUN_SNAPSHOT_INVALID"
         rest = read(server, asking, after=suspended["seq"])
-        assert [e["eventType"] for e in rest] == ["MESSAGE_FAILED"]
-        assert rest[0]["data"]["errorCode"] == "RUN_SNAPSHOT_INVALID"
-        assert "not JSON" in rest[0]["data"]["errorMessage"]
+        assert [e["eventType"] for e in rest][-2:] == ["STOP_REASON_DECIDED", "MESSAGE_FAILED"]
+        assert sum(e["eventType"].startswith("MESSAGE_") for e in rest) == 1
+        assert rest[-1]["data"]["errorCode"] == "RUN_SNAPSHOT_INVALID"
+        assert "not JSON" in rest[-1]["data"]["errorMessage"]
     finally:
         server.stop()

@@ -9,6 +9,7 @@
  */
 import type { ClarifyData, MessageData, PermissionAskData, PermissionResolvedData, SessionData } from "./events";
 import { readClarify, readPermission } from "./reducer-asks";
+import { applyPhase, applyProgress, applyStopReason } from "./reducer-decisions";
 import { applySubagent } from "./reducer-subagents";
 import { applyTool, applyToolSide } from "./reducer-tools";
 import {
@@ -78,6 +79,9 @@ const ROUTES: Readonly<Record<string, Route>> = {
   SESSION_ENTRY_ADDED: { dataType: "session_entry", apply: noChange },
   SESSION_ENTRY_UPDATED: { dataType: "session_entry", apply: noChange },
   SESSION_LEAF_CHANGED: { dataType: "session_leaf", apply: noChange },
+  PHASE_CHANGED: { dataType: "phase", apply: applyPhase },
+  PROGRESS_EVALUATED: { dataType: "progress", apply: applyProgress },
+  STOP_REASON_DECIDED: { dataType: "stop_reason", apply: applyStopReason },
 };
 
 /** Events after which a transient AGENT_STATUS is over (seed 003 §2: the next text/tool event). */

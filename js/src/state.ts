@@ -215,6 +215,20 @@ export interface RunState {
   readonly subagents: Keyed<SubagentBatch>;
   /** Child runs of every batch, by requestId. */
   readonly children: Keyed<SubagentChild>;
+  /** Where the loop is (PHASE_CHANGED); shown in the status line while the run runs. */
+  readonly phase: LoopPhase | null;
+  /** Steps in a row without progress (PROGRESS_EVALUATED). */
+  readonly noProgress: number;
+  /** Why the loop ended (STOP_REASON_DECIDED), once it did. */
+  readonly stopReason: string | null;
+}
+
+export interface LoopPhase {
+  /** `building_context`, `budgeting`, `calling_model`, `running_tools`, `compacting`,
+   * `finishing`, or a phase a newer server added. */
+  readonly phase: string;
+  /** The tools about to run (`running_tools`). */
+  readonly toolNames: readonly string[];
 }
 
 export const EMPTY_KEYED: Keyed<never> = { order: [], byId: {} };
@@ -242,6 +256,9 @@ export function initialState(requestId: string | null = null): RunState {
     compaction: null,
     subagents: EMPTY_KEYED,
     children: EMPTY_KEYED,
+    phase: null,
+    noProgress: 0,
+    stopReason: null,
   };
 }
 

@@ -59,6 +59,9 @@ export const EVENT_TYPES = [
   "SESSION_ENTRY_ADDED",
   "SESSION_ENTRY_UPDATED",
   "SESSION_LEAF_CHANGED",
+  "PHASE_CHANGED",
+  "PROGRESS_EVALUATED",
+  "STOP_REASON_DECIDED",
 ] as const;
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { reduce, reduceAll } from "../src/reducer";
 import { finalText, initialState, valuesOf, type RunState } from "../src/state";
+import { statusLabel } from "../src/view/format";
 import { EVENT_TYPES } from "../src/wire";
 import { FIXTURES, envelope, fixture, type Envelope } from "./helpers";
 
@@ -398,5 +399,47 @@ describe("throughput", () => {
     expect(state.answer).toHaveLength(1);
     expect(state.answer[0]?.text).toBe(pieces.join(""));
     expect(state.lastSeq).toBe(20_001);
+  });
+});
+
+describe("the loop's decisions (PHASE_CHANGED, PROGRESS_EVALUATED, STOP_REASON_DECIDED)", () => {
+  const start = envelope("SESSION_CREATED", 0, { type: "session", sessionId: "s_1" });
+  const phase = (seq: number, name: string, extra: Record<string, unknown> = {}) =>
+    envelope("PHASE_CHANGED", seq, { type: "phase", phase: name, ...extra });
+
+  it("keeps the latest phase, with the tools about to run", () => {
+    const state = reduceAll([
+      start,
+      phase(1, "building_context"),
+      phase(2, "calling_model", { previousPhase: "building_context" }),
+      phase(3, "running_tools", { previousPhase: "calling_model", toolNames: ["read_file", "python"] }),
+    ]);
+    expect(state.status).toBe("running");
+    expect(state.phase).toEqual({ phase: "running_tools", toolNames: ["read_file", "python"] });
+    expect(statusLabel(state)).toBe("Running · running tools: read_file, python");
+    expect(statusLabel(reduce(state, phase(4, "calling_model")))).toBe("Running · waiting for the model");
+  });
+
+  it("counts steps without progress and records why the loop stopped", () => {
+    const state = reduceAll([
+      start,
+      envelope("PROGRESS_EVALUATED", 1, { type: "progress", progressed: false, noProgressCount: 1 }),
+      envelope("PROGRESS_EVALUATED", 2, { type: "progress", progressed: false, noProgressCount: 2 }),
+      envelope("STOP_REASON_DECIDED", 3, { type: "stop_reason", reason: "max_steps", finishReason: "MAX_STEPS" }),
+    ]);
+    expect(state.noProgress).toBe(2);
+    expect(state.stopReason).toBe("max_steps");
+    const all = reduceAll(fixture("catalogue_rest"));
+    expect(all.stopReason).toBe("cancel");
+    expect(all.noProgress).toBe(2);
+  });
+
+  it("shows only phases it knows, and the run's own status once it ended", () => {
+    const unknown = reduceAll([start, phase(1, "dreaming")]);
+    expect(statusLabel(unknown)).toBe("Running");
+    const bad = reduceAll([start, phase(1, "calling_model"), envelope("PHASE_CHANGED", 2, { type: "phase", phase: 7 })]);
+    expect(bad.phase?.phase).toBe("calling_model");
+    const done = reduce(bad, envelope("MESSAGE_COMPLETED", 3, { type: "message", finishReason: "STOP" }));
+    expect(statusLabel(done)).toBe("Done");
   });
 });

@@ -1,5 +1,6 @@
 """The event protocol: typed events in the seed-003 envelope and their wire encodings."""
 
+from .decisions import LoopPhase, PhaseData, ProgressData, StopReason, StopReasonData
 from .encoding import (
     catalogue_schema,
     decode_event,
@@ -67,16 +68,21 @@ __all__ = [
     "FinishReason",
     "HeartbeatData",
     "LedgerData",
+    "LoopPhase",
     "MessageData",
     "PermissionAskData",
     "PermissionResolvedData",
+    "PhaseData",
     "ProcessData",
+    "ProgressData",
     "ReasoningData",
     "SessionData",
     "SessionEntryData",
     "SessionLeafData",
     "SkillData",
     "StatusCode",
+    "StopReason",
+    "StopReasonData",
     "SubagentChild",
     "SubagentData",
     "SupplementaryInputData",

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from .decisions import PhaseData, ProgressData, StopReasonData
+
 
 class _Wire(BaseModel):
     """Base of wire models: camelCase on the wire, snake_case in Python, unknown fields ignored."""
@@ -66,6 +68,9 @@ class EventType(StrEnum):
     SESSION_ENTRY_ADDED = "SESSION_ENTRY_ADDED"
     SESSION_ENTRY_UPDATED = "SESSION_ENTRY_UPDATED"
     SESSION_LEAF_CHANGED = "SESSION_LEAF_CHANGED"
+    PHASE_CHANGED = "PHASE_CHANGED"
+    PROGRESS_EVALUATED = "PROGRESS_EVALUATED"
+    STOP_REASON_DECIDED = "STOP_REASON_DECIDED"
 
 
 TERMINAL_EVENT_TYPES = frozenset(
@@ -701,7 +706,10 @@ EventData = Annotated[
     | TodoData
     | SubagentData
     | SessionEntryData
-    | SessionLeafData,
+    | SessionLeafData
+    | PhaseData
+    | ProgressData
+    | StopReasonData,
     Field(discriminator="type"),
 ]
 

@@ -54,6 +54,8 @@ class ToolStep:
         self._kernel = kernel
         self._runner = runner
         self._subagents = subagents
+        self.results: list[bool] = []
+        """Whether each call answered by the latest step succeeded (refusals count as failed)."""
 
     @property
     def offered(self) -> list[str]:
@@ -68,6 +70,7 @@ class ToolStep:
         answered = await self._answered(reply)
         verdict = step.verdict or screen_step(state, turn.config, step.calls)
         outcomes: list[bool] = []
+        self.results = []
         for call in step.calls:
             if call.id in answered:
                 continue
@@ -92,6 +95,7 @@ class ToolStep:
             meta = self._runner.take_meta(call.id)
             ended: CallOutcome = "completed" if ok else "failed"
             await turn.answer(reply, call.id, call.name, output, ended, meta=meta)
+            self.results.append(ok)
             await turn.emitter.flush()
         reminded = await self._track_failures(outcomes)
         if verdict.stop:

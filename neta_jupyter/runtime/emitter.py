@@ -7,7 +7,7 @@ import json
 import time
 from datetime import UTC, datetime
 
-from ..events import AgentEvent, EventData, EventType
+from ..events import AgentEvent, EventData, EventType, LoopPhase
 from ..events.encoding import text_rests
 from ..events.redact import Redactor
 from ..store import EventLog
@@ -54,6 +54,10 @@ class RunEmitter:
         self._request_id_json = json.dumps(request_id)
         self.step: int | None = None
         self.total_tokens: int | None = None
+        self.phase: LoopPhase | None = None
+        """The loop's phase, as PHASE_CHANGED last said (:mod:`.decisions`)."""
+        self.stop_decided = False
+        """STOP_REASON_DECIDED was sent: the activation ends with the terminal event next."""
         self._deltas: list[str] = []
         self._deltas_of: tuple[EventType, int | None, int | None] | None = None
         self._flush_scheduled = False

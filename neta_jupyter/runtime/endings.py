@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ..events import ErrorCode, EventType, MessageData, Usage
+from .decisions import decide_ending, decide_failure
 from .emitter import RunEmitter
 from .runs import Run, Runs
 from .steps import BuildRequest, Finish, RunTools, Suspend
@@ -21,6 +22,7 @@ def usage_snapshot(run: Run) -> Usage:
 async def end_run(runs: Runs, run: Run, emitter: RunEmitter, outcome: Suspend | Finish) -> None:
     """MESSAGE_SUSPENDED or MESSAGE_COMPLETED."""
     message_id = run.state.last_assistant
+    decide_ending(emitter, outcome)
     if isinstance(outcome, Suspend):
         emitter.emit(
             EventType.MESSAGE_SUSPENDED,
@@ -71,6 +73,7 @@ async def fail_run(
     """MESSAGE_FAILED; an unrecoverable failure also closes the calls left open."""
     if not recoverable:
         await close_open_calls(runs, run, emitter)
+    decide_failure(emitter, code, message)
     emitter.emit(
         EventType.MESSAGE_FAILED,
         MessageData(

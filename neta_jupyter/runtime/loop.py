@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, assert_never
 
-from ..events import EventType, FinishReason, SupplementaryInputData, SuspendReason
+from ..events import ErrorCode, EventType, FinishReason, SupplementaryInputData, SuspendReason
 from ..providers.base import ContextTooLong, Message, Model, ModelRequest, as_thinking_level
 from ..store import Store
 from ..tools import Tool, ToolContext
@@ -25,6 +25,7 @@ from .budget import BudgetExceeded, estimate, publish_decision, reconcile
 from .calls import ToolStep
 from .compaction import compact
 from .config import MAX_STEPS_TEXT, RuntimeConfig
+from .decisions import decide_stop, enter, evaluate
 from .emitter import RunEmitter
 from .guards import screen_step
 from .retries import stream_with_retries
@@ -86,6 +87,7 @@ class RunLoop:
         self._system_prompt = system_prompt or config.system_prompt
         self._kernel_summary: str | None = None
         self._shown = Shown(store.records, images=images)
+        self._text_chars = 0  # of the current step's reply
         runner = ToolRunner(
             run,
             emitter,
@@ -115,6 +117,7 @@ class RunLoop:
 
     async def step(self, step: Step) -> Step:
         """Carry out one step; the next one (kept in the run's state if it can be stored)."""
+        self._enter(step)
         match step:
             case BuildRequest():
                 after: Step = await self._build_request(step)
@@ -138,10 +141,33 @@ class RunLoop:
                 return step
             case _:
                 assert_never(step)
+        self._evaluate(step, after)
         if isinstance(after, BuildRequest | RunTools | Compact) and after != self.state.next:
             self.state.next = after
             await self._turn.save()
         return after
+
+    # --- decisions (seed 004): a few events per step, never per token
+
+    def _enter(self, step: Step) -> None:
+        """PHASE_CHANGED for the phase ``step`` starts."""
+        match step:
+            case BuildRequest():
+                enter(self._emitter, "building_context")
+            case CallModel():
+                enter(self._emitter, "calling_model")
+            case RunTools():
+                enter(self._emitter, "running_tools", tool_names=[c.name for c in step.calls])
+            case Compact():
+                enter(self._emitter, "compacting")
+
+    def _evaluate(self, step: Step, after: Step) -> None:
+        """PROGRESS_EVALUATED once a model step has ended: its reply, and its calls if any."""
+        if isinstance(step, CallModel) and isinstance(after, Finish):
+            evaluate(self.state, self._emitter, self._text_chars, [])
+        elif isinstance(step, RunTools) and not isinstance(after, Suspend):
+            evaluate(self.state, self._emitter, self._text_chars, self._calls.results)
+            self._text_chars = 0
 
     # --- BuildRequest
 
@@ -156,15 +182,18 @@ class RunLoop:
         self._emitter.step = self.state.step + 1
         budget = self._config.prompt_budget
         request = await self._request()
+        enter(self._emitter, "budgeting")
         est = estimate(self._model, request)
         action = publish_decision(self._emitter, self.run, request, est, budget, step.compacted)
         if action == "allow":
             return CallModel(request, est, reactive_compacted=step.reactive_compacted)
         if action == "stop":
-            raise BudgetExceeded(
+            why = (
                 f"the conversation needs about {est.tokens} input tokens, over the budget of "
                 f"{budget} even after compaction; start a new session or raise the budget"
             )
+            decide_stop(self._emitter, "budget_stop", why, error_code=ErrorCode.LLM_INVALID_REQUEST)
+            raise BudgetExceeded(why)
         then = BuildRequest(compacted=True, reactive_compacted=step.reactive_compacted)
         return Compact(scope="in-loop", tokens_before=est.tokens, then=then)
 
@@ -261,6 +290,7 @@ class RunLoop:
         await reconcile(self._emitter, self._records, self.run, step.request, step.estimate, reply)
         entry = await self._turn.add_entry("assistant", _assistant_message(reply))
         self.state.step, self.state.last_assistant = number, entry.entry_id
+        self._text_chars = len(reply.text)
         if not reply.tool_calls:
             return Finish(FinishReason.STOP)
         verdict = screen_step(self.state, self._config, reply.tool_calls)

@@ -139,6 +139,8 @@ class RunState(BaseModel):
     """A nudge added to the next request only."""
     failed_tool_steps: int = 0
     """Steps in a row whose tool calls all failed."""
+    no_progress_steps: int = 0
+    """Steps in a row without answer text or a tool result that did not fail."""
     repeat: RepeatedCalls | None = None
     """The latest step's calls and how many steps in a row made exactly them."""
     subagents_counted: list[str] = Field(default_factory=list)

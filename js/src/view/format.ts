@@ -70,7 +70,7 @@ export function statusLabel(state: RunState): string {
     case "idle":
       return "Starting…";
     case "running":
-      return "Running";
+      return runningLabel(state);
     case "suspended":
       // Without a reason (a saved summary from before reasons were kept, or from the kernel) the
       // run may be waiting for anything, an approval included: "Suspended" would be wrong.
@@ -80,6 +80,24 @@ export function statusLabel(state: RunState): string {
     case "failed":
       return "Failed";
   }
+}
+
+const PHASE_LABELS: Readonly<Record<string, string>> = {
+  building_context: "building the context",
+  budgeting: "checking the token budget",
+  calling_model: "waiting for the model",
+  running_tools: "running tools",
+  compacting: "compacting the conversation",
+  finishing: "finishing",
+};
+
+/** "Running", with what the loop is doing when the server said (a phase it names unknown: not). */
+function runningLabel(state: RunState): string {
+  const phase = state.phase;
+  const label = phase ? PHASE_LABELS[phase.phase] : undefined;
+  if (!phase || !label) return "Running";
+  const tools = phase.phase === "running_tools" && phase.toolNames.length > 0;
+  return `Running · ${label}${tools ? `: ${[...new Set(phase.toolNames)].join(", ")}` : ""}`;
 }
 
 const FINISH_LABELS: Readonly<Record<string, string>> = {
