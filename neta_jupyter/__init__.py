@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ def ask(
     approve: str | None = None,
     max_steps: int | None = None,
     tools: list[str] | None = None,
+    attach: Sequence[str | Path] = (),
     display: bool = True,
 ) -> RunHandle:
     """Ask the agent from Python; returns the run's handle at once (``await`` it to wait).
@@ -52,7 +55,8 @@ def ask(
     In a notebook the run widget is displayed (``display=False`` to skip it). ``approve`` is
     ``ask`` (the widget asks before tools that need permission), ``auto`` or ``deny``. The run
     is created in the background: ``request_id`` is set as soon as the cell lets the kernel's
-    loop run (``await run`` waits until the run is at rest).
+    loop run (``await run`` waits until the run is at rest). ``attach`` shows the model files
+    with the prompt: paths on this machine, or http(s) URLs the server downloads.
     """
     from .kernel import ask as start
 
@@ -63,6 +67,7 @@ def ask(
         approve=approve,
         max_steps=max_steps,
         tools=tools,
+        attach=attach,
         display=display,
     )
 

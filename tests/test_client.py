@@ -7,6 +7,7 @@ import inspect
 import json
 import random
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -48,6 +49,7 @@ def neta_config() -> dict[str, Any]:
             {"tool": "read_file", "action": "ask", "description": "reading files needs approval"}
         ],
         "max_body_bytes": 100_000,
+        "max_attachment_bytes": 50_000,
     }
 
 
@@ -459,6 +461,8 @@ SAMPLES: dict[str, Any] = {
     "thinking_level": "low",
     "kernel_variables": ["df: DataFrame (3, 2)"],
     "suspend_timeout": 600.0,
+    # Nothing listens on port 9: the run fails as it imports this, after it was created.
+    "attachments": [{"url": "http://127.0.0.1:9/sample.csv"}],
 }
 """A value for every run option; a new option needs one here, and is then checked end to end."""
 
@@ -501,3 +505,30 @@ async def test_every_run_option_reaches_the_run_through_either_transport(
     again = await client.start(RunRequest(content="and again", session_id=started.session_id))
     assert again.session_id == started.session_id
     await followed(client, again.request_id)
+
+
+@pytest.mark.parametrize("client", TRANSPORTS, indirect=True)
+async def test_a_local_file_is_uploaded_and_attached_through_either_transport(
+    client: RunClient, runtime: Runtime, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello notes\n")
+    uploaded = await client.upload(notes)
+    assert uploaded["fileName"] == "notes.txt" and uploaded["source"] == "USER_UPLOAD"
+    assert uploaded["fileSize"] == len("hello notes\n")
+    started = await client.start(RunRequest(content="read my notes", approve="auto"), [notes])
+    await followed(client, started.request_id)
+    [prompt] = [
+        e for e in await runtime.store.records.entries(started.session_id) if e.role == "user"
+    ]
+    [attached] = prompt.message["attachments"]
+    assert (
+        attached["fileName"] == "notes.txt" and attached["attachmentId"] != uploaded["attachmentId"]
+    )
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * 50_001)
+    with pytest.raises(PayloadTooLarge) as refused:
+        await client.upload(big)
+    assert refused.value.code == "ATTACHMENT_TOO_LARGE"
+    with pytest.raises(ClientError, match="cannot attach"):
+        await client.start(RunRequest(content="read it"), [tmp_path / "missing.txt"])

@@ -53,6 +53,12 @@ def test_options_before_and_after_the_prompt() -> None:
     assert options == {"thinking": "high"} and prompt == "prove it"
 
 
+def test_attach_takes_several_files_and_urls() -> None:
+    options, prompt = parse_options("--attach a.csv,b.png what is here? --attach https://h/c.csv")
+    assert options == {"attach": ["a.csv", "b.png", "https://h/c.csv"]}
+    assert prompt == "what is here?"
+
+
 def test_a_bare_double_dash_ends_the_options() -> None:
     options, prompt = parse_options('--session "my notebook" -- --new is a word here')
     assert options == {"session": "my notebook"}
@@ -304,3 +310,40 @@ async def test_awaiting_a_server_run_that_needs_the_busy_kernel_fails_clearly(
         rid = await k.json("print(__import__('json').dumps(run.request_id))")
         # Once the cell has ended, the queued tool runs and the run completes.
         assert (await api.segment(rid))[-1]["eventType"] == "MESSAGE_COMPLETED"
+
+
+ATTACHED = """
+import asyncio, json
+from neta_jupyter.kernel import current_context as _cc
+_run = _cc().last
+await _run.wait(60)
+_first = [e for e in _cc().host.history(_cc().session()) if e["role"] == "user"][-1]
+print(json.dumps([_run.status, _first["message"]["attachments"]]))
+"""
+
+
+async def test_attach_uploads_a_file_from_the_kernels_folder_with_the_prompt(
+    jp_serverapp: Any, api: ApiClient
+) -> None:
+    async with server_kernel(jp_serverapp) as (_kernel_id, k):
+        await k.run(
+            "%load_ext neta_jupyter\nopen('prices.csv', 'w').write('item,price\\ntea,3\\n')"
+        )
+        refused = await k.stdout(
+            "from IPython.core.error import UsageError\n"
+            "try:\n"
+            "    get_ipython().run_line_magic('neta', '--attach missing.csv what is in it?')\n"
+            "except UsageError as exc:\n"
+            "    print(exc)\n"
+        )
+        assert "cannot attach missing.csv: no such file" in refused
+        await k.run("%neta --attach prices.csv --approve auto what is in the file?")
+        status, [attached] = await k.json(ATTACHED, timeout=90)
+        assert status == "completed"
+        assert attached["fileName"] == "prices.csv" and attached["fileSize"] == len(
+            "item,price\ntea,3\n"
+        )
+        got = await api.http.get(
+            "neta/api/agent/attachment/download", params={"virtualPath": attached["virtualPath"]}
+        )
+        assert got.content == b"item,price\ntea,3\n"

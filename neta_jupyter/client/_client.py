@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..runtime.requests import (
+    AttachmentRef,
     CompactRequest,
     InputRequest,
     RequestRef,
     ResumeRequest,
     RunRequest,
 )
-from ._errors import InvalidAnswer, StreamInterrupted, StreamLost, TransportError
+from ._errors import ClientError, InvalidAnswer, StreamInterrupted, StreamLost, TransportError
 from ._transport import Call, Received, Transport
 
 RECONNECTS = 8
@@ -40,6 +42,24 @@ def _field(answer: dict[str, Any], name: str) -> str:
     if not isinstance(value, str):
         raise InvalidAnswer(f"the run API's answer has no {name}")
     return value
+
+
+def _upload(path: Path) -> Call:
+    try:
+        content = Path(path).read_bytes()
+    except OSError as exc:
+        raise ClientError(
+            f"cannot attach {path}: {exc.strerror or exc}", code="ATTACHMENT_UNREADABLE"
+        ) from exc
+    return Call("POST", "agent/attachment/upload", file=(Path(path).name, content))
+
+
+def _attaching(request: RunRequest, uploads: list[dict[str, Any]]) -> RunRequest:
+    """The request with the uploaded files among its attachments."""
+    if not uploads:
+        return request
+    refs = [AttachmentRef(attachment_id=_field(u, "attachmentId")) for u in uploads]
+    return request.model_copy(update={"attachments": [*(request.attachments or []), *refs]})
 
 
 def _started(answer: dict[str, Any]) -> Started:
@@ -72,14 +92,21 @@ class RunClient:
 
     # --- actions
 
-    async def start(self, request: RunRequest) -> Started:
-        """Create a run and start it."""
-        return _started(await self.transport.send(Call("POST", "agent/run/async", _body(request))))
+    async def start(self, request: RunRequest, files: Sequence[Path] = ()) -> Started:
+        """Create a run and start it; ``files`` are uploaded first and attached to it."""
+        uploads = [await self.upload(path) for path in files]
+        call = Call("POST", "agent/run/async", _body(_attaching(request, uploads)))
+        return _started(await self.transport.send(call))
 
-    def start_blocking(self, request: RunRequest) -> Started:
+    def start_blocking(self, request: RunRequest, files: Sequence[Path] = ()) -> Started:
         """The same without the event loop (only where the run API is elsewhere: HTTP)."""
-        call = Call("POST", "agent/run/async", _body(request))
+        uploads = [self.transport.send_blocking(_upload(path)) for path in files]
+        call = Call("POST", "agent/run/async", _body(_attaching(request, uploads)))
         return _started(self.transport.send_blocking(call))
+
+    async def upload(self, path: Path) -> dict[str, Any]:
+        """Upload a local file for a later run to attach; the attachment (``attachmentId``, …)."""
+        return await self.transport.send(_upload(path))
 
     async def resume(
         self,

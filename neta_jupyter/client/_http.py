@@ -55,9 +55,7 @@ class HttpTransport:
     async def send(self, call: Call) -> dict[str, Any]:
         """One REST request."""
         try:
-            response = await self._client().request(
-                call.method, API + call.path, json=call.body, params=call.params or None
-            )
+            response = await self._client().request(call.method, API + call.path, **_content(call))
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
         return self._answer(response)
@@ -67,9 +65,7 @@ class HttpTransport:
         if self._blocking is None:
             self._blocking = httpx.Client(**self._options)
         try:
-            response = self._blocking.request(
-                call.method, API + call.path, json=call.body, params=call.params or None
-            )
+            response = self._blocking.request(call.method, API + call.path, **_content(call))
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
         return self._answer(response)
@@ -121,6 +117,16 @@ class HttpTransport:
         if self._async is not None:
             await self._async.aclose()
             self._async = None
+
+
+def _content(call: Call) -> dict[str, Any]:
+    """What httpx sends for the call: its query, and a JSON body or a file as a form."""
+    sent: dict[str, Any] = {"params": call.params or None}
+    if call.file is not None:
+        sent["files"] = {"file": call.file}
+    else:
+        sent["json"] = call.body
+    return sent
 
 
 def _stream_error(data: str, request_id: str) -> Exception:

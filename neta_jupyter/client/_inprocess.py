@@ -21,6 +21,7 @@ from ..runtime.answers import (
     session_json,
     session_snapshot,
 )
+from ..runtime.attachments import upload
 from ..runtime.requests import (
     CompactRequest,
     InputRequest,
@@ -36,6 +37,7 @@ from ._errors import refusal
 from ._transport import Call, Received
 
 B = TypeVar("B", bound=BaseModel)
+UPLOAD = "agent/attachment/upload"
 Answer = dict[str, Any]
 
 
@@ -87,6 +89,8 @@ class InProcessTransport:
         """Answer the call on this loop."""
         if call.method == "POST" and call.path in self._actions:
             return await self._answered(self._actions[call.path](call.body))
+        if call.method == "POST" and call.path == UPLOAD and call.file is not None:
+            return await self._answered(self._upload(*call.file))
         return self.send_blocking(call)
 
     def send_blocking(self, call: Call) -> dict[str, Any]:
@@ -153,6 +157,17 @@ class InProcessTransport:
             model=request.model,
         )
         return {"requestId": run.request_id, "sessionId": run.session_id, "status": run.status}
+
+    async def _upload(self, name: str, content: bytes) -> Answer:
+        runtime = self.runtime
+        return await upload(
+            runtime.store,
+            runtime.config,
+            principal=self.principal,
+            file_name=name,
+            content=content,
+            content_type=None,
+        )
 
     async def _wound_down(self, request_id: str) -> None:
         """Let an activation whose terminal event is stored finish winding down.

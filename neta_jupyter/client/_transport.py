@@ -27,6 +27,8 @@ class Call:
     """The JSON body of a ``POST``."""
     params: dict[str, str] = field(default_factory=dict)
     """Query parameters of a ``GET``."""
+    file: tuple[str, bytes] | None = None
+    """A file's name and bytes: the body of an upload (instead of JSON)."""
 
 
 class Received(NamedTuple):

@@ -7,11 +7,13 @@ Either way a prompt displays the run widget and returns at once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..client import RunRequest
 from ..providers.base import THINKING_LEVELS
-from .context import KernelContext, default_approve, notebook_path
+from .context import KernelContext, attachments, default_approve, notebook_path
 from .handle import RunHandle
 from .host import Host, HostError
 
@@ -66,14 +68,17 @@ def ask(
     max_steps: int | None = None,
     tools: list[str] | None = None,
     thinking: str | None = None,
+    attach: Sequence[str | Path] = (),
     display: bool = True,
 ) -> RunHandle:
     """Start a run and return its handle at once (``await`` the handle to wait for it).
 
     ``session`` defaults to the notebook's conversation; ``approve`` is ``ask`` (the widget asks),
     ``auto`` or ``deny`` (headless runs). ``thinking`` (``off``, ``low``, ``medium``, ``high``)
-    sets how hard a reasoning model thinks in this run.
+    sets how hard a reasoning model thinks in this run. ``attach``: files the model is shown with
+    the prompt, paths on this machine (uploaded) or http(s) URLs (the server downloads them).
     """
+    urls, files = attachments(attach)
     approve = approve or default_approve()
     if approve not in ("ask", "auto", "deny"):
         raise ValueError("approve must be 'ask', 'auto' or 'deny'")
@@ -90,9 +95,10 @@ def ask(
             "tools": tools,
             "notebook_path": notebook_path(context.shell.user_ns),
             "thinking_level": thinking,
+            "attachments": urls,
         }
     )
-    return context.launch(options, display=display)
+    return context.launch(options, display=display, files=files)
 
 
 __all__ = [

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from pathlib import Path
 from typing import Any, assert_never
 
 from ..client import RunRequest, Started, TransportError
@@ -94,10 +95,13 @@ class RunHandle:
         options: RunRequest | None = None,
         request_id: str | None = None,
         on_start: Callable[[RunHandle], None] | None = None,
+        files: Sequence[Path] = (),
     ) -> None:
         self.host = host
         self.prompt = prompt
         self.options = options
+        self.files = list(files)
+        """Local files uploaded and attached when the run is created."""
         self.request_id = request_id
         self.session_id: str | None = None
         self.events: list[dict[str, Any]] = []
@@ -170,7 +174,7 @@ class RunHandle:
             queued = self.after is not None and not self.after.at_rest
             if self.request_id is None and self.options is not None and not queued:
                 try:
-                    started = self.host.start_now(self.options)
+                    started = self.host.start_now(self.options, self.files)
                 except HostError as exc:
                     self._start_failed(exc)
                 else:
@@ -226,7 +230,7 @@ class RunHandle:
     async def _start(self) -> bool:
         assert self.options is not None, "a new run needs its options"
         try:
-            started = await self.host.start(self.options)
+            started = await self.host.start(self.options, self.files)
         except HostError as exc:
             self._start_failed(exc)
             return False

@@ -16,7 +16,8 @@ Errors are the client's (their tree is drawn in :mod:`neta_jupyter.client._error
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from ..client import ClientError, RunClient, RunRequest, Started
@@ -41,11 +42,11 @@ class Host:
 
     # --- actions
 
-    async def start(self, request: RunRequest) -> Started:
-        """Create a run and start it."""
-        return await self.client.start(request)
+    async def start(self, request: RunRequest, files: Sequence[Path] = ()) -> Started:
+        """Create a run and start it; ``files`` (on this machine) are uploaded and attached."""
+        return await self.client.start(request, files)
 
-    def start_now(self, request: RunRequest) -> Started | None:
+    def start_now(self, request: RunRequest, files: Sequence[Path] = ()) -> Started | None:
         """Create the run before the cell that asks for it returns; None where it cannot be.
 
         A later cell may keep the kernel busy for minutes; a run on a server must not wait for

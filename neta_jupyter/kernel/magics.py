@@ -20,7 +20,7 @@ from ..client import RunRequest
 from ..providers.base import THINKING_LEVELS
 from ..runtime.requests import describe_validation
 from ..tools.kernel_tools import describe_variables
-from .context import KernelContext, default_approve, notebook_path
+from .context import KernelContext, attachments, default_approve, notebook_path
 from .host import HostError
 
 HELP = """\
@@ -37,6 +37,9 @@ Options (before the prompt or at its end; in %%neta on the first line):
                              notebooks run headless with jupyter execute or nbclient)
   --tools a,b,c              offer only these tools
   --thinking off|low|medium|high   how hard a reasoning model thinks (default: the endpoint's)
+  --attach FILE|URL          show the model a file with the prompt (a path from the notebook's
+                             folder, or an http(s) URL the server downloads); repeat it or
+                             separate several with commas
   --                         end of options: the rest is the prompt
 
 {name} in a prompt inserts str(name) from your namespace; {{name}} keeps the braces.
@@ -57,9 +60,9 @@ Subcommands:
 From Python: run = neta_jupyter.ask("...", approve="auto"); await run.wait()
 """
 
-_VALUED = ("model", "session", "max-steps", "approve", "tools", "thinking")
+_VALUED = ("model", "session", "max-steps", "approve", "tools", "thinking", "attach")
 _FLAGS = ("new",)
-_FIELD_OF = {"session": "session_name", "thinking": "thinking_level"}
+_FIELD_OF = {"session": "session_name", "thinking": "thinking_level", "attach": "attachments"}
 """Options named unlike their run-request field; the others map by name (``--max-steps`` →
 ``max_steps``), so a run option needs only its entry in ``_VALUED`` (and a line of HELP)."""
 _LEADING = re.compile(r"\s*--(?P<name>[A-Za-z][\w-]*)?(?=\s|=|$)")
@@ -102,13 +105,17 @@ def parse_options(text: str, *, trailing: bool = True) -> tuple[dict[str, Any], 
             pos, ended = match.end(), True
             break
         pos = _take(text, match.end(), name, options)
-    rest = text[pos:]
+    rest, attached_at_end = text[pos:], list[str]()
     while trailing and not ended and (match := _TRAILING.search(rest)):
         if match["flag"]:
             options.setdefault(match["flag"], True)
+        elif match["name"] == "attach":  # may be repeated: every one counts, in order
+            attached_at_end.insert(0, _unquote(match["value"]))
         else:
             options.setdefault(match["name"], _unquote(match["value"]))
         rest = rest[: match.start()]
+    if attached_at_end:
+        options["attach"] = ",".join([*filter(None, [options.get("attach")]), *attached_at_end])
     return _validated(options), rest.strip()
 
 
@@ -122,7 +129,9 @@ def _take(text: str, pos: int, name: str, options: dict[str, Any]) -> int:
     value = _VALUE.match(text, pos)
     if value is None:
         raise UsageError(f"--{name} needs a value")
-    options[name] = _unquote(value["value"])
+    given = _unquote(value["value"])
+    # --attach may be repeated; every other option takes one value.
+    options[name] = f"{options[name]},{given}" if name == "attach" and name in options else given
     return value.end()
 
 
@@ -144,8 +153,9 @@ def _validated(options: dict[str, Any]) -> dict[str, Any]:
             raise UsageError("--max-steps must be at least 1")
     if "thinking" in options and options["thinking"] not in THINKING_LEVELS:
         raise UsageError(f"--thinking must be one of {', '.join(THINKING_LEVELS)}")
-    if "tools" in options:
-        options["tools"] = [t.strip() for t in str(options["tools"]).split(",") if t.strip()]
+    for listed in ("tools", "attach"):
+        if listed in options:
+            options[listed] = [t.strip() for t in str(options[listed]).split(",") if t.strip()]
     return options
 
 
@@ -217,6 +227,10 @@ class NetaMagics(Magics):
             for name, value in options.items()
             if name in _VALUED
         }
+        try:
+            fields["attachments"], files = attachments(options.get("attach", []))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         fields.update(
             content=prompt,
             session_name=str(options.get("session") or ctx.session()),
@@ -228,7 +242,7 @@ class NetaMagics(Magics):
             run = RunRequest.model_validate(fields)
         except ValidationError as exc:
             raise UsageError(describe_validation(exc)) from None
-        ctx.launch(run)
+        ctx.launch(run, files=files)
 
     # --- subcommands
 

@@ -7,6 +7,8 @@ printing a table needs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..client import HttpTransport, RunClient, RunRequest, Started
@@ -30,13 +32,13 @@ class ServerHost(Host):
         """The run's kernel tools run here."""
         return request.model_copy(update={"kernel_id": self.kernel_id})
 
-    async def start(self, request: RunRequest) -> Started:
-        """``POST agent/run/async`` with this kernel's id."""
-        return await super().start(self._in_this_kernel(request))
+    async def start(self, request: RunRequest, files: Sequence[Path] = ()) -> Started:
+        """``POST agent/run/async`` with this kernel's id (``files`` uploaded first)."""
+        return await super().start(self._in_this_kernel(request), files)
 
-    def start_now(self, request: RunRequest) -> Started:
+    def start_now(self, request: RunRequest, files: Sequence[Path] = ()) -> Started:
         """The same, synchronously: the run exists before the cell that asked for it returns."""
-        return self.client.start_blocking(self._in_this_kernel(request))
+        return self.client.start_blocking(self._in_this_kernel(request), files)
 
     def describe(self) -> dict[str, Any]:
         """Where runs go."""

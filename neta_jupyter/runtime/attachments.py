@@ -27,10 +27,11 @@ from ..store import AttachmentRecord, RecordStore, new_id
 from .config import RuntimeConfig
 from .context import trimmed
 from .emitter import RunEmitter
-from .errors import BadRunRequest, RunNotFound
+from .errors import BadRunRequest, RunApiError, RunNotFound
 from .retries import status
 
 if TYPE_CHECKING:
+    from ..store import Store
     from .runs import Run
     from .tree import SessionTree
 
@@ -63,6 +64,13 @@ class AttachmentRef(BaseModel):
         if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
             raise ValueError(f"attachment url must be http:// or https://, not {self.url!r}")
         return self
+
+
+class AttachmentTooLarge(RunApiError):
+    """An upload over ``max_attachment_bytes``."""
+
+    status = 413
+    code = "ATTACHMENT_TOO_LARGE"
 
 
 class ImportFailed(Exception):
@@ -156,6 +164,36 @@ async def save_upload(
     )
     await records.add_attachment(record)
     return record
+
+
+async def upload(
+    store: Store,
+    config: RuntimeConfig,
+    *,
+    principal: str,
+    file_name: str,
+    content: bytes,
+    content_type: str | None,
+) -> dict[str, Any]:
+    """``POST …/attachment/upload`` as the run API answers it: the stored attachment's data."""
+    if len(content) > config.max_attachment_bytes:
+        raise too_large(config)
+    record = await save_upload(
+        store.records,
+        store.redactor,
+        config.attachments_dir,
+        principal=principal,
+        file_name=file_name,
+        content=content,
+        content_type=content_type,
+    )
+    return attachment_data(record, source="USER_UPLOAD").model_dump(mode="json", by_alias=True)
+
+
+def too_large(config: RuntimeConfig) -> AttachmentTooLarge:
+    """The refusal of an upload over the limit."""
+    limit = config.max_attachment_bytes
+    return AttachmentTooLarge(f"the file is over the limit of {limit:,} bytes for an attachment")
 
 
 async def uploaded(

@@ -191,6 +191,7 @@ class Runtime:
             thinking_level=thinking_level,
             kernel_variables=kernel_variables,
             suspend_timeout=suspend_timeout,
+            attachments=attachments,
         )
         attached, imports = await requested(self.store.records, principal, attachments)
         session = await self._session(principal, session_id, session_name)

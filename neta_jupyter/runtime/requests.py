@@ -80,7 +80,7 @@ class RunRequest(_Body):
     suspend_timeout: float | None = Field(default=None, gt=0, le=366 * 86_400)
     """Seconds the run may wait for a person (an approval, an answer, a resume after a pause)
     before it is stopped with USER_NO_RESPONSE; the server's ``suspend_timeout`` when absent."""
-    attachments: list[AttachmentRef] = Field(default_factory=list, max_length=50)
+    attachments: list[AttachmentRef] | None = Field(default=None, max_length=50)
     """Files the model is shown with the prompt: uploads by ``attachmentId``, or ``url`` s the
     server downloads when the run begins."""
 
@@ -89,9 +89,10 @@ class RunRequest(_Body):
         options = {name: getattr(self, name) for name in RunRequest.model_fields}
         del options["content"]
         options["virtual_tools"] = [v.model_dump(by_alias=True) for v in self.virtual_tools]
-        options["attachments"] = [
-            a.model_dump(by_alias=True, exclude_none=True) for a in self.attachments
-        ]
+        if self.attachments is not None:
+            options["attachments"] = [
+                a.model_dump(by_alias=True, exclude_none=True) for a in self.attachments
+            ]
         return options
 
 

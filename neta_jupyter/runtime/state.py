@@ -81,6 +81,8 @@ class RunOptions(BaseModel):
     """A sub-agent's task and place in its batch (``None``: a user started the run)."""
     suspend_timeout: float | None = None
     """Seconds the run may wait for a person before USER_NO_RESPONSE (``None``: the runtime's)."""
+    attachments: list[dict[str, Any]] | None = None
+    """What the request attached, as it named them (``attachmentId`` or ``url``)."""
 
     def to_document(self) -> dict[str, Any]:
         """As stored (camelCase, as the run was requested)."""
@@ -167,6 +169,7 @@ def new_options(
     thinking_level: str | None,
     kernel_variables: list[str] | None,
     suspend_timeout: float | None = None,
+    attachments: list[dict[str, Any]] | None = None,
 ) -> RunOptions:
     """The options of a new run, from what its caller asked for; BadRunRequest if they are bad."""
     try:
@@ -190,6 +193,7 @@ def new_options(
         thinking_level=as_thinking_level(thinking_level),
         kernel_variables=kernel_variables,
         suspend_timeout=suspend_timeout,
+        attachments=attachments or None,
     )
 
 

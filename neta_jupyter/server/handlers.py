@@ -18,7 +18,7 @@ from ..runtime.answers import (
     session_json,
     session_snapshot,
 )
-from ..runtime.attachments import attachment_data, save_upload
+from ..runtime.attachments import too_large, upload
 from ..runtime.requests import resume_run, start_run
 from .base import NetaHandler
 from .errors import ApiError
@@ -169,10 +169,8 @@ class UploadHandler(NetaHandler):
         return self.runtime.config.max_attachment_bytes + self._FORM_SLACK
 
     def _too_large(self) -> ApiError:
-        limit = self.runtime.config.max_attachment_bytes
-        return ApiError(
-            413, "ATTACHMENT_TOO_LARGE", f"the file is over the limit of {limit:,} bytes"
-        )
+        refused = too_large(self.runtime.config)
+        return ApiError(refused.status, refused.code, refused.message)
 
     @web.authenticated
     @authorized
@@ -180,19 +178,17 @@ class UploadHandler(NetaHandler):
         if self._body_over_limit:
             raise self._too_large()
         name, content, kind = self._file()
-        if len(content) > self.runtime.config.max_attachment_bytes:
-            raise self._too_large()
-        record = await save_upload(
-            self.runtime.store.records,
-            self.runtime.store.redactor,
-            self.runtime.config.attachments_dir,
-            principal=self.principal,
-            file_name=name,
-            content=content,
-            content_type=kind,
+        runtime = self.runtime
+        self.reply(
+            await upload(
+                runtime.store,
+                runtime.config,
+                principal=self.principal,
+                file_name=name,
+                content=content,
+                content_type=kind,
+            )
         )
-        data = attachment_data(record, source="USER_UPLOAD")
-        self.reply(data.model_dump(mode="json", by_alias=True))
 
     def _file(self) -> tuple[str, bytes, str | None]:
         """The uploaded file's name, bytes and content type."""
