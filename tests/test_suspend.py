@@ -226,3 +226,34 @@ async def test_a_paused_run_left_waiting_is_reclaimed_too(
     second = await reclaimed(api, rid, first[-1]["seq"])
     assert terminal(second) == ["MESSAGE_FAILED"]
     assert second[-1]["data"]["errorCode"] == "USER_NO_RESPONSE"
+
+
+async def test_a_pause_comes_between_two_tool_calls_of_one_reply(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    runtime.tools.register(wait_for_file)
+    calls = [
+        ScriptedToolCall("wait_for_file", {"name": "first"}, "c1"),
+        ScriptedToolCall("wait_for_file", {"name": "second"}, "c2"),
+    ]
+    model = ScriptedModel([ScriptedTurn(tool_calls=calls), ScriptedTurn(text="Both arrived.")])
+    runtime.models.register("two", model)
+    rid = (await api.start("wait for both", model="two"))["requestId"]
+    await until_event(api, rid, "TOOL_START")
+    assert (await api.post("suspendTask", {"requestId": rid})).status_code == 200
+    (jp_root_dir / "first").write_text("")
+    async with asyncio.timeout(PATIENCE):
+        first = await api.segment(rid)
+    assert first[-1]["data"]["suspendReason"]["type"] == "MANUAL_SUSPEND"
+    started = [e["data"]["toolCallId"] for e in first if e["eventType"] == "TOOL_START"]
+    done = [e["data"]["toolCallId"] for e in first if e["eventType"] == "TOOL_COMPLETED"]
+    assert started == done == ["c1"], "the second call waits for the resume"
+
+    (jp_root_dir / "second").write_text("")
+    assert (await api.resume(rid)).status_code == 200
+    async with asyncio.timeout(PATIENCE):
+        second = await api.segment(rid, first[-1]["seq"])
+    assert [e["data"]["toolCallId"] for e in second if e["eventType"] == "TOOL_START"] == ["c2"]
+    assert terminal(second) == ["MESSAGE_COMPLETED"]
+    tool_results = [m for m in model.requests[1].messages if m.role == "tool"]
+    assert [m.content for m in tool_results] == ["first is there", "second is there"]

@@ -8,6 +8,7 @@ for the user); it then runs again, from the top, when the run resumes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..events import (
@@ -62,8 +63,10 @@ class ToolStep:
         """Every tool name the model may call."""
         return sorted([*self._tools, *self._virtual])
 
-    async def run(self, step: RunTools) -> RunTools | BuildRequest | Suspend | Finish:
-        """Run the step's calls that have no result yet."""
+    async def run(
+        self, step: RunTools, pause: Callable[[], SuspendReason | None] = lambda: None
+    ) -> RunTools | BuildRequest | Suspend | Finish:
+        """Run the step's calls that have no result yet (``pause``: stop between two of them)."""
         turn, state = self._turn, self._turn.run.state
         reply = await turn.records.get_entry(step.reply_id)
         assert reply is not None, "a RunTools step follows a persisted reply"
@@ -74,6 +77,11 @@ class ToolStep:
         for call in step.calls:
             if call.id in answered:
                 continue
+            if outcomes and (reason := pause()) is not None:
+                # The calls that ran are answered; the others run when the run is resumed.
+                update = {"verdict": verdict, "resumed": None, "waiting": None}
+                state.next = step.model_copy(update=update)
+                return Suspend(reason)
             if (refusal := verdict.refused.get(call.id)) is not None:
                 output, ok = self._runner.fail_without_running(call, refusal)
             else:

@@ -86,6 +86,7 @@ class RunLoop:
         self._emitter = emitter
         self._system_prompt = system_prompt or config.system_prompt
         self._kernel_summary: str | None = None
+        self._pause: Callable[[], SuspendReason | None] = lambda: None
         self._shown = Shown(store.records, images=images)
         self._text_chars = 0  # of the current step's reply
         runner = ToolRunner(
@@ -104,8 +105,10 @@ class RunLoop:
     ) -> Suspend | Finish:
         """Run steps until one ends the activation, or ``pause`` gives a reason to stop.
 
-        A pause is taken only before a step the run's state keeps, so resuming goes on with it.
+        A pause is taken only before a step the run's state keeps, so resuming goes on with it,
+        or between two tool calls of a step.
         """
+        self._pause = pause
         while True:
             match step:
                 case Suspend() | Finish():
@@ -124,7 +127,7 @@ class RunLoop:
             case CallModel():
                 after = await self._call_model(step)
             case RunTools():
-                after = await self._calls.run(step)
+                after = await self._calls.run(step, self._pause)
             case Compact():
                 after = await self._compact(step)
             case ImportAttachments():
