@@ -323,11 +323,12 @@ print(json.dumps([_run.status, _first["message"]["attachments"]]))
 
 
 async def test_attach_uploads_a_file_from_the_kernels_folder_with_the_prompt(
-    jp_serverapp: Any, api: ApiClient
+    jp_serverapp: Any, api: ApiClient, tmp_path: Path
 ) -> None:
     async with server_kernel(jp_serverapp) as (_kernel_id, k):
         await k.run(
-            "%load_ext neta_jupyter\nopen('prices.csv', 'w').write('item,price\\ntea,3\\n')"
+            f"%load_ext neta_jupyter\nimport os\nos.chdir({str(tmp_path)!r})\n"
+            "open('prices.csv', 'w').write('item,price\\ntea,3\\n')"
         )
         refused = await k.stdout(
             "from IPython.core.error import UsageError\n"
