@@ -10,9 +10,13 @@
  *               after an action of ours and polls slowly meanwhile.
  *   ended     → MESSAGE_COMPLETED or unrecoverable MESSAGE_FAILED: unsubscribe and close.
  *   refused   → the server says the run is unknown or not ours: stop and say so.
+ *
+ * A run whose events cannot be read (imported from history: its stream answers IMPORTED_RUN) is
+ * rebuilt once from its session's tree (history.ts) and then ended.
  */
 import type { RunAction } from "./actions";
 import { arrivalProbe, closedWith, postAction, type ArrivalProbe, type EventsHandler, type Fetch, type NoticeHandler, type PageConfig, type Transport } from "./transport";
+import { historyEvents } from "./history";
 import { EVENT_TYPES, isRecord, seqOf, str } from "./wire";
 
 export interface ServerEnv {
@@ -91,6 +95,7 @@ class ServerTransport implements Transport {
   private closed = false;
   /** A notice of ours is showing (so events clear it; they need not clear nothing). */
   private noticeShown = false;
+  private askedIfImported = false;
   private readonly subscribeId: string;
 
   constructor(private readonly options: ServerOptions) {
@@ -195,6 +200,33 @@ class ServerTransport implements Transport {
     this.finish();
   }
 
+  // --- a run without an event log ----------------------------------------------------------
+
+  /** Show the run as its session's tree has it; the stream has nothing to add. */
+  private async fromHistory(): Promise<void> {
+    this.phase = "ended";
+    this.finish();
+    const requestId = this.options.requestId;
+    try {
+      const run = await this.getJson(`neta/api/agent/run/status?requestId=${encodeURIComponent(requestId)}`);
+      const sessionId = str(run["sessionId"]) ?? "";
+      const tree = await this.getJson(`neta/api/sessions/tree?sessionId=${encodeURIComponent(sessionId)}`);
+      if (this.closed) return;
+      this.onEvents(historyEvents(tree, requestId, { status: str(run["status"]) ?? "completed" }));
+      this.onNotice(HISTORY_NOTICE);
+    } catch (error) {
+      if (!this.closed) this.refuse(`This run has no event log and its history could not be read: ${String(error)}`);
+    }
+  }
+
+  private async getJson(path: string): Promise<Record<string, unknown>> {
+    const headers: Record<string, string> = this.options.config.token ? { Authorization: `token ${this.options.config.token}` } : {};
+    const response = await this.env.fetch(`${this.options.config.baseUrl}${path}`, { credentials: "same-origin", headers });
+    const body: unknown = await response.json().catch(() => null);
+    if (!response.ok || !isRecord(body)) throw new Error(`HTTP ${response.status}`);
+    return body;
+  }
+
   // --- WebSocket ---------------------------------------------------------------------------
 
   private openSocket(): void {
@@ -248,7 +280,8 @@ class ServerTransport implements Transport {
       const message = str(frame["message"]) || str(frame["errCode"]) || "The server reported an error";
       // An error about our run means we cannot follow it; any other is about one bad frame.
       const aboutUs = frame["replyTo"] === this.subscribeId || str(frame["requestId"]) === this.options.requestId;
-      if (aboutUs) this.refuse(message);
+      if (aboutUs && frame["errCode"] === "IMPORTED_RUN") void this.fromHistory();
+      else if (aboutUs) this.refuse(message);
       else this.onNotice(message);
     }
   }
@@ -318,6 +351,23 @@ class ServerTransport implements Transport {
       this.schedule(SSE_POLL_MS);
       return;
     }
+    if (!this.askedIfImported && this.lastSeq < 0) {
+      // EventSource hides the reply's status: a run imported from history answers 409.
+      this.askedIfImported = true;
+      void this.importedOrRetry();
+      return;
+    }
+    this.retrySource();
+  }
+
+  private async importedOrRetry(): Promise<void> {
+    const path = `neta/api/agent/run/status?requestId=${encodeURIComponent(this.options.requestId)}`;
+    const imported = await this.getJson(path).then((run) => run["imported"] === true, () => false);
+    if (imported) await this.fromHistory();
+    else if (!this.closed) this.retrySource();
+  }
+
+  private retrySource(): void {
     this.attempt += 1;
     if (this.attempt > 1) this.onNotice("Connection to the Jupyter server lost, reconnecting…");
     this.schedule(backoffMs(this.attempt - 1));
@@ -328,6 +378,8 @@ class ServerTransport implements Transport {
     this.source = null;
   }
 }
+
+export const HISTORY_NOTICE = "Shown from the session's history: this run has no event log.";
 
 /** The message of an AGENT_STATUS sent without a seq (the server cannot save events), or null. */
 function liveStatus(event: unknown): string | null {

@@ -9,8 +9,10 @@ import {
   type CommModel,
   type PageConfig,
 } from "../src/transport";
-import { backoffMs, createServerTransport, sseUrl, type ServerEnv } from "../src/transport-server";
+import { reduceAll } from "../src/reducer";
+import { HISTORY_NOTICE, backoffMs, createServerTransport, sseUrl, type ServerEnv } from "../src/transport-server";
 import { envelope, fixture } from "./helpers";
+import { IMPORTED_TREE } from "./history-tree";
 
 // --- fakes ---------------------------------------------------------------------------------------
 
@@ -516,5 +518,47 @@ describe("comm transport", () => {
     lifetime.abort();
     expect(model.sent[model.sent.length - 1]).toEqual({ kind: "unsubscribe", requestId: "r_child" });
     expect(model.handlers.size).toBe(1);
+  });
+});
+
+// --- a run without an event log ------------------------------------------------------------------
+
+describe("a run imported from history", () => {
+  const answers = (url: string): Response => {
+    if (url.includes("run/status")) return new Response(JSON.stringify({ requestId: "r_hist", sessionId: "s_hist", status: "completed", imported: true }));
+    if (url.includes("sessions/tree")) return new Response(JSON.stringify(IMPORTED_TREE));
+    return new Response("{}", { status: 404 });
+  };
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+  it("is rebuilt from its session's tree when the socket says it has no stream", async () => {
+    fetchMock.mockImplementation(async (url) => answers(url));
+    startServer("r_hist");
+    const socket = lastSocket();
+    socket.open();
+    socket.receive({ type: "error", errCode: "IMPORTED_RUN", message: "no event stream", replyTo: "subscribe:r_hist" });
+    await settle();
+    await settle();
+    expect(fetchMock.mock.calls.map(([url]) => url)).toEqual([
+      "/user/alice/neta/api/agent/run/status?requestId=r_hist",
+      "/user/alice/neta/api/sessions/tree?sessionId=s_hist",
+    ]);
+    const state = reduceAll(received);
+    expect(state.status).toBe("completed");
+    expect(state.tools.order).toEqual(["call_a", "call_b"]);
+    expect(state.processes.byId["op_1"]).toMatchObject({ stage: "profile", status: "completed" });
+    expect(notices[notices.length - 1]).toBe(HISTORY_NOTICE);
+    expect(socket.closedByClient).toBe(true);
+  });
+
+  it("is rebuilt over SSE too, where the refusal is only a failed connection", async () => {
+    fetchMock.mockImplementation(async (url) => answers(url));
+    startServer("r_hist");
+    lastSocket().drop(); // never opened: SSE
+    timers.advance(0);
+    lastSource().fail();
+    for (let i = 0; i < 4; i += 1) await settle();
+    expect(reduceAll(received).answer.map((s) => s.text)).toEqual(["Sales has **40** rows."]);
+    expect(timers.pending.size).toBe(0); // nothing more to follow
   });
 });
