@@ -24,6 +24,7 @@ from .events import (
     PermissionAskData,
     PermissionResolvedData,
     ProcessData,
+    ProgressData,
     ReasoningData,
     SessionData,
     SkillData,
@@ -185,6 +186,9 @@ class TerminalRenderer:
                 self._line(self.style.dim(f"  ↳ input delivered: {one_line(supplied.content)}"))
             case SkillData() | CompactionData() | ClarifyData() as other:
                 self._other(kind, other)
+            case ProgressData(no_progress_count=count) if count >= 2:
+                # The phases are for a live status line; a log only hears of a stuck run.
+                self._line(self.style.dim(f"  ◦ no progress in {count} steps in a row"))
             case _:
                 pass
 

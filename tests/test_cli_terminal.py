@@ -21,6 +21,7 @@ import pyte
 import pytest
 from rich.console import Console
 
+from neta_jupyter.cli_render import TerminalRenderer
 from neta_jupyter.terminal.live import LiveRenderer
 from tests.cli_helpers import cli, cli_env, embedded, script, workdir
 from tests.provider_server import ProviderServer, Reply, serve
@@ -237,6 +238,46 @@ def test_live_region_shows_progress_bars_and_tokens() -> None:
     renderer.feed(envelope("PROCESS_EVENT", 2, status="completed", **progress))
     renderer.close()
     assert "✓ profile completed: columns" in out.getvalue()
+
+
+def test_the_status_line_says_what_the_loop_is_doing_between_tokens() -> None:
+    def envelope(seq: int, event_type: str, **data: object) -> str:
+        body = {"eventType": event_type, "seq": seq, "requestId": "r_1", "step": 1, "data": data}
+        return json.dumps(body)
+
+    def status_line() -> str:
+        view = Console(file=io.StringIO(), width=100, height=40, color_system=None)
+        with view.capture() as shown:
+            view.print(renderer.view())
+        return shown.get().strip().splitlines()[-1]
+
+    out = io.StringIO()
+    console = Console(file=out, width=100, height=40, force_terminal=True, color_system=None)
+    renderer = LiveRenderer(out, console=console)
+    renderer.feed(envelope(0, "PHASE_CHANGED", type="phase", phase="building_context"))
+    assert "building the context · step 1" in status_line()
+    renderer.feed(envelope(1, "PHASE_CHANGED", type="phase", phase="budgeting"))
+    assert "checking the token budget" in status_line()
+    renderer.feed(envelope(2, "PHASE_CHANGED", type="phase", phase="calling_model"))
+    assert "waiting for the model" in status_line()
+    tools = {"type": "phase", "phase": "running_tools", "toolNames": ["read_file", "read_file"]}
+    renderer.feed(envelope(3, "PHASE_CHANGED", **tools))
+    assert "running tools: read_file ·" in status_line()
+    progress = {"type": "progress", "progressed": False, "failedToolResults": 1}
+    renderer.feed(envelope(4, "PROGRESS_EVALUATED", noProgressCount=2, **progress))
+    renderer.feed(envelope(5, "PHASE_CHANGED", type="phase", phase="compacting"))
+    assert "compacting the conversation · no progress in 2 steps" in status_line()
+    renderer.feed(envelope(6, "PHASE_CHANGED", type="phase", phase="a_phase_from_the_future"))
+    assert "compacting the conversation" in status_line(), "a phase it does not know is ignored"
+    renderer.close()
+
+    plain = io.StringIO()
+    lines = TerminalRenderer(plain, color=False)
+    lines.feed(envelope(0, "PHASE_CHANGED", type="phase", phase="budgeting"))
+    lines.feed(envelope(1, "PROGRESS_EVALUATED", noProgressCount=2, **progress))
+    lines.feed(envelope(2, "STOP_REASON_DECIDED", type="stop_reason", reason="max_steps"))
+    lines.close()
+    assert plain.getvalue() == "  ◦ no progress in 2 steps in a row\n"
 
 
 # --- the embedded runtime's tools and kernel ------------------------------------------------

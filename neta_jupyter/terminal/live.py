@@ -32,7 +32,9 @@ from ..events import (
     MessageData,
     PermissionAskData,
     PermissionResolvedData,
+    PhaseData,
     ProcessData,
+    ProgressData,
     ReasoningData,
     SessionData,
     SkillData,
@@ -44,7 +46,7 @@ from ..events import (
     ToolSideData,
     decode_event,
 )
-from .text import CUT_OFF_NOTE, clean, one_line, usage_text
+from .text import CUT_OFF_NOTE, clean, one_line, phase_text, usage_text
 from .views import (
     StatusLine,
     Tail,
@@ -93,6 +95,8 @@ class LiveRenderer:
         self._step: int | None = None
         self._tokens = (0, 0)
         self._printed = False
+        self._phase: PhaseData | None = None
+        self._no_progress = 0
 
     # --- the renderer interface
 
@@ -210,8 +214,14 @@ class LiveRenderer:
 
     def _status_line(self) -> StatusLine:
         running = [c for c in self._cards.values() if c.phase == "running"]
+        phase = self._phase
         if running:
             activity = f"running {', '.join(clean(c.name) for c in running)}"
+        elif phase and phase.phase not in ("calling_model", "running_tools"):
+            # What the loop does between the model's tokens, as the server says.
+            activity = phase_text(phase.phase) or "working"
+        elif phase and phase.phase == "running_tools":
+            activity = phase_text(phase.phase, phase.tool_names) or "running tools"
         elif self._cards:
             activity = "preparing a tool call"
         elif self._reasoning is not None:
@@ -220,6 +230,8 @@ class LiveRenderer:
             activity = "writing"
         else:
             activity = "waiting for the model"
+        if self._no_progress >= 2:
+            activity += f" · no progress in {self._no_progress} steps"
         tokens_in, tokens_out = self._tokens
         return StatusLine(activity, self._step, tokens_in, tokens_out, self._started, self._spinner)
 
@@ -245,6 +257,10 @@ class LiveRenderer:
                 self._message(kind, message)
             case ProcessData() as process:
                 self._process(process)
+            case PhaseData() as phase:
+                self._phase = phase
+            case ProgressData() as progress:
+                self._no_progress = progress.no_progress_count
             case TokenUsageData() as usage:
                 tokens_in, tokens_out = self._tokens
                 self._tokens = (tokens_in + usage.input_tokens, tokens_out + usage.output_tokens)

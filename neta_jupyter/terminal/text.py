@@ -62,3 +62,22 @@ def usage_text(usage: Usage | None) -> str:
         f" · tokens: {usage.prompt_tokens} in{cached}, {usage.completion_tokens} out,"
         f" {usage.total_tokens} total"
     )
+
+
+PHASE_TEXT = {
+    "building_context": "building the context",
+    "budgeting": "checking the token budget",
+    "calling_model": "waiting for the model",
+    "running_tools": "running tools",
+    "compacting": "compacting the conversation",
+    "finishing": "finishing",
+}
+"""What the status line says of each phase of the loop (PHASE_CHANGED); others are not shown."""
+
+
+def phase_text(phase: str | None, tool_names: list[str] | None = None) -> str | None:
+    """The loop's phase in words, with the tools about to run; None for one not known here."""
+    text = PHASE_TEXT.get(phase or "")
+    if text is None or phase != "running_tools" or not tool_names:
+        return text
+    return f"{text}: {', '.join(clean(n) for n in dict.fromkeys(tool_names))}"
