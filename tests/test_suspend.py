@@ -257,3 +257,51 @@ async def test_a_pause_comes_between_two_tool_calls_of_one_reply(
     assert terminal(second) == ["MESSAGE_COMPLETED"]
     tool_results = [m for m in model.requests[1].messages if m.role == "tool"]
     assert [m.content for m in tool_results] == ["first is there", "second is there"]
+
+
+async def test_a_paused_sub_agent_shows_paused_in_its_parent_and_resumes(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    gated(runtime)
+    call = ScriptedToolCall("delegate", {"tasks": [{"task": "wait", "model": "gated"}]}, "d1")
+    boss = ScriptedModel([ScriptedTurn(tool_calls=[call]), ScriptedTurn(text="All done.")])
+    runtime.models.register("boss", boss)
+    parent = (await api.start("delegate the wait", model="boss"))["requestId"]
+    started = await until_event(api, parent, "SUBAGENT_RUN_STARTED")
+    child = started[-1]["data"]["children"][0]["requestId"]
+    await until_event(api, child, "TOOL_START")
+    assert (await api.post("suspendTask", {"requestId": child})).status_code == 200
+    (jp_root_dir / "gate").write_text("")
+    async with asyncio.timeout(PATIENCE):
+        paused = await api.segment(child)
+    assert paused[-1]["data"]["suspendReason"]["type"] == "MANUAL_SUSPEND"
+
+    def told(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            e["data"]
+            for e in events
+            if e["eventType"] == "SUBAGENT_EVENT" and e["data"]["childRequestId"] == child
+        ]
+
+    seen: list[dict[str, Any]] = []
+    params = {"requestId": parent}
+    async with (
+        asyncio.timeout(PATIENCE),
+        aconnect_sse(api.http, "GET", "neta/api/agent/run/stream", params=params) as src,
+    ):
+        async for sse in src.aiter_sse():
+            if sse.event != "HEARTBEAT":
+                seen.append(json.loads(sse.data))
+            if any(d["status"] == "suspended" for d in told(seen)):
+                break
+    news = next(d for d in told(seen) if d["status"] == "suspended")
+    assert news["message"] == "Paused: continues when resumed"
+    assert (await api.status(parent))["status"] == "running", "the parent waits for it"
+
+    assert (await api.resume(child)).status_code == 200
+    async with asyncio.timeout(PATIENCE):
+        whole = await api.segment(parent)
+    assert terminal(whole) == ["MESSAGE_COMPLETED"]
+    assert "All done." in "".join(
+        e["data"]["text"] for e in whole if e["eventType"] == "TEXT_DELTA"
+    )

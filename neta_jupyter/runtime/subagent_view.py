@@ -132,7 +132,8 @@ class ChildView:
                 reason = (data.get("suspendReason") or {}).get("type")
                 if reason not in ("PERMISSION_ASK", "CLARIFY_REQUEST"):
                     self.ask = None
-                    self.line = "Interrupted: continues when resumed"
+                    paused = reason == "MANUAL_SUSPEND"
+                    self.line = f"{'Paused' if paused else 'Interrupted'}: continues when resumed"
             case "MESSAGE_COMPLETED" | "MESSAGE_FAILED":
                 self._end(event_type, data)
 

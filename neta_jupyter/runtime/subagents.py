@@ -252,7 +252,9 @@ class Subagents:
         if run.status in ("completed", "failed"):
             return run.status
         if run.status == "suspended":
-            return "suspended" if run.state.ask is not None else "queued"
+            # Waiting for a person (an ask, a pause) is theirs to end; an interruption, the batch's.
+            waits = run.state.ask is not None or run.state.suspend_deadline is not None
+            return "suspended" if waits else "queued"
         return "running" if self.runtime.is_active(run.request_id) else "queued"
 
     # --- stopping
