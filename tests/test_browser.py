@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from benchmarks.b6_lab import chromium, chromium_path, open_notebook, run_cells, write_notebook
@@ -241,3 +242,87 @@ def test_run_all_answers_from_the_prompts_variables_while_a_long_cell_runs(
     assert "print(sales.describe())" in answer
     assert "mean" in answer and "5.0" in answer, answer  # units: 3, 5, 7
     shot(page, "browser-run-all-completed")
+
+
+STREAMING_CELL = """
+import os, time
+print("tick 0", flush=True)
+deadline = time.time() + 90
+while not os.path.exists({gate!r}) and time.time() < deadline:
+    time.sleep(0.05)
+for i in range(1, 4):
+    print(f"tick {{i}}", flush=True)
+"""
+
+IMPORTED = {
+    "sessionName": "from the platform",
+    "content": "profile sales.csv",
+    "answer": "Sales has 40 rows; units misses 6 values.",
+    "toolCalls": [
+        {
+            "name": "run_skill",
+            "arguments": {"name": "profile_data"},
+            "output": "40 rows, 4 columns",
+            "durationMs": 1830,
+            "process": [
+                {"operationId": "op_1", "stage": "load", "status": "running", "percent": 25},
+                {"operationId": "op_1", "stage": "profile", "status": "completed", "percent": 100},
+            ],
+        }
+    ],
+}
+
+
+def test_history_streamed_output_and_a_missing_key(tmp_path: Path, browser: Any) -> None:
+    """A run imported from history is shown from the session tree (timeline included); a python
+    call's output shows in its card while it runs; a model whose key is unset says which
+    variable to set."""
+    gate = tmp_path / "gate"
+    script = tmp_path / "stream.json"
+    code = STREAMING_CELL.format(gate=str(gate))
+    turns = [{"toolCalls": [{"name": "python", "arguments": {"code": code}}]}, {"text": "Done."}]
+    script.write_text(json.dumps({"turns": turns}))
+    endpoint = {"base_url": "http://127.0.0.1:9/v1", "api_key_env": "NETA_TEST_UNSET_KEY"}
+    lab = ServerProcess(tmp_path, {"endpoints": {"nokey": endpoint}}, app="jupyterlab")
+    try:
+        lab.start()
+        imported = httpx.post(
+            lab.url + "neta/api/agent/run/import", json=IMPORTED, headers=lab.headers, timeout=30
+        ).json()["requestId"]
+        write_notebook(
+            lab.root / "history.ipynb",
+            "%load_ext neta_jupyter",
+            f"%neta show {imported}",
+            "%neta --model nokey:some-model hello",
+            f"%neta --model scripted:{script} --approve auto print some ticks",
+        )
+        page = open_notebook(browser, lab, "history.ipynb")
+        run_cells(page, 4)
+
+        # The imported run: rebuilt from the tree, its card, timeline and answer.
+        history = run_view(page, 0)
+        history.locator("[data-testid=neta-process-op]").first.wait_for(timeout=60_000)
+        card = history.locator("[data-testid=neta-tool-card][data-tool-name=run_skill]")
+        assert card.get_attribute("data-status") == "completed"
+        assert "profile" in history.locator("[data-testid=neta-process]").inner_text()
+        assert "Sales has 40 rows" in history.locator("[data-testid=neta-answer]").inner_text()
+        assert "history" in history.inner_text()
+
+        # The endpoint without its key: the variable to set, in view.
+        notice = run_view(page, 1).locator("[data-testid=neta-auth-notice]")
+        notice.wait_for(state="visible", timeout=60_000)
+        assert "NETA_TEST_UNSET_KEY" in notice.inner_text()
+
+        # The python call's output shows while the code still runs (it waits for the gate).
+        streaming = run_view(page, 2).locator("[data-testid=neta-tool-card][data-tool-name=python]")
+        streaming.locator(".neta-tool-streamed >> text=tick 0").wait_for(timeout=90_000)
+        assert streaming.get_attribute("data-status") == "running"
+        shot(page, "browser-history-auth-streaming")
+        gate.write_text("go")
+        page.wait_for_function(
+            "document.querySelectorAll('[data-testid=neta-run]')[2].dataset.status === 'completed'",
+            timeout=90_000,
+        )
+        assert "tick 3" in streaming.inner_text()
+    finally:
+        lab.stop()
