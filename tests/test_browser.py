@@ -101,8 +101,16 @@ def test_stream_approve_while_kernel_busy_and_reload(lab: ServerProcess, browser
         timeout=60_000,
     )
     assert "slept" not in sleep_output(page)
+    # The status line says what the run does between tokens: python waits for the busy kernel.
+    page.wait_for_function(
+        "document.querySelector('[data-testid=neta-status]')"
+        "?.textContent === 'Running · running tools: python'",
+        timeout=60_000,
+    )
+    assert "slept" not in sleep_output(page)
 
     # The answer grows while it streams.
+    statuses: set[str] = set()
     lengths: list[int] = []
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -113,10 +121,13 @@ def test_stream_approve_while_kernel_busy_and_reload(lab: ServerProcess, browser
         )
         if text and (not lengths or len(text) != lengths[-1]):
             lengths.append(len(text))
+        statuses.add(str(page.inner_text("[data-testid=neta-status]")))
         if view.get_attribute("data-status") == "completed":
             break
         time.sleep(0.1)
     assert view.get_attribute("data-status") == "completed"
+    assert "Running · waiting for the model" in statuses, statuses
+    assert page.inner_text("[data-testid=neta-status]") == "Done"
     assert len(lengths) >= 3 and lengths == sorted(lengths), lengths
     python_card = page.locator("[data-testid=neta-tool-card][data-tool-name=python]")
     assert python_card.get_attribute("data-status") == "completed"
