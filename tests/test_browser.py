@@ -5,6 +5,7 @@ Locally these tests skip when Chromium is missing; under ``CI=true`` they fail i
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import time
@@ -137,13 +138,32 @@ def test_stream_approve_while_kernel_busy_and_reload(lab: ServerProcess, browser
     shot(page, "browser-run-completed")
 
 
-def test_reload_mid_run_restores_and_continues(lab: ServerProcess, browser: Any) -> None:
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def sender(tmp_path: Path) -> Path:
+    """A model that sends the user notes.txt and a picture, then says so."""
+    calls = [{"name": "send_file", "arguments": {"path": p}} for p in ("notes.txt", "dot.png")]
+    path = tmp_path / "sender.json"
+    path.write_text(json.dumps({"turns": [{"toolCalls": calls}, {"text": "Sent both files."}]}))
+    return path
+
+
+def test_reload_mid_run_restores_and_continues(
+    lab: ServerProcess, browser: Any, tmp_path: Path
+) -> None:
+    (lab.root / "dot.png").write_bytes(PIXEL)
     write_notebook(
-        lab.root / "reload.ipynb", "%load_ext neta_jupyter", "%neta please summarise notes.txt"
+        lab.root / "reload.ipynb",
+        "%load_ext neta_jupyter",
+        "%neta please summarise notes.txt",
+        f"%neta --model scripted:{sender(tmp_path)} --session files send me the notes",
     )
     lab.start()
     page = open_notebook(browser, lab, "reload.ipynb")
-    run_cells(page, 2)
+    run_cells(page, 3)
     page.wait_for_selector("[data-testid=neta-answer]:visible", timeout=60_000)
     page.wait_for_function(
         "(document.querySelector('[data-testid=neta-answer]')?.innerText || '').length > 20",
@@ -166,7 +186,26 @@ def test_reload_mid_run_restores_and_continues(lab: ServerProcess, browser: Any)
     after = page.inner_text("[data-testid=neta-answer]")
     assert after.startswith(before[:20]) and len(after) > len(before)
     assert "12%" in after or "notes.txt" in after
+    assert_files_sent(page, run_view(page, 1))
     shot(page, "browser-reload-restored")
+
+
+def assert_files_sent(page: Any, view: Any) -> None:
+    """The files the agent sent are listed as sent, their links download them, and the picture
+    (from this server's attachment path) is shown."""
+    view.locator("[data-testid=neta-attachment]").nth(1).wait_for(timeout=60_000)
+    items = view.locator("[data-testid=neta-attachment]")
+    assert [items.nth(i).locator("a").inner_text() for i in range(2)] == ["notes.txt", "dot.png"]
+    assert all("sent" in items.nth(i).locator(".neta-badge").all_inner_texts() for i in range(2))
+    href = str(items.nth(0).locator("a").evaluate("(a) => a.href"))
+    assert "/neta/api/agent/attachment/download?virtualPath=" in href
+    got = page.request.get(href)
+    assert got.status == 200 and got.body() == b"quarterly revenue grew 12%\n"
+    picture = items.nth(1).locator("img.neta-attachment-image")
+    picture.wait_for(timeout=30_000)
+    page.wait_for_function(
+        "(img) => img.complete && img.naturalWidth === 1", arg=picture.element_handle()
+    )
 
 
 def test_twenty_thousand_deltas_at_2000_per_second(

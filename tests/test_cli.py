@@ -131,6 +131,17 @@ def test_max_steps_and_full_output_attachment(workdir: Path) -> None:
     assert f"📎 {path.name}" in done.stdout
 
 
+def test_a_file_the_agent_sends_is_shown_as_sent_with_where_to_open_it(workdir: Path) -> None:
+    (workdir / "root" / "summary.csv").write_text("region,total\nnorth,12\n")
+    send = {"name": "send_file", "arguments": {"path": "summary.csv"}}
+    model = script(workdir, {"turns": [{"toolCalls": [send]}, {"text": "Here it is."}]})
+    done = cli("run", *embedded(workdir, "send me the summary", "--model", model, "--yes"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = next(line for line in done.stdout.splitlines() if "📎 summary.csv" in line)
+    assert "(22 bytes, sent) → " in shown
+    assert Path(shown.split(" → ", 1)[1]).read_text() == "region,total\nnorth,12\n"
+
+
 def test_plain_lines_are_coloured_only_on_a_terminal_and_never_with_no_color(
     workdir: Path,
 ) -> None:

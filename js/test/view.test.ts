@@ -152,6 +152,36 @@ describe("a figure a tool made", () => {
   });
 });
 
+describe("files the agent sends", () => {
+  it("are listed as sent with a download link; sending one again marks it updated", () => {
+    const sent = (seq: number, changeType: string, fileSize: number) =>
+      envelope("ATTACHMENT_SENT", seq, {
+        type: "attachment",
+        attachmentId: "att_report",
+        sessionId: "s_1",
+        fileName: "report.csv",
+        fileExtension: "csv",
+        contentType: "text/csv",
+        fileSize,
+        virtualPath: "s_1/r_1/report.csv",
+        source: "AGENT_GENERATED",
+        changeType,
+      });
+    show(reduceAll([sent(0, "CREATED", 10)]));
+    const [item] = all("neta-attachment");
+    const link = item?.querySelector("a");
+    expect(link?.textContent).toBe("report.csv");
+    expect(link?.getAttribute("href")).toBe("/base/download?virtualPath=s_1%2Fr_1%2Freport.csv");
+    expect(link?.getAttribute("download")).toBe("report.csv");
+    expect([...(item?.querySelectorAll(".neta-badge") ?? [])].map((b) => b.textContent)).toEqual(["sent"]);
+    show(reduceAll([sent(0, "CREATED", 10), sent(1, "UPDATED", 2048)]));
+    const [again, ...more] = all("neta-attachment");
+    expect(more).toHaveLength(0);
+    expect([...(again?.querySelectorAll(".neta-badge") ?? [])].map((b) => b.textContent)).toEqual(["updated", "sent"]);
+    expect(again?.textContent).toContain("2.0 KB");
+  });
+});
+
 describe("batching", () => {
   it("renders once per animation frame, never per event", () => {
     const events = fixture("basic_run");
