@@ -203,3 +203,53 @@ def test_a_restart_over_runs_whose_state_cannot_be_loaded(tmp_path: Path) -> Non
         assert "not JSON" in rest[-1]["data"]["errorMessage"]
     finally:
         server.stop()
+
+
+LEGACY_TOOL = '''
+from neta_jupyter.tools import ToolContext, tool
+
+
+@tool(name="legacy_export")
+async def legacy_export(ctx: ToolContext, path: str) -> str:
+    """Export the notebook's data to ``path``."""
+    return f"exported to {path}"
+'''
+
+
+def test_a_restart_without_the_tool_a_run_waits_on(tmp_path: Path) -> None:
+    from tests.test_restart import client, read, start
+
+    # The server runs from its work folder, so a module there is an extra tool it can import.
+    (tmp_path / "legacy_tool.py").write_text(LEGACY_TOOL)
+    rules = [{"tool": "legacy_export", "action": "ask"}]
+    server = ServerProcess(
+        tmp_path, {"permission_rules": rules, "extra_tools": ["legacy_tool:legacy_export"]}
+    )
+    server.start()
+    try:
+        script = tmp_path / "export.json"
+        call = {"name": "legacy_export", "arguments": {"path": "out.csv"}}
+        script.write_text(json.dumps({"turns": [{"toolCalls": [call]}, {"text": "done"}]}))
+        rid = start(server, content="export it", model=f"scripted:{script}")
+        suspended = read(server, rid)[-1]
+        assert suspended["data"]["suspendReason"]["type"] == "PERMISSION_ASK"
+        server.shutdown()
+        config = json.loads(server.config_file.read_text())
+        del config["NetaApp"]["extra_tools"]  # the new configuration drops the tool
+        server.config_file.write_text(json.dumps(config))
+        server.start()
+        assert read(server, rid)[-1]["eventType"] == "MESSAGE_SUSPENDED"
+        with client(server) as http:
+            response = http.post(
+                "neta/api/agent/run/resumeTask", json={"requestId": rid, "approved": True}
+            )
+        assert response.status_code == 409, response.text
+        assert response.json()["errCode"] == "RUN_SNAPSHOT_INVALID"
+        rest = read(server, rid, after=suspended["seq"])
+        assert sum(e["eventType"].startswith("MESSAGE_") for e in rest) == 1
+        failed = rest[-1]["data"]
+        assert failed["errorCode"] == "RUN_SNAPSHOT_INVALID"
+        assert "'legacy_export'" in failed["errorMessage"]
+        assert "no longer offers" in failed["errorMessage"]
+    finally:
+        server.stop()
