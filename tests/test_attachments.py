@@ -19,6 +19,8 @@ import pytest
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
+from neta_jupyter.runtime.attachments import MAX_INLINE_CHARS, Shown, entry_item, save_upload
+from neta_jupyter.store import Store
 from tests.helpers import TERMINAL, ApiClient, types
 from tests.provider_server import ProviderServer, Reply, openai_stream, serve
 
@@ -271,3 +273,45 @@ async def test_send_file_hands_the_user_a_file_and_sending_it_again_updates_it(
     got = await api.http.get(DOWNLOAD, params={"virtualPath": second["virtualPath"]})
     assert got.status_code == 200 and got.content == b"final version\n"
     assert "attachment" in got.headers["content-disposition"]
+
+
+async def test_a_long_text_file_is_shown_by_its_beginning_and_end(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    lines = "".join(f"row {i}\n" for i in range(10_000))
+    record = await save_upload(
+        store.records,
+        store.redactor,
+        tmp_path,
+        principal="owner",
+        file_name="rows.txt",
+        content=lines.encode(),
+        content_type="text/plain",
+    )
+    text, images = await Shown(store.records, images=True).of([entry_item(record)])
+    store.close()
+    assert images == []
+    assert "row 0\n" in text and "row 9999\n" in text and "row 5000\n" not in text
+    assert f"it has {len(lines):,} characters in 10,001 lines" in text
+    assert len(text) < MAX_INLINE_CHARS + 500
+
+
+async def test_a_picture_is_named_to_a_model_that_cannot_see_images(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    record = await save_upload(
+        store.records,
+        store.redactor,
+        tmp_path,
+        principal="owner",
+        file_name="plot.png",
+        content=PNG,
+        content_type="image/png",
+    )
+    blind = await Shown(store.records, images=False).of([entry_item(record)])
+    seeing = await Shown(store.records, images=True).of([entry_item(record)])
+    store.close()
+    assert blind == (
+        f"[Attached file plot.png (image/png, {len(PNG)} bytes)]\n"
+        "(an image; this model cannot be shown images)",
+        [],
+    )
+    assert seeing[1][0].data == PNG and "shown as an image" in seeing[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 
@@ -12,6 +13,7 @@ from neta_jupyter.providers.anthropic import AnthropicModel
 from neta_jupyter.providers.base import (
     AuthenticationRequired,
     ContextTooLong,
+    Image,
     Message,
     ModelRequest,
     ProviderError,
@@ -377,3 +379,34 @@ async def test_thinking_level_overrides_the_endpoint_budget(
     else:
         assert sent["thinking"] == {"type": "enabled", "budget_tokens": budget}
         assert sent["max_tokens"] == max(4096, budget + 1024)
+
+
+async def test_an_attached_picture_is_sent_as_an_image_block(
+    server: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    picture = Image("image/png", b"\x89PNG\r\n\x1a\nfake")
+    request = ModelRequest(
+        system="",
+        messages=[Message("user", "What is in the plot?", images=[picture])],
+        tools=[],
+    )
+    server.reply(Reply.stream("anthropic_text"))
+    _, error = await collect(model(server, client), request)
+    assert error is None
+    [received] = server.requests
+    assert received.json["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is in the plot?"},
+                {
+                    "type": "image",
+                    "source": {
+                        "type": "base64",
+                        "media_type": "image/png",
+                        "data": base64.b64encode(picture.data).decode(),
+                    },
+                },
+            ],
+        }
+    ]

@@ -25,7 +25,6 @@ from ..events.redact import Redactor
 from ..providers.base import Image
 from ..store import AttachmentRecord, RecordStore, new_id
 from .config import RuntimeConfig
-from .context import trimmed
 from .emitter import RunEmitter
 from .errors import BadRunRequest, RunApiError, RunNotFound
 from .retries import status
@@ -362,9 +361,21 @@ class Shown:
                 return f"{label} (shown as an image)", Image(kind, data)
             return f"{label}\n(an image; this model cannot be shown images)", None
         if kind.startswith("text/") or kind in _TEXT_TYPES or _looks_like_text(data):
-            text = data.decode("utf-8", errors="replace")
-            return f"{label}\n```\n{trimmed(text, MAX_INLINE_CHARS)}\n```", None
+            return f"{label}\n```\n{_inline(data.decode('utf-8', errors='replace'))}\n```", None
         return f"{label}\n(a binary file; its content is not shown)", None
+
+
+def _inline(text: str) -> str:
+    """The text, or the beginning and end of a long one with a note of what is left out."""
+    if len(text) <= MAX_INLINE_CHARS:
+        return text
+    head, tail = text[: MAX_INLINE_CHARS * 3 // 4], text[-MAX_INLINE_CHARS // 4 :]
+    left_out = len(text) - len(head) - len(tail)
+    note = (
+        f"… [{left_out:,} characters of this attachment are not shown: it has {len(text):,} "
+        f"characters in {text.count(chr(10)) + 1:,} lines; ask the user for the part you need] …"
+    )
+    return f"{head}\n{note}\n{tail}"
 
 
 def _looks_like_text(data: bytes) -> bool:
