@@ -31,10 +31,25 @@ pytest.importorskip("playwright.sync_api")
 STATUS = "document.querySelector('[data-testid=neta-run]')?.dataset.status === {!r}"
 
 
+GATE_SKILL = """\
+import json, os, pathlib, time
+gate = pathlib.Path(os.environ["NETA_ROOT_DIR"]) / "gate"
+while not gate.exists():
+    time.sleep(0.05)
+print(json.dumps({"type": "result", "output": "the gate opened"}))
+"""
+
+
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path, app="jupyterlab")
-    (server.root / "notes.txt").write_text("quarterly revenue grew 12%\n")
+    rules = [{"tool": "run_skill", "action": "allow"}]
+    server = ServerProcess(tmp_path, {"permission_rules": rules}, app="jupyterlab")
+    skill = server.root / ".neta" / "skills" / "wait_gate"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: wait_gate\ndescription: waits for a file\nentry: {python} main.py\n---\n"
+    )
+    (skill / "main.py").write_text(GATE_SKILL)
     yield server
     server.stop()
 
@@ -49,35 +64,36 @@ def browser() -> Iterator[Any]:
 def test_pause_shows_the_run_paused_and_resume_completes_it(
     lab: ServerProcess, browser: Any, tmp_path: Path
 ) -> None:
-    # The first reply streams for a while before its tool call: the pause is taken after it.
-    words = " ".join(f"word{i}" for i in range(80))
-    first = {"text": words, "delay": 0.2, "toolCalls": [{"name": "list_files"}]}
-    script = tmp_path / "paced.json"
-    script.write_text(json.dumps({"turns": [first, {"text": "All listed."}]}))
+    # The first step runs a skill that waits for the file "gate": the run is paused meanwhile.
+    call = {"name": "run_skill", "arguments": {"name": "wait_gate"}}
+    script = tmp_path / "gated.json"
+    script.write_text(json.dumps({"turns": [{"toolCalls": [call]}, {"text": "All listed."}]}))
     write_notebook(
         lab.root / "pause.ipynb",
         "%load_ext neta_jupyter",
-        f"%neta --model scripted:{script} list the files",
+        f"%neta --model scripted:{script} wait for the gate",
     )
     lab.start()
     page = open_notebook(browser, lab, "pause.ipynb")
     run_cells(page, 2)
     page.locator("[data-testid=neta-run]").first.wait_for(timeout=60_000)
+    card = page.locator("[data-testid=neta-tool-card][data-tool-name=run_skill]")
+    card.wait_for(timeout=60_000)
 
     page.wait_for_selector("[data-testid=neta-pause]:visible", timeout=60_000)
     assert page.locator("[data-testid=neta-resume]:visible").count() == 0
-    page.click("[data-testid=neta-pause]")
+    with page.expect_response(lambda r: "suspendTask" in r.url, timeout=30_000) as sent:
+        page.click("[data-testid=neta-pause]")
+    assert sent.value.status == 200, "the server took the pause while the skill ran"
+    (lab.root / "gate").write_text("")
     page.wait_for_function(STATUS.format("suspended"), timeout=90_000)
     assert page.inner_text("[data-testid=neta-status]") == "Paused"
     assert page.locator("[data-testid=neta-pause]:visible").count() == 0
-    card = page.locator("[data-testid=neta-tool-card][data-tool-name=list_files]")
-    assert card.count() == 0 or card.get_attribute("data-status") != "completed", (
-        "the pause came before the tool call ran"
-    )
+    assert card.get_attribute("data-status") == "completed", "the running tool finished first"
+    assert page.locator("[data-testid=neta-answer]:visible").count() == 0
     OUTPUT.mkdir(exist_ok=True)
     page.screenshot(path=str(OUTPUT / "browser-run-paused.png"), full_page=True)
 
     page.click("[data-testid=neta-resume]")
     page.wait_for_function(STATUS.format("completed"), timeout=90_000)
     assert "All listed." in page.inner_text("[data-testid=neta-answer]")
-    assert card.get_attribute("data-status") == "completed"
