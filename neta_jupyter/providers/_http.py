@@ -212,8 +212,8 @@ def _refused(vendor: Vendor, message: str) -> AuthenticationRequired:
         model=vendor.label,
         variable=variable,
         user_message=(
-            f"{vendor.label} refused {where}: set it to a valid key where the Jupyter server "
-            "runs, restart the server, then run the prompt again."
+            f"{vendor.label} refused {where}: set it to a valid key for the Jupyter server (or "
+            "for neta-jupyter run) and start it again."
         ),
     )
 

@@ -217,8 +217,8 @@ class KeylessModel:
             variable=self.variable,
             user_message=(
                 f"{self._name} needs an API key: set the environment variable {self.variable} "
-                "where the Jupyter server runs (or name another one with api_key_env in "
-                "c.NetaApp.endpoints), restart the server, then run the prompt again."
+                "for the Jupyter server (or for neta-jupyter run) and start it again, or name "
+                "another variable with api_key_env in c.NetaApp.endpoints."
             ),
         )
         yield  # pragma: no cover - makes this an async generator, like every model's stream
