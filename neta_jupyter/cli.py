@@ -126,6 +126,13 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--max-steps", type=int, metavar="N", help="model calls the run may make")
     run.add_argument(
+        "--attach",
+        action="append",
+        metavar="FILE|URL",
+        help="show the model a file with the prompt: a path (uploaded) or an http(s) URL (the "
+        "server downloads it); repeatable",
+    )
+    run.add_argument(
         "--session", metavar="NAME", help="continue the named session (default: a new session)"
     )
     run.add_argument(

@@ -142,6 +142,22 @@ def test_a_file_the_agent_sends_is_shown_as_sent_with_where_to_open_it(workdir: 
     assert Path(shown.split(" → ", 1)[1]).read_text() == "region,total\nnorth,12\n"
 
 
+def test_attach_uploads_files_and_names_a_url_that_cannot_be_imported(workdir: Path) -> None:
+    missing = cli("run", *embedded(workdir, "read it", "--attach", "nowhere.csv"))
+    assert missing.returncode != 0 and "cannot attach nowhere.csv: no such file" in missing.stderr
+    (workdir / "mine.csv").write_text("a,b\n1,2\n")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}/theirs.csv"
+    args = ["--attach", str(workdir / "mine.csv"), "--attach", closed, "--json"]
+    done = cli("run", *embedded(workdir, "compare them", *args))
+    envelopes = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    failed = envelopes[-1]["data"]
+    assert failed["errorCode"] == "ATTACHMENT_IMPORT_FAILED" and closed in failed["errorMessage"]
+    [uploaded] = (workdir / "data" / "attachments" / "uploads").glob("*/mine.csv")
+    assert uploaded.read_text() == "a,b\n1,2\n"
+
+
 def test_plain_lines_are_coloured_only_on_a_terminal_and_never_with_no_color(
     workdir: Path,
 ) -> None:

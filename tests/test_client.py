@@ -126,6 +126,7 @@ def test_the_public_surface_is_what_we_mean_to_export() -> None:
         "TransportError",
         "Unauthorized",
         "Unreachable",
+        "attachment_sources",
         "refusal",
     }
     for name in client_package.__all__:

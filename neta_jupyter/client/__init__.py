@@ -19,7 +19,7 @@ as a tree). :class:`~neta_jupyter.client.mock.MockTransport` is the fake beside 
 """
 
 from ..runtime.requests import RunRequest
-from ._client import RECONNECTS, RunClient, Started
+from ._client import RECONNECTS, RunClient, Started, attachment_sources
 from ._errors import (
     BadRequest,
     ClientError,
@@ -65,5 +65,6 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "Unreachable",
+    "attachment_sources",
     "refusal",
 ]

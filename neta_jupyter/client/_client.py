@@ -44,6 +44,24 @@ def _field(answer: dict[str, Any], name: str) -> str:
     return value
 
 
+def attachment_sources(items: Sequence[str | Path]) -> tuple[list[AttachmentRef], list[Path]]:
+    """The URLs (the server downloads them) and the local files (uploaded) among ``items``.
+
+    ``ValueError`` names a file that does not exist.
+    """
+    urls, files = [], []
+    for item in items:
+        text = str(item).strip()
+        if text.startswith(("http://", "https://")):
+            urls.append(AttachmentRef(url=text))
+            continue
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise ValueError(f"cannot attach {text}: no such file")
+        files.append(path.resolve())
+    return urls, files
+
+
 def _upload(path: Path) -> Call:
     try:
         content = Path(path).read_bytes()

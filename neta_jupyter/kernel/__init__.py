@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..client import RunRequest
+from ..client import attachment_sources as attachments
 from ..providers.base import THINKING_LEVELS
-from .context import KernelContext, attachments, default_approve, notebook_path
+from .context import KernelContext, default_approve, notebook_path
 from .handle import RunHandle
 from .host import Host, HostError
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from ..client import RunRequest
-from ..runtime.requests import AttachmentRef
 from .discovery import find_server, kernel_id
 from .handle import RunHandle
 from .host import Host
@@ -42,24 +41,6 @@ def default_approve(environ: dict[str, str] | None = None) -> str:
 def notebook_session(user_ns: dict[str, Any], environ: dict[str, str] | None = None) -> str:
     """The name of the notebook's default session: its path."""
     return notebook_path(user_ns, environ) or DEFAULT_SESSION
-
-
-def attachments(items: Sequence[str | Path]) -> tuple[list[AttachmentRef], list[Path]]:
-    """The URLs (the server downloads them) and the local files (uploaded) among ``items``.
-
-    ``ValueError`` names a file that does not exist.
-    """
-    urls, files = [], []
-    for item in items:
-        text = str(item).strip()
-        if text.startswith(("http://", "https://")):
-            urls.append(AttachmentRef(url=text))
-            continue
-        path = Path(text).expanduser()
-        if not path.is_file():
-            raise ValueError(f"cannot attach {text}: no such file")
-        files.append(path.resolve())
-    return urls, files
 
 
 def choose_host(shell: Any) -> Host:

@@ -17,10 +17,11 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from pydantic import ValidationError
 
 from ..client import RunRequest
+from ..client import attachment_sources as attachments
 from ..providers.base import THINKING_LEVELS
 from ..runtime.requests import describe_validation
 from ..tools.kernel_tools import describe_variables
-from .context import KernelContext, attachments, default_approve, notebook_path
+from .context import KernelContext, default_approve, notebook_path
 from .host import HostError
 
 HELP = """\

@@ -32,9 +32,10 @@ from ..client import (
     RunClient,
     RunRequest,
     Unauthorized,
+    attachment_sources,
 )
 from ..providers import UnknownModel
-from ..runtime.requests import describe_validation
+from ..runtime.requests import AttachmentRef, describe_validation
 from ..runtime.settings import build_runtime
 from ..store import StorageDamaged, StorageError, Store, finish_now
 from ..store.health import DB_NAME, recovery_steps
@@ -66,10 +67,19 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     for name in RunRequest.model_fields.keys() - fields.keys():
         if getattr(args, name, None) is not None:
             fields[name] = getattr(args, name)
+    fields["attachments"] = attached(args)[0] or None
     try:
         return RunRequest.model_validate(fields)
     except ValidationError as exc:
         raise CliError(describe_validation(exc)) from exc
+
+
+def attached(args: argparse.Namespace) -> tuple[list[AttachmentRef], list[Path]]:
+    """The URLs and the local files ``--attach`` names."""
+    try:
+        return attachment_sources(getattr(args, "attach", None) or [])
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
 
 
 def _cli_error(exc: ClientError) -> CliError:
@@ -94,14 +104,16 @@ def _resume_fields(reply: Reply) -> dict[str, Any]:
 class Backend:
     """The run the command asks for, through a run-API client: start, follow, answer, stop."""
 
-    def __init__(self, client: RunClient, request: RunRequest) -> None:
+    def __init__(self, client: RunClient, request: RunRequest, files: list[Path]) -> None:
         self.client = client
         self.request = request
+        self.files = files
+        """Local files uploaded and attached as the run starts."""
 
     async def start(self) -> str:
         """Start the run; its requestId."""
         try:
-            return (await self.client.start(self.request)).request_id
+            return (await self.client.start(self.request, self.files)).request_id
         except ClientError as exc:
             raise _cli_error(exc) from exc
 
@@ -183,7 +195,8 @@ class EmbeddedBackend(Backend):
             raise CliError(f"the configuration cannot be used: {exc}") from exc
         if args.model and args.model.startswith("scripted:"):
             self._pin_script(args.model)
-        super().__init__(RunClient(InProcessTransport(self.runtime, _user_name())), request)
+        client = RunClient(InProcessTransport(self.runtime, _user_name()))
+        super().__init__(client, request, attached(args)[1])
 
     def _pin_script(self, spec: str) -> None:
         """Load a script once, so a resumed run continues it instead of replaying it."""
@@ -217,7 +230,7 @@ class ServerBackend(Backend):
         transport = HttpTransport(
             self.base, headers=headers, timeout=httpx.Timeout(30.0, read=60.0)
         )
-        super().__init__(RunClient(transport), run_request(args))
+        super().__init__(RunClient(transport), run_request(args), attached(args)[1])
 
     def locate(self, virtual_path: str) -> str:
         """The attachment's download URL (open it with the same token)."""
