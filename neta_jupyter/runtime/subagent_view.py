@@ -51,9 +51,13 @@ _NOT_ACTIVITY = frozenset(
         EventType.SESSION_ENTRY_UPDATED.value,
         EventType.SESSION_LEAF_CHANGED.value,
         EventType.MESSAGE_SUSPENDED.value,
+        # A suspended run that is ended (stopped, superseded) says why before it fails.
+        EventType.PHASE_CHANGED.value,
+        EventType.STOP_REASON_DECIDED.value,
     }
 )
-"""Events that do not show an activation under way (its first one is never among them)."""
+"""Events that do not show an activation under way (the first one that does is never among them:
+a run that goes on reaches the budget check, a tool or a resolved ask soon after)."""
 
 ENDED: frozenset[SubagentStatus] = frozenset({"completed", "failed"})
 
