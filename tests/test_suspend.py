@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 import websockets
 from httpx_sse import aconnect_sse
 
+from neta_jupyter.client import Conflict, HttpTransport, RunClient, RunRequest
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.tools import ToolContext, tool
@@ -305,3 +307,31 @@ async def test_a_paused_sub_agent_shows_paused_in_its_parent_and_resumes(
     assert "All done." in "".join(
         e["data"]["text"] for e in whole if e["eventType"] == "TEXT_DELTA"
     )
+
+
+async def test_the_client_pauses_and_resumes_over_http(
+    runtime: Runtime, server_url: str, jp_auth_header: dict[str, str], jp_root_dir: Path
+) -> None:
+    gated(runtime)
+    client = RunClient(HttpTransport(server_url, headers=jp_auth_header, trust_env=False))
+    try:
+        started = await client.start(RunRequest(content="wait for the gate", model="gated"))
+        rid = started.request_id
+        async with contextlib.aclosing(client.follow(rid)) as events:
+            async for item in events:
+                if item.event_type == "TOOL_START":
+                    break
+        assert await client.suspend(rid) == "running"
+        (jp_root_dir / "gate").write_text("")
+        async with asyncio.timeout(PATIENCE):
+            first = [item.envelope() async for item in client.follow(rid)]
+        assert first[-1]["data"]["suspendReason"]["type"] == "MANUAL_SUSPEND"
+        assert await client.resume(rid) == "running"
+        async with asyncio.timeout(PATIENCE):
+            rest = [item.envelope() async for item in client.follow(rid, first[-1]["seq"])]
+        assert terminal(rest) == ["MESSAGE_COMPLETED"]
+        with pytest.raises(Conflict) as refused:
+            await client.suspend(rid)
+        assert refused.value.code == "RUN_NOT_RUNNING"
+    finally:
+        await client.aclose()
