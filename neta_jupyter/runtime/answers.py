@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 from .errors import RunNotFound
 from .tree import CALL_META, CALL_OUTCOMES, entry_data, session_stream
 
-_TREE_ONLY = (CALL_OUTCOMES, CALL_META)
-"""Keys of a message the tree keeps for itself: its ``toolCalls`` show them."""
-
 if TYPE_CHECKING:
     from ..store import Entry, SessionRecord
     from .manager import Runtime
     from .runs import Run
+
+_TREE_ONLY = (CALL_OUTCOMES, CALL_META)
+"""Keys of a message the tree keeps for itself: its ``toolCalls`` show them."""
 
 
 def run_summary(run: Run, last_seq: int) -> dict[str, Any]:
