@@ -189,17 +189,21 @@ async def test_websocket_suspend_frame(
     assert events[-1]["data"]["suspendReason"]["type"] == "MANUAL_SUSPEND"
 
 
+@pytest.mark.parametrize(
+    ("call", "waits_for"),
+    [
+        (ScriptedToolCall("read_file", {"path": "data.txt"}), "PERMISSION_ASK"),
+        (ScriptedToolCall("clarify", {"question": "Which year?"}), "CLARIFY_REQUEST"),
+    ],
+)
 async def test_a_run_nobody_answers_is_reclaimed_with_user_no_response(
-    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path, call: ScriptedToolCall, waits_for: str
 ) -> None:
     (jp_root_dir / "data.txt").write_text("x")
-    model = ScriptedModel(
-        [ScriptedTurn(tool_calls=[ScriptedToolCall("read_file", {"path": "data.txt"})])]
-    )
-    runtime.models.register("asks", model)
+    runtime.models.register("asks", ScriptedModel([ScriptedTurn(tool_calls=[call])]))
     rid = (await api.start("read data.txt", model="asks", suspendTimeout=1))["requestId"]
     first = await api.segment(rid)
-    assert first[-1]["data"]["suspendReason"]["type"] == "PERMISSION_ASK"
+    assert first[-1]["data"]["suspendReason"]["type"] == waits_for
     second = await reclaimed(api, rid, first[-1]["seq"])
     assert terminal(second) == ["MESSAGE_FAILED"]
     failed = second[-1]["data"]
@@ -209,7 +213,7 @@ async def test_a_run_nobody_answers_is_reclaimed_with_user_no_response(
     assert summary["status"] == "failed" and summary["pendingAsk"] is None
     retry = await api.post("retryTask", {"requestId": rid})
     assert retry.status_code == 409 and retry.json()["errCode"] == "RUN_NOT_RETRYABLE"
-    late = await api.resume(rid, approved=True)
+    late = await api.resume(rid, approved=True, answer="2024")
     assert late.status_code == 409 and late.json()["errCode"] == "RUN_NOT_SUSPENDED"
 
 
