@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,6 +28,8 @@ from tests.provider_server import ProviderServer, Reply, openai_stream, serve
 pytestmark = pytest.mark.timeout(120)
 
 LIMIT = 4096
+IMPORT_TIMEOUT = 5.0
+SLOW = 30.0
 CSV = b"city,temp\nOslo,3\nLima,19\n"
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -45,6 +48,8 @@ class Files(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
+        if self.path == "/slow.csv":
+            time.sleep(SLOW)  # far past the server's import timeout
         bodies = {"/data/weather.csv": CSV, "/big.bin": b"x" * (LIMIT * 3)}
         body = bodies.get(self.path)
         self.send_response(404 if body is None else 200)
@@ -76,7 +81,11 @@ def neta_config(provider: ProviderServer, monkeypatch: pytest.MonkeyPatch) -> di
         "models": ["vision"],
         "images": True,
     }
-    return {"endpoints": {"local": endpoint}, "max_attachment_bytes": LIMIT}
+    return {
+        "endpoints": {"local": endpoint},
+        "max_attachment_bytes": LIMIT,
+        "attachment_import_timeout": IMPORT_TIMEOUT,
+    }
 
 
 def answer(provider: ProviderServer, text: str = "Noted.") -> None:
@@ -182,6 +191,7 @@ def closed_port() -> int:
     [
         ("/missing.csv", "HTTP 404", False),
         ("/big.bin", f"over the limit of {LIMIT:,} bytes", False),
+        ("/slow.csv", f"no complete answer within {IMPORT_TIMEOUT:g} s", True),
         (None, "could not connect", True),
     ],
 )

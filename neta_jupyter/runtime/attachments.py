@@ -299,7 +299,7 @@ async def download(url: str, *, limit: int, timeout: float) -> tuple[bytes, str 
                     raise ImportFailed(url, _too_large(None, limit), transient=False)
                 chunks.append(chunk)
             return b"".join(chunks), response.headers.get("Content-Type")
-    except TimeoutError as exc:
+    except (TimeoutError, httpx.TimeoutException) as exc:
         raise ImportFailed(url, f"no complete answer within {timeout:g} s", transient=True) from exc
     except httpx.ConnectError as exc:
         raise ImportFailed(url, f"could not connect ({exc})", transient=True) from exc
