@@ -124,6 +124,12 @@ async def test_bad_websocket_frames_get_errors_and_the_socket_stays_open(
                 "INVALID_LAST_EVENT_ID",
             ),
             (json.dumps({"type": "chat", "content": 5}), "INVALID_FIELDS"),
+            (
+                json.dumps(
+                    {"type": "chat", "content": "hi", "attachments": [{"attachmentId": "x"}]}
+                ),
+                "ATTACHMENT_NOT_FOUND",
+            ),
             (json.dumps({"type": "ping", "pad": "x" * 1_200_000}), "FRAME_TOO_LARGE"),
         ]
         for frame, code in cases:
