@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from .wire import _Wire
 
 LoopPhase = Literal[
     "building_context", "budgeting", "calling_model", "running_tools", "compacting", "finishing"
@@ -29,13 +28,7 @@ was terminated (``cancel``), or it failed (``failure``). Clients ignore values t
 know."""
 
 
-class _Decision(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
-    )
-
-
-class PhaseData(_Decision):
+class PhaseData(_Wire):
     """``PHASE_CHANGED``: the loop moved to another phase (sent only when the phase changes)."""
 
     type: Literal["phase"] = "phase"
@@ -47,7 +40,7 @@ class PhaseData(_Decision):
     """The tools of the calls about to run (``running_tools``)."""
 
 
-class ProgressData(_Decision):
+class ProgressData(_Wire):
     """``PROGRESS_EVALUATED``: after each model step, whether the run got anywhere."""
 
     type: Literal["progress"] = "progress"
@@ -63,7 +56,7 @@ class ProgressData(_Decision):
     """Steps in a row, up to this one, without progress (0 when this one progressed)."""
 
 
-class StopReasonData(_Decision):
+class StopReasonData(_Wire):
     """``STOP_REASON_DECIDED``: why the loop ended; the terminal event follows."""
 
     type: Literal["stop_reason"] = "stop_reason"

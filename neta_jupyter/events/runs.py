@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import ConfigDict
 
-from .models import Usage, _Wire
+from .accounting import Usage
+from .wire import _Wire
 
 AskKind = Literal["permission", "clarify"]
 RunStatusName = Literal["running", "suspended", "completed", "failed"]

@@ -1,0 +1,99 @@
+"""Bodies of a tool call's lifecycle and of what it asks the user (a permission, a question)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .wire import _Wire
+
+
+class ToolData(_Wire):
+    """One tool call's lifecycle, keyed by ``toolCallId``."""
+
+    type: Literal["tool"] = "tool"
+    tool_call_id: str
+    """Shared by every event of one call."""
+    tool_name: str | None = None
+    """Tool name (first GENERATING frame and later events)."""
+    title: str | None = None
+    """Progress title (TOOL_RUNNING)."""
+    arguments: str | None = None
+    """Argument JSON: a fragment on GENERATING, the whole object on START."""
+    output: str | None = None
+    """Result text (TOOL_COMPLETED), truncated past the event size limit."""
+    error_message: str | None = None
+    """Why it failed (TOOL_FAILED)."""
+    duration_ms: int | None = None
+    """Execution time (COMPLETED / FAILED)."""
+    truncated: bool | None = None
+    """True when ``output`` was cut; ``outputRef`` points at the whole."""
+    output_ref: str | None = None
+    """Virtual path of the full output when truncated."""
+    images: list[str] | None = None
+    """Virtual paths of images the tool produced (download via the attachment API)."""
+
+
+class ToolSideData(_Wire):
+    """Side-channel structured information during a tool's execution."""
+
+    type: Literal["tool_side"] = "tool_side"
+    tool_call_id: str
+    """The call it belongs to."""
+    tool_name: str | None = None
+    """Tool name."""
+    category: str
+    """``auth_required``, ``tool_stream_data``, … (unknown ones are ignored)."""
+    payload: dict[str, Any] | None = None
+    """Category-specific data."""
+    user_message: str | None = None
+    """A friendly message to show."""
+
+
+class PermissionAskData(_Wire):
+    """A tool call waits for the user's decision; ``MESSAGE_SUSPENDED`` follows."""
+
+    type: Literal["permission_ask"] = "permission_ask"
+    ask_id: str
+    """Pass it back to ``resumeTask``."""
+    principal_id: str | None = None
+    """The user the run belongs to."""
+    tool_name: str
+    """Tool to be run."""
+    tool_call_id: str
+    """Call awaiting the decision."""
+    arguments: str
+    """Argument JSON that would run."""
+    rule_description: str | None = None
+    """Human description of the rule that matched."""
+    rule_pattern: str | None = None
+    """The pattern of the rule that matched."""
+
+
+class PermissionResolvedData(_Wire):
+    """The decision on a permission ask."""
+
+    type: Literal["permission_ask_resolved"] = "permission_ask_resolved"
+    ask_id: str
+    """The ask decided."""
+    approved: bool
+    """Whether the call may run."""
+    reason: str | None = None
+    """Why (e.g. ``user``, ``always_allow``)."""
+    resolve_type: str | None = None
+    """``once`` or ``always``."""
+
+
+class ClarifyData(_Wire):
+    """The agent asks the user a question; the run suspends until answered."""
+
+    type: Literal["clarify"] = "clarify"
+    clarify_id: str
+    """Pass it back with the answer."""
+    question: str
+    """The question."""
+    options: list[str] = Field(default_factory=list)
+    """Suggested answers."""
+    tool_call_id: str | None = None
+    """The clarify tool call."""
