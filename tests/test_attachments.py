@@ -124,6 +124,10 @@ async def test_an_uploaded_file_is_shown_to_the_model_with_the_prompt(
         api, "Which city is warmer?", attachments=[{"attachmentId": uploaded["attachmentId"]}]
     )
     assert types(events)[-1] == "MESSAGE_COMPLETED"
+    # Clients list the files a prompt attached with the run's other files.
+    listed = next(e["data"] for e in events if e["eventType"] == "ATTACHMENT_CHANGED")
+    assert listed["attachmentId"] == uploaded["attachmentId"] and listed["source"] == "USER_UPLOAD"
+    assert listed["sessionId"] == events[0]["data"]["sessionId"]
     content = user_message(provider)["content"]
     assert content.startswith("Which city is warmer?")
     assert "weather.csv" in content and "Lima,19" in content

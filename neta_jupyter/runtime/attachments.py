@@ -274,8 +274,29 @@ async def import_urls(
     if entry is not None and entry.role == "user":
         items = [*(entry.message.get(ENTRY_KEY) or []), *(entry_item(r) for r in stored)]
         await tree.update(entry, {**entry.message, ENTRY_KEY: items}, run=emitter)
-    for record in stored:
-        emitter.emit(EventType.ATTACHMENT_CHANGED, attachment_data(record, source="USER_UPLOAD"))
+    announce(emitter, [entry_item(r) for r in stored], run.session_id)
+
+
+def announce(emitter: RunEmitter, items: list[dict[str, Any]], session_id: str) -> None:
+    """ATTACHMENT_CHANGED (``source`` USER_UPLOAD) for each file the user attached.
+
+    Clients list them with the run's other files.
+    """
+    for item in items:
+        name = str(item["fileName"])
+        emitter.emit(
+            EventType.ATTACHMENT_CHANGED,
+            AttachmentData(
+                attachment_id=item["attachmentId"],
+                session_id=session_id,
+                file_name=name,
+                file_extension=Path(name).suffix.lstrip("."),
+                content_type=item["contentType"],
+                file_size=item["fileSize"],
+                virtual_path=item["virtualPath"],
+                source="USER_UPLOAD",
+            ),
+        )
 
 
 async def download(url: str, *, limit: int, timeout: float) -> tuple[bytes, str | None]:

@@ -19,7 +19,7 @@ from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
 from .activations import Activations, CancelReason
 from .admission import StartGate
-from .attachments import ENTRY_KEY, requested
+from .attachments import ENTRY_KEY, announce, requested
 from .config import COMPACT_TOOLS, RuntimeConfig
 from .emitter import RunEmitter
 from .endings import fail_run, recover_crashed
@@ -249,6 +249,7 @@ class Runtime:
             entry_id=user_id,
             run=emitter,
         )
+        announce(emitter, attached, session_id)
         run.state.leaf = user_id
         await self.runs.save(run)
 
