@@ -19,8 +19,9 @@ from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge
 from .activations import Activations, CancelReason
 from .admission import StartGate
+from .assembly import assemble_loop
 from .attachments import ENTRY_KEY, announce, requested
-from .config import COMPACT_TOOLS, RuntimeConfig
+from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .endings import fail_run, recover_crashed
 from .errors import BadRunRequest, RunConflict, RunNotFound
@@ -28,7 +29,6 @@ from .imports import ImportedCalls, import_run
 from .loop import RunLoop
 from .resumes import answer_question, decide_permission
 from .runs import Run, Runs
-from .snapshots import SnapshotInvalid, snapshot_problem
 from .state import RunState, check_thinking_level, new_options
 from .steps import Compact, first_step
 from .subagents import Subagents
@@ -474,33 +474,4 @@ class Runtime:
         return self._loop(run, await self._emitter(run))
 
     def _loop(self, run: Run, emitter: RunEmitter) -> RunLoop:
-        if problem := snapshot_problem(run, self.tools.names()):
-            raise SnapshotInvalid(problem)
-        kernel = self.kernels(run) if self.kernels is not None else None
-        profile = self.models.profile(run.model)
-        # The run's own choice first, then the endpoint's: a small model gets fewer tools.
-        names = run.options.tools or (
-            list(profile.tools)
-            if profile.tools is not None
-            else list(COMPACT_TOOLS)
-            if profile.compact
-            else None
-        )
-        base = self.config.compact_system_prompt if profile.compact else self.config.system_prompt
-        return RunLoop(
-            run,
-            store=self.store,
-            config=self.config,
-            model=self.models.resolve(run.model),
-            runs=self.runs,
-            tools=self.tools.select(
-                names,
-                kernel_attached=kernel is not None,
-                may_start_runs=self.subagents.may_delegate(run),
-            ),
-            kernel=kernel,
-            emitter=emitter,
-            system_prompt=self.subagents.system_prompt(base, run),
-            subagents=self.subagents,
-            images=profile.images,
-        )
+        return assemble_loop(self, run, emitter)

@@ -1,0 +1,55 @@
+"""How a run's loop is put together: its model, tools, kernel and system prompt.
+
+The run's own choices come first, then its model endpoint's profile (a small model gets fewer
+tools and a shorter prompt), then the runtime's configuration.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..providers import ModelProfile
+from .config import COMPACT_TOOLS
+from .emitter import RunEmitter
+from .loop import RunLoop
+from .runs import Run
+from .snapshots import SnapshotInvalid, snapshot_problem
+
+if TYPE_CHECKING:
+    from .manager import Runtime
+
+
+def assemble_loop(runtime: Runtime, run: Run, emitter: RunEmitter) -> RunLoop:
+    """A loop over ``run`` publishing through ``emitter``; refuses a snapshot it cannot run."""
+    if problem := snapshot_problem(run, runtime.tools.names()):
+        raise SnapshotInvalid(problem)
+    kernel = runtime.kernels(run) if runtime.kernels is not None else None
+    profile = runtime.models.profile(run.model)
+    config = runtime.config
+    base = config.compact_system_prompt if profile.compact else config.system_prompt
+    return RunLoop(
+        run,
+        store=runtime.store,
+        config=config,
+        model=runtime.models.resolve(run.model),
+        runs=runtime.runs,
+        tools=runtime.tools.select(
+            tool_names(run, profile),
+            kernel_attached=kernel is not None,
+            may_start_runs=runtime.subagents.may_delegate(run),
+        ),
+        kernel=kernel,
+        emitter=emitter,
+        system_prompt=runtime.subagents.system_prompt(base, run),
+        subagents=runtime.subagents,
+        images=profile.images,
+    )
+
+
+def tool_names(run: Run, profile: ModelProfile) -> list[str] | None:
+    """The tools the run may use (``None``: every registered one)."""
+    if run.options.tools:
+        return run.options.tools
+    if profile.tools is not None:
+        return list(profile.tools)
+    return list(COMPACT_TOOLS) if profile.compact else None
