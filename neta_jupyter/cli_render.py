@@ -29,7 +29,6 @@ from .events import (
     SessionData,
     SkillData,
     SupplementaryInputData,
-    SuspendType,
     TextData,
     ToolData,
     ToolSideData,
@@ -42,7 +41,13 @@ from .terminal.text import (
     compact_arguments,
     duration,
     one_line,
-    usage_text,
+)
+from .terminal.words import (
+    attachment_words,
+    outcome_words,
+    resolution_words,
+    session_words,
+    status_words,
 )
 
 AttachmentLocator = Callable[[str], str]
@@ -179,9 +184,7 @@ class TerminalRenderer:
             case ProcessData() as process:
                 self._process(process)
             case SessionData() as session:
-                self._line(
-                    self.style.dim(f"● run {event.request_id} · session {session.session_id}")
-                )
+                self._line(self.style.dim(session_words(event.request_id, session.session_id)))
             case SupplementaryInputData() as supplied:
                 self._line(self.style.dim(f"  ↳ input delivered: {one_line(supplied.content)}"))
             case SkillData() | CompactionData() | ClarifyData() as other:
@@ -269,43 +272,23 @@ class TerminalRenderer:
         self._line(self.style.yellow(f"? {clean(ask.tool_name)} needs approval{rule}"))
 
     def _resolved(self, data: PermissionResolvedData) -> None:
-        if data.approved:
-            always = " (always, for this session)" if data.resolve_type == "always" else ""
-            self._line(self.style.green(f"  approved{always}"))
-        else:
-            self._line(self.style.red("  denied"))
+        paint = self.style.green if data.approved else self.style.red
+        self._line(paint(resolution_words(data)))
 
     def _message(self, kind: EventType, data: MessageData) -> None:
-        usage = usage_text(data.usage)
+        head, detail = outcome_words(kind, data, waiting="suspended")
         if kind == EventType.MESSAGE_COMPLETED:
-            reason = data.finish_reason or "STOP"
-            extra = f": {one_line(data.finish_message)}" if data.finish_message else ""
-            self._line(
-                self.style.green("■ completed") + self.style.dim(f" ({reason}{extra}){usage}")
-            )
+            self._line(self.style.green(head) + self.style.dim(detail))
         elif kind == EventType.MESSAGE_FAILED:
-            code = data.error_code or "ERROR"
-            hint = " (recoverable: retry it from the last step)" if data.recoverable else ""
-            message = one_line(data.error_message or "the run failed")
-            self._line(
-                self.style.red(f"✗ run failed [{code}]: {message}{hint}") + self.style.dim(usage)
-            )
+            self._line(self.style.red(head) + self.style.dim(detail))
         elif kind == EventType.MESSAGE_SUSPENDED:
-            suspend = data.suspend_reason
-            why = suspend.type if suspend else "UNKNOWN"
-            text = f": {one_line(suspend.message)}" if suspend and suspend.message else ""
-            state = "paused" if why == SuspendType.MANUAL_SUSPEND else f"suspended ({why})"
-            self._line(self.style.yellow(f"⏸ {state}{text}"))
+            self._line(self.style.yellow(head))
 
     def _attachment(self, kind: EventType, data: AttachmentData) -> None:
-        verb = "sent" if kind == EventType.ATTACHMENT_SENT else data.change_type.lower()
-        self._line(
-            f"📎 {clean(data.file_name)} ({data.file_size} bytes, {verb}) → "
-            + clean(self._locate(data.virtual_path))
-        )
+        self._line(attachment_words(kind, data, self._locate))
 
     def _status(self, data: AgentStatusData) -> None:
-        text = f"[{data.level}] {one_line(data.message or data.code)}"
+        text = status_words(data)
         match data.level:
             case "ERROR":
                 self._line(self.style.red(text))

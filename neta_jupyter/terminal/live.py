@@ -39,14 +39,13 @@ from ..events import (
     SessionData,
     SkillData,
     SupplementaryInputData,
-    SuspendType,
     TextData,
     TokenUsageData,
     ToolData,
     ToolSideData,
     decode_event,
 )
-from .text import CUT_OFF_NOTE, clean, one_line, phase_text, usage_text
+from .text import CUT_OFF_NOTE, clean, one_line, phase_text
 from .views import (
     StatusLine,
     Tail,
@@ -57,6 +56,13 @@ from .views import (
     process_done,
     process_row,
     split_settled,
+)
+from .words import (
+    attachment_words,
+    outcome_words,
+    resolution_words,
+    session_words,
+    status_words,
 )
 
 _TICK = 0.1
@@ -271,16 +277,12 @@ class LiveRenderer:
         """One line for the events that only need mentioning."""
         match event.data:
             case SessionData() as session:
-                text = f"● run {event.request_id} · session {session.session_id}"
-                self._print(Text(text, style="dim"))
+                self._print(Text(session_words(event.request_id, session.session_id), "dim"))
             case AgentStatusData() as status:
-                text = f"[{status.level}] {one_line(status.message or status.code)}"
-                self._print(Text(text, style=_STATUS_STYLE.get(status.level, "dim")))
+                style = _STATUS_STYLE.get(status.level, "dim")
+                self._print(Text(status_words(status), style=style))
             case AttachmentData() as attached:
-                verb = "sent" if kind == EventType.ATTACHMENT_SENT else attached.change_type.lower()
-                where = clean(self._locate(attached.virtual_path))
-                text = f"📎 {clean(attached.file_name)} ({attached.file_size} bytes, {verb}) → "
-                self._print(Text(text + where))
+                self._print(Text(attachment_words(kind, attached, self._locate)))
             case SupplementaryInputData() as supplied:
                 self._print(Text(f"↳ input delivered: {one_line(supplied.content)}", "dim"))
             case SkillData() as skill:
@@ -375,11 +377,7 @@ class LiveRenderer:
         self._print(card.asking(ask.rule_description))
 
     def _resolved(self, data: PermissionResolvedData) -> None:
-        if data.approved:
-            always = " (always, for this session)" if data.resolve_type == "always" else ""
-            self._print(Text(f"  approved{always}", style="green"))
-        else:
-            self._print(Text("  denied", style="red"))
+        self._print(Text(resolution_words(data), style="green" if data.approved else "red"))
 
     def _process(self, data: ProcessData) -> None:
         if data.status in _ENDED:
@@ -393,22 +391,15 @@ class LiveRenderer:
         self._settle_answer()
         if kind != EventType.MESSAGE_SUSPENDED:
             self._settle_cards()
-        usage = usage_text(data.usage)
+        head, detail = outcome_words(kind, data, waiting="waiting")
         if kind == EventType.MESSAGE_COMPLETED:
-            extra = f": {one_line(data.finish_message)}" if data.finish_message else ""
-            line = Text("■ completed", style="bold green")
-            line.append(f" ({data.finish_reason or 'STOP'}{extra}){usage}", style="dim")
+            line = Text(head, style="bold green")
         elif kind == EventType.MESSAGE_FAILED:
-            hint = " (recoverable: retry it from the last step)" if data.recoverable else ""
-            message = one_line(data.error_message or "the run failed")
-            line = Text(f"✗ run failed [{data.error_code or 'ERROR'}]: {message}{hint}", "red")
-            line.append(usage, style="dim")
+            line = Text(head, style="red")
         else:
-            suspend = data.suspend_reason
-            why = suspend.type if suspend else "UNKNOWN"
-            text = f": {one_line(suspend.message)}" if suspend and suspend.message else ""
-            state = "paused" if why == SuspendType.MANUAL_SUSPEND else f"waiting ({why})"
-            line = Text(f"⏸ {state}{text}", style="yellow")
+            line = Text(head, style="yellow")
+        if detail:
+            line.append(detail, style="dim")
         self._print(line)
 
     def _settle_cards(self) -> None:
