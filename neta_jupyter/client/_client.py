@@ -225,6 +225,14 @@ class RunClient:
         answer = self._query("models")
         return {"default": answer.get("default"), "models": list(answer.get("models", []))}
 
+    def mcp(self) -> dict[str, Any]:
+        """``{"servers": [{name, transport, state, tools, error?}], "problems": [text]}``."""
+        answer = self._query("mcp")
+        return {
+            "servers": list(answer.get("servers", [])),
+            "problems": list(answer.get("problems", [])),
+        }
+
     def _query(self, path: str, **params: str) -> dict[str, Any]:
         return self.transport.send_blocking(Call("GET", path, params=params))
 

@@ -83,6 +83,7 @@ class InProcessTransport:
             "sessions": self._sessions,
             "sessions/tree": self._tree,
             "models": self._models,
+            "mcp": self._mcp,
         }
 
     async def send(self, call: Call) -> dict[str, Any]:
@@ -200,6 +201,9 @@ class InProcessTransport:
 
     async def _models(self, _call: Call) -> Answer:
         return models_json(self.runtime)
+
+    async def _mcp(self, _call: Call) -> Answer:
+        return {"servers": [], "problems": []}  # MCP servers belong to the Jupyter server
 
     # --- the stream
 

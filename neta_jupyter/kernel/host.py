@@ -130,6 +130,10 @@ class Host:
         """``{"default": name, "models": [names]}``."""
         return self.client.models()
 
+    def mcp(self) -> dict[str, Any]:
+        """The MCP servers, their state and their tools (``GET /neta/api/mcp``)."""
+        return self.client.mcp()
+
     def _session_id(self, name: str) -> str | None:
         found = [s for s in self.sessions() if s.get("name") == name]
         return str(found[0]["sessionId"]) if found else None

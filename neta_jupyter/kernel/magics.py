@@ -55,6 +55,7 @@ Subcommands:
   %neta show <requestId>     show a run again, live if it is still going
   %neta config               where runs go and with what settings
   %neta models               models you can choose
+  %neta mcp                  MCP servers, their state and their tools
   %neta compact [instructions]     summarise this conversation's older turns now
   %neta help                 this text
 
@@ -253,6 +254,8 @@ class NetaMagics(Magics):
         match name:
             case "help" | "config" | "models" | "sessions" if not args:
                 getattr(self, f"_{name}")()
+            case "mcp" if not args:
+                self._guarded(lambda _: print(mcp_listing(self.context.host.mcp())), None)
             case "stop" | "status" | "suspend" | "resume" if len(args) == len(ids) <= 1:
                 self._guarded(getattr(self, f"_{name}"), ids[0] if ids else None)
             case "show" if len(args) == len(ids) == 1:
@@ -385,6 +388,20 @@ class NetaMagics(Magics):
         if last is None or last.request_id is None:
             raise UsageError("no run was started from this kernel yet; give a requestId")
         return last.request_id
+
+
+def mcp_listing(answer: dict[str, Any]) -> str:
+    """``%neta mcp``: each server with its state (and error), then its tools."""
+    lines = [f"problem: {p}" for p in answer.get("problems", [])]
+    for server in answer.get("servers", []):
+        head = (
+            f"{server['name']} ({server.get('transport') or 'not configured'}): {server['state']}"
+        )
+        lines.append(f"{head} — {server['error']}" if server.get("error") else head)
+        for t in server.get("tools", []):
+            mark = "read-only" if t.get("readOnly") else "asks first"
+            lines.append(f"  {t['name']}  [{mark}]  {t.get('description') or ''}".rstrip())
+    return "\n".join(lines) or "no MCP servers configured (mcp.json or c.NetaApp.mcp_servers)"
 
 
 def _variables_now(namespace: dict[str, Any]) -> list[str] | None:

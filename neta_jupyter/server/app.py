@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import secrets
@@ -9,7 +10,8 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Float, Int, List, Unicode
+from tornado.ioloop import IOLoop
+from traitlets import Dict, Float, Int, List, Unicode
 
 from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
@@ -17,6 +19,7 @@ from ..store import StorageDamaged, StorageError, Store, finish_now
 from ..store.health import DB_NAME, recovery_steps
 from . import handlers
 from .kernels import ServerKernels, kernels_for
+from .mcp import McpHandler, mcp_servers
 from .principals import KernelOwners
 from .redaction import install_redaction
 from .sse import SessionStreamHandler, StreamHandler
@@ -57,6 +60,14 @@ class NetaApp(ExtensionApp, NetaSettings):
         "includes subdomains); other remote images wait for a click, since an image URL can "
         "carry data to its host.",
     ).tag(config=True)
+    mcp_servers = Dict(
+        help="MCP servers whose tools runs may use, in the mcpServers shape of mcp.json: {name: "
+        "{command, args, env, cwd}} or {name: {url, headers}}; '${VAR}' is read from the "
+        "environment. Merged over mcp.json in the Jupyter config dir.",
+    ).tag(config=True)
+    mcp_start_timeout = Float(30.0, help="Seconds an MCP server may take to start.").tag(
+        config=True
+    )
 
     runtime: Runtime
     store: Store
@@ -125,11 +136,18 @@ class NetaApp(ExtensionApp, NetaSettings):
         owners = KernelOwners(self.store.redactor)
         if self.serverapp is not None:
             owners.install(self.serverapp.kernel_manager)
+        self.mcp = mcp_servers(self, self.store.redactor)
+        # Started once the event loop runs (servers that are slow to start delay no request).
+        IOLoop.current().add_callback(self._start_mcp)
         self.settings.update(
+            neta_mcp=self.mcp,
             neta_runtime=self.runtime,
             neta_kernel_owners=owners,
             neta_redactor=self.store.redactor,
         )
+
+    def _start_mcp(self) -> None:
+        self._mcp_start = asyncio.ensure_future(self.mcp.start(self.runtime.tools))
 
     def _share_with_pages(self) -> None:
         """Settings the widget reads from the page (JupyterLab's and Notebook's page config)."""
@@ -162,6 +180,7 @@ class NetaApp(ExtensionApp, NetaSettings):
                 (rf"{api}/sessions/leaf", handlers.SessionLeafHandler),
                 (rf"{api}/sessions/compact", handlers.CompactHandler),
                 (rf"{api}/models", handlers.ModelsHandler),
+                (rf"{api}/mcp", McpHandler),
                 (rf"{api}/openapi.json", handlers.OpenApiHandler),
                 (r"/neta/ws", RunSocket),
             ]
@@ -179,6 +198,7 @@ class NetaApp(ExtensionApp, NetaSettings):
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""
         if self.store_failure is None:
             await self.runtime.shutdown()
+            await self.mcp.close()
         if self.kernels is not None:
             await self.kernels.close()
         if self.store_failure is None:

@@ -168,6 +168,7 @@ ROUTES: tuple[Route, ...] = (
         "/neta/api/sessions/compact", (Operation("post", "Compact a session now", CompactRequest),)
     ),
     Route("/neta/api/models", (Operation("get", "Configured models"),)),
+    Route("/neta/api/mcp", (Operation("get", "MCP servers, their state and their tools"),)),
     Route("/neta/api/openapi.json", (Operation("get", "This document"),)),
 )
 

@@ -1,0 +1,68 @@
+"""An MCP server written with the SDK, for the tests: ``python tests/mcp_server.py [http PORT]``.
+
+Its tools: a read-only lookup, a note writer that changes things, one that fails, one that shows
+the token it was given (to prove it is redacted), an image and a structured result.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+# A 1x1 PNG.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+server = MCPServer("neta-test")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def lookup(key: str) -> str:
+    """Look a key up in the test catalogue."""
+    return f"the value of {key} is 42"
+
+
+@server.tool()
+def write_note(text: str) -> str:
+    """Write a note to the file NOTES_FILE names."""
+    path = Path(os.environ["NOTES_FILE"])
+    path.write_text(text, encoding="utf-8")
+    return f"wrote {len(text)} characters"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def broken(reason: str) -> str:
+    """Always fails, saying why."""
+    raise ToolError(f"the catalogue is closed: {reason}")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def whoami() -> str:
+    """Say which token this server was given."""
+    return f"my token is {os.environ.get('MCP_TEST_TOKEN', 'none')}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def pixel() -> Image:
+    """A one-pixel picture."""
+    return Image(data=PIXEL, format="png")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def stats(column: str) -> dict[str, float]:
+    """Summary statistics of a column."""
+    return {"mean": 2.5, "count": 4.0}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()

@@ -1,0 +1,197 @@
+"""Tools from MCP servers against a real jupyter server, real MCP servers and the SSE stream.
+
+The MCP servers are written with the SDK (``tests/mcp_server.py``): one over stdio started by the
+extension, one over streamable HTTP started by the test. The scripted model calls their tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neta_jupyter.kernel.magics import mcp_listing
+from neta_jupyter.providers import ScriptedTurn
+from neta_jupyter.runtime import Runtime
+from tests.helpers import ApiClient, types
+from tests.test_kernel_tools import call, script
+
+SERVER = str(Path(__file__).with_name("mcp_server.py"))
+SECRET = "mcp-SECRETsecretSECRET-0123456789"
+HEADER_SECRET = "hdr-SECRETsecretSECRET-9876543210"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def http_mcp() -> Iterator[str]:
+    """A streamable-HTTP MCP server on a free loopback port; its URL."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, SERVER, "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture
+def neta_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, jp_config_dir: Path, http_mcp: str
+) -> dict[str, Any]:
+    """A stdio server with a secret in its env, an HTTP one with a secret header, bad entries."""
+    monkeypatch.setenv("NETA_MCP_TEST_TOKEN", SECRET)
+    monkeypatch.setenv("NETA_MCP_HTTP_TOKEN", HEADER_SECRET)
+    (jp_config_dir / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "web": {"url": http_mcp, "headers": {"X-Token": "${NETA_MCP_HTTP_TOKEN}"}},
+                    "nameless": {"args": ["x"]},
+                }
+            }
+        )
+    )
+    return {
+        "mcp_servers": {
+            "cat": {
+                "command": sys.executable,
+                "args": [SERVER],
+                "env": {
+                    "NOTES_FILE": str(tmp_path / "notes.txt"),
+                    "MCP_TEST_TOKEN": "${NETA_MCP_TEST_TOKEN}",
+                },
+            },
+            "typo": {"command": ["python"], "args": []},
+            "unset": {"command": "x", "env": {"K": "${NETA_MCP_NEVER_SET}"}},
+            "gone": {"command": str(tmp_path / "no-such-server")},
+        },
+        "permission_rules": [{"tool": "web__*", "action": "deny", "description": "no web"}],
+    }
+
+
+async def listing(api: ApiClient) -> dict[str, Any]:
+    """``GET /neta/api/mcp`` once no server is still starting."""
+    for _ in range(600):
+        response = await api.http.get("neta/api/mcp")
+        assert response.status_code == 200, response.text
+        answer: dict[str, Any] = response.json()
+        if all(s["state"] != "starting" for s in answer["servers"]):
+            return answer
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"MCP servers still starting: {answer}")
+
+
+async def test_servers_are_listed_with_state_and_tools_and_bad_entries_name_their_field(
+    api: ApiClient,
+) -> None:
+    answer = await listing(api)
+    by_name = {s["name"]: s for s in answer["servers"]}
+    assert set(by_name) == {"web", "nameless", "cat", "typo", "unset", "gone"}
+    assert by_name["cat"]["state"] == "ready" and by_name["cat"]["transport"] == "stdio"
+    assert by_name["web"]["state"] == "ready" and by_name["web"]["transport"] == "http"
+    tools = {t["name"]: t for t in by_name["cat"]["tools"]}
+    assert {"cat__lookup", "cat__write_note", "cat__broken"} <= set(tools)
+    assert tools["cat__lookup"]["readOnly"] and not tools["cat__write_note"]["readOnly"]
+    assert tools["cat__lookup"]["inputSchema"]["required"] == ["key"]
+    assert "web__lookup" in {t["name"] for t in by_name["web"]["tools"]}
+    assert by_name["typo"]["state"] == "invalid"
+    assert "'typo'" in by_name["typo"]["error"] and "'command'" in by_name["typo"]["error"]
+    assert "'nameless'" in by_name["nameless"]["error"]
+    assert "'command'" in by_name["nameless"]["error"] and "'url'" in by_name["nameless"]["error"]
+    assert "'env.K'" in by_name["unset"]["error"]
+    assert "NETA_MCP_NEVER_SET" in by_name["unset"]["error"]
+    assert by_name["gone"]["state"] == "failed" and "could not start" in by_name["gone"]["error"]
+    text = json.dumps(answer)
+    assert SECRET not in text and HEADER_SECRET not in text
+    shown = mcp_listing(answer)
+    assert "cat (stdio): ready" in shown and "cat__lookup  [read-only]" in shown
+    assert "typo (not configured): invalid — MCP server 'typo'" in shown
+
+
+async def test_the_model_sees_server_tools_and_a_read_only_one_runs_without_asking(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    await listing(api)
+    model = script(runtime, call("cat__lookup", key="rainfall"), ScriptedTurn(text="42 it is"))
+    rid = (await api.start("look it up", model="scripted"))["requestId"]
+    events = await api.segment(rid)
+
+    assert "PERMISSION_ASK" not in types(events) and types(events)[-1] == "MESSAGE_COMPLETED"
+    done = next(e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED")
+    assert done["toolName"] == "cat__lookup" and done["output"] == "the value of rainfall is 42"
+    offered = {t.name: t for t in model.requests[0].tools}
+    assert offered["cat__lookup"].parameters["properties"]["key"]["type"] == "string"
+    assert offered["cat__lookup"].description == "Look a key up in the test catalogue."
+    assert "web__lookup" in offered
+    answered = [m for m in model.requests[1].messages if m.role == "tool"]
+    assert answered[-1].content == "the value of rainfall is 42"
+
+
+async def test_a_tool_that_changes_things_asks_first_and_runs_once_approved(
+    api: ApiClient, runtime: Runtime, tmp_path: Path
+) -> None:
+    await listing(api)
+    script(runtime, call("cat__write_note", text="buy milk"), ScriptedTurn(text="noted"))
+    rid = (await api.start("note it", model="scripted"))["requestId"]
+    first = await api.segment(rid)
+    ask = next(e["data"] for e in first if e["eventType"] == "PERMISSION_ASK")
+    assert ask["toolName"] == "cat__write_note" and "buy milk" in ask["arguments"]
+    assert not (tmp_path / "notes.txt").exists()
+
+    response = await api.resume(rid, approved=True, askId=ask["askId"])
+    assert response.status_code == 200, response.text
+    second = await api.segment(rid, last_event_id=first[-1]["seq"])
+    done = next(e["data"] for e in second if e["eventType"] == "TOOL_COMPLETED")
+    assert done["output"] == "wrote 8 characters"
+    assert (tmp_path / "notes.txt").read_text() == "buy milk"
+
+
+async def test_errors_rules_images_structure_and_secrets(api: ApiClient, runtime: Runtime) -> None:
+    await listing(api)
+    calls = [
+        call("cat__broken", reason="it is Sunday"),
+        call("web__lookup", key="x"),
+        call("cat__pixel"),
+        call("cat__stats", column="rain"),
+        call("cat__whoami"),
+    ]
+    model = script(runtime, *calls, ScriptedTurn(text="done"))
+    rid = (await api.start("try them", model="scripted"))["requestId"]
+    events = await api.segment(rid)
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    failed = [e["data"] for e in events if e["eventType"] == "TOOL_FAILED"]
+    assert failed[0]["toolName"] == "cat__broken"
+    assert "the catalogue is closed: it is Sunday" in failed[0]["errorMessage"]
+    assert failed[1]["toolName"] == "web__lookup" and "no web" in failed[1]["errorMessage"]
+    done = {e["data"]["toolName"]: e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED"}
+    assert done["cat__pixel"]["images"] and done["cat__pixel"]["images"][0].endswith(".png")
+    assert json.loads(done["cat__stats"]["output"]) == {"mean": 2.5, "count": 4.0}
+    # The server was given the secret and said it; nobody downstream sees it.
+    assert done["cat__whoami"]["output"] == "my token is [redacted]"
+    assert SECRET not in json.dumps(events)
+    assert all(SECRET not in m.content for r in model.requests for m in r.messages)
