@@ -34,6 +34,7 @@ from .events import (
     ToolSideData,
     decode_event,
 )
+from .terminal.dispatch import BodyRenderer
 from .terminal.text import (
     CUT_OFF_NOTE,
     PREVIEW_WIDTH,
@@ -97,7 +98,7 @@ class Style:
         return self._wrap("33", text)
 
 
-class TerminalRenderer:
+class TerminalRenderer(BodyRenderer):
     """Writes a run for people: streamed text, one card per tool call, notices, a summary."""
 
     def __init__(
@@ -159,30 +160,13 @@ class TerminalRenderer:
             self.render(event)
         return event
 
-    def render(self, event: AgentEvent) -> None:
-        """Dispatch on the body; bodies with nothing to show a person are skipped."""
-        kind = event.event_type
+    def _aside(self, kind: EventType, event: AgentEvent) -> None:
+        """One line for each of the other bodies a person would want to know of."""
         match event.data:
-            case TextData() as text:
-                self._text(kind, text)
-            case ReasoningData() as reasoning:
-                self._reasoning(kind, reasoning)
-            case ToolData() as tool:
-                self._tool(kind, tool)
-            case ToolSideData() as side:
-                self._side(side)
-            case PermissionAskData() as ask:
-                self._ask(ask)
-            case PermissionResolvedData() as resolved:
-                self._resolved(resolved)
-            case MessageData() as message:
-                self._message(kind, message)
             case AttachmentData() as attachment:
                 self._attachment(kind, attachment)
             case AgentStatusData() as status:
                 self._status(status)
-            case ProcessData() as process:
-                self._process(process)
             case SessionData() as session:
                 self._line(self.style.dim(session_words(event.request_id, session.session_id)))
             case SupplementaryInputData() as supplied:
@@ -208,7 +192,7 @@ class TerminalRenderer:
         elif kind == EventType.TEXT_END and not self._at_line_start:
             self._write("\n")
 
-    def _reasoning(self, kind: EventType, data: ReasoningData) -> None:
+    def _thinking(self, kind: EventType, data: ReasoningData) -> None:
         if kind == EventType.REASONING_START:
             if not self._at_line_start:
                 self._write("\n")

@@ -45,6 +45,7 @@ from ..events import (
     ToolSideData,
     decode_event,
 )
+from .dispatch import BodyRenderer
 from .text import CUT_OFF_NOTE, clean, one_line, phase_text
 from .views import (
     StatusLine,
@@ -73,7 +74,7 @@ _STREAMED_KEPT = 8_000
 _STATUS_STYLE = {"ERROR": "red", "WARN": "yellow"}
 
 
-class LiveRenderer:
+class LiveRenderer(BodyRenderer):
     """Draws a run on a terminal with rich; fed the same envelopes as the plain renderer."""
 
     def __init__(
@@ -243,26 +244,9 @@ class LiveRenderer:
 
     # --- events
 
-    def render(self, event: AgentEvent) -> None:
-        """Dispatch on the body; bodies with nothing to show a person are skipped."""
-        kind = event.event_type
+    def _aside(self, kind: EventType, event: AgentEvent) -> None:
+        """The bodies the status line counts, and the events that only need mentioning."""
         match event.data:
-            case TextData() as text:
-                self._text(kind, text)
-            case ReasoningData() as reasoning:
-                self._thinking(kind, reasoning)
-            case ToolData() as tool:
-                self._tool(kind, tool)
-            case ToolSideData() as side:
-                self._side(side)
-            case PermissionAskData() as ask:
-                self._ask(ask)
-            case PermissionResolvedData() as resolved:
-                self._resolved(resolved)
-            case MessageData() as message:
-                self._message(kind, message)
-            case ProcessData() as process:
-                self._process(process)
             case PhaseData() as phase:
                 self._phase = phase
             case ProgressData() as progress:
@@ -271,9 +255,9 @@ class LiveRenderer:
                 tokens_in, tokens_out = self._tokens
                 self._tokens = (tokens_in + usage.input_tokens, tokens_out + usage.output_tokens)
             case _:
-                self._aside(kind, event)
+                self._mention(kind, event)
 
-    def _aside(self, kind: EventType, event: AgentEvent) -> None:
+    def _mention(self, kind: EventType, event: AgentEvent) -> None:
         """One line for the events that only need mentioning."""
         match event.data:
             case SessionData() as session:
