@@ -196,18 +196,10 @@ class ServerKernelBridge:
                         started = time.monotonic()
                     case "status", {"execution_state": "idle"}:
                         return output.result()
-                    case "stream", {"text": str(text)}:
-                        output.stream(text)
-                    case (("display_data" | "execute_result"), {"data": dict(bundle)}):
-                        output.rich(bundle)
-                    case "error", content:
-                        output.fail(
-                            str(content.get("ename", "Error")),
-                            str(content.get("evalue", "")),
-                            [str(line) for line in content.get("traceback", [])],
-                        )
                     case "execute_reply", {"status": "aborted"}:
                         raise ToolError("the kernel aborted the request (an earlier cell failed)")
+                    case msg_type, content:
+                        output.iopub(msg_type, content)
         except asyncio.CancelledError:
             if started is not None:  # our code is running: stopping the run stops it too
                 await self._interrupt()

@@ -129,16 +129,8 @@ class LocalKernel:
                 match msg.get("msg_type"), msg.get("content", {}):
                     case "status", {"execution_state": "idle"}:
                         return output.result()
-                    case "stream", {"text": str(text)}:
-                        output.stream(text)
-                    case (("display_data" | "execute_result"), {"data": dict(bundle)}):
-                        output.rich(bundle)
-                    case "error", content:
-                        output.fail(
-                            str(content.get("ename", "Error")),
-                            str(content.get("evalue", "")),
-                            [str(line) for line in content.get("traceback", [])],
-                        )
+                    case msg_type, content:
+                        output.iopub(msg_type, content)
         except asyncio.CancelledError:
             await self._interrupt()  # the run was stopped: so is its code
             raise

@@ -127,6 +127,20 @@ class KernelOutput:
             report += f"\n{ename}: {evalue}"
         self.error = report
 
+    def iopub(self, msg_type: object, content: Any) -> None:
+        """One IOPub message of the execution from a kernel over the wire: its output, if any."""
+        match msg_type, content:
+            case "stream", {"text": str(text)}:
+                self.stream(text)
+            case (("display_data" | "execute_result"), {"data": dict(bundle)}):
+                self.rich(bundle)
+            case "error", _:
+                self.fail(
+                    str(content.get("ename", "Error")),
+                    str(content.get("evalue", "")),
+                    [str(line) for line in content.get("traceback", [])],
+                )
+
     @property
     def text(self) -> str:
         """Everything printed or displayed, as the model reads it."""
