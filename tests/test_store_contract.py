@@ -1,4 +1,4 @@
-"""The store contract (``tests/store_contract.py``) on every backend: SQLite and in-memory."""
+"""The store contract (``tests/store_contract.py``) on every backend: SQLite, in-memory, Redis."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
-from neta_jupyter.store import MemoryBackend, MemoryData, Store
+from neta_jupyter.store import MemoryBackend, MemoryData, RedisBackend, Store
+from tests.redis_server import redis_server
 from tests.store_contract import Place, StoreContract
 
 
@@ -67,11 +69,56 @@ class MemoryPlace:
         pass
 
 
+class RedisPlace:
+    """A database of a real redis-server (emptied first); a restart connects again."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.admin = redis.Redis.from_url(url)
+        self.admin.flushall()
+        self.opened: list[Store] = []
+
+    def open(self) -> Store:
+        # Reads of a network store let the writer run, as SQLite's never do: a group-commit
+        # window longer than a few local round trips keeps "not yet durable" observable.
+        store = Store(self.url, commit_interval=0.05)
+        self.opened.append(store)
+        return store
+
+    def crash(self, store: Store) -> None:
+        assert isinstance(store.backend, RedisBackend)
+        store.backend.crash()
+
+    def break_writes(self, store: Store) -> None:
+        # With no replica to copy to, Redis refuses every write (NOREPLICAS) and serves reads.
+        self.admin.config_set("min-replicas-to-write", 1)
+
+    def mend_writes(self, store: Store) -> None:
+        self.admin.config_set("min-replicas-to-write", 0)
+
+    def close(self) -> None:
+        self.mend_writes(self.opened[0]) if self.opened else None
+        for store in self.opened:
+            store.close()
+        self.admin.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One redis-server for the contract tests (each test empties it)."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
+
+
 class TestStoreContract(StoreContract):
-    @pytest.fixture(params=["sqlite", "memory"])
+    @pytest.fixture(params=["sqlite", "memory", "redis"])
     def place(self, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
-        found = (
-            SqlitePlace(tmp_path / "neta.sqlite3") if request.param == "sqlite" else MemoryPlace()
-        )
+        found: SqlitePlace | MemoryPlace | RedisPlace
+        if request.param == "sqlite":
+            found = SqlitePlace(tmp_path / "neta.sqlite3")
+        elif request.param == "memory":
+            found = MemoryPlace()
+        else:
+            found = RedisPlace(request.getfixturevalue("redis_url"))
         yield found
         found.close()

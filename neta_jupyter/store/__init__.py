@@ -20,6 +20,8 @@ from .records import (
     SessionRecord,
     new_id,
 )
+from .redis_backend import RedisBackend
+from .redis_conn import is_redis_url, masked_url, url_password
 from .sqlite import SqliteBackend
 
 
@@ -33,13 +35,24 @@ class Store:
         commit_interval: float = 0.002,
         logger: logging.Logger | None = None,
     ) -> None:
-        if isinstance(where, str | Path):
+        secret = None
+        if isinstance(where, str) and is_redis_url(where):
+            secret = url_password(where)
+            where = RedisBackend(where, commit_interval=commit_interval, logger=logger)
+        elif isinstance(where, str | Path):
             where = SqliteBackend(where, commit_interval=commit_interval, logger=logger)
         self.backend: Backend = where
         self.redactor = Redactor()
         """Shared by the event log, the records and attachments: secrets registered once."""
+        if secret:
+            self.redactor.add(secret)  # the store's password is redacted like an API key
         self.events = EventLog(where, redactor=self.redactor)
         self.records = RecordStore(where, redactor=self.redactor)
+
+    async def start(self) -> None:
+        """Check a store across the network before use (a local one needs nothing)."""
+        if isinstance(self.backend, RedisBackend):
+            await self.backend.start()
 
     @classmethod
     def in_memory(cls, data: MemoryData | None = None) -> Store:
@@ -81,6 +94,7 @@ __all__ = [
     "MemoryBackend",
     "MemoryData",
     "RecordStore",
+    "RedisBackend",
     "RunRecord",
     "RunStatus",
     "SessionRecord",
@@ -91,5 +105,7 @@ __all__ = [
     "Store",
     "StoredEvent",
     "finish_now",
+    "is_redis_url",
+    "masked_url",
     "new_id",
 ]

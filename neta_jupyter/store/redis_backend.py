@@ -1,0 +1,75 @@
+"""The Redis backend: runs shared through a Redis (or Valkey) that keeps an append-only file.
+
+Selected by a ``redis://``, ``rediss://`` or ``unix://`` store URL. Events are Redis streams
+(:mod:`.redis_log`), records hashes and sorted sets (:mod:`.redis_records`); attachments' bytes
+stay on disk. Before use, :meth:`RedisBackend.start` refuses a Redis that could lose what it is
+given and says which durability it offers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import redis
+from redis.exceptions import RedisError
+
+from .health import StorageUnavailable
+from .redis_conn import check_durable, connect, masked_url
+from .redis_log import APPEND, RedisEvents
+from .redis_records import RedisRecords
+
+
+class RedisBackend(RedisEvents, RedisRecords):
+    """:class:`~neta_jupyter.store.contract.Backend` on one Redis."""
+
+    def __init__(
+        self, url: str, *, commit_interval: float = 0.002, logger: logging.Logger | None = None
+    ) -> None:
+        self.url = url
+        self.shown_url = masked_url(url)
+        """The URL as logs and errors show it (no password)."""
+        self.client = connect(url)
+        self.mode: str | None = None
+        """The durability the Redis offers (``aof-always``, ``aof-everysec``), once started."""
+        RedisEvents.__init__(self, self.client, logger, commit_interval=commit_interval)
+        RedisRecords.__init__(self, self.client, self)
+
+    async def start(self) -> str:
+        """Check the Redis keeps what it is given; its durability mode (logged)."""
+        try:
+            self.mode = await check_durable(self.client, self.shown_url)
+        except RedisError as error:
+            raise StorageUnavailable(
+                f"cannot reach the Redis store at {self.shown_url}: {error}",
+                reason=f"the Redis store at {self.shown_url} is unreachable",
+            ) from None
+        self.log.info("neta: storing runs in Redis at %s (%s)", self.shown_url, self.mode)
+        return self.mode
+
+    def close(self) -> None:
+        """Write what is pending (waiting here: the server is stopping) and disconnect."""
+        calls = self.pending_calls()
+        self.stop()
+        if calls:
+            self._write_now(calls)
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(self.client.aclose())
+
+    def _write_now(self, calls: list[tuple[list[str], list[str | int]]]) -> None:
+        sync = redis.Redis.from_url(self.url, decode_responses=True)
+        try:
+            append = sync.register_script(APPEND)
+            for keys, args in calls:
+                append(keys=keys, args=args)
+        except RedisError as error:
+            self.log.error("neta: events pending at shutdown were not saved: %s", error)
+        finally:
+            sync.close()
+
+    def crash(self) -> None:
+        """Stop as a killed process would: what is not written yet is lost."""
+        self.stop()
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(self.client.aclose())

@@ -1,0 +1,168 @@
+"""Reaching a Redis store: its URL (with the password kept out of sight), its keys, its checks.
+
+Every key of a user shares one hash tag, ``{u:<principal>}``, so a user's events and records sit
+in one slot and one script can change them together, on one Redis or a Redis Cluster. The one
+key outside a user's slot, ``neta:owners``, says which user an id (a run, a session, an entry,
+an input, an attachment's path) belongs to: callers name records by id alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from redis.asyncio import Redis
+
+from .health import StorageError
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+OWNERS = "neta:owners"
+"""Hash: ``r:<rid>``, ``s:<sid>``, ``e:<eid>``, ``i:<input_id>``, ``a:<path>`` → the principal
+(for entries and inputs ``<principal> <sid or rid>``)."""
+USERS = "neta:users"
+"""Set of the principals that have records (to list every user's runs)."""
+NOBODY = "_"
+"""The principal of a stream no record claims (a stream appended before any run names it)."""
+
+_KEPT = re.compile(r"[A-Za-z0-9._@-]")
+
+
+def is_redis_url(url: str) -> bool:
+    """Whether ``url`` names a Redis store."""
+    return urlsplit(url).scheme in REDIS_SCHEMES
+
+
+def url_password(url: str) -> str | None:
+    """The password in ``url`` (a secret: redacted like an API key), if any."""
+    parts = urlsplit(url)
+    found = parts.password
+    if found is None and parts.query:
+        for pair in parts.query.split("&"):
+            name, _, value = pair.partition("=")
+            if name == "password" and value:
+                found = value
+    return found or None
+
+
+def masked_url(url: str) -> str:
+    """``url`` as logs and errors show it: the password replaced by ``***``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        user = parts.username or ""
+        host = netloc.rsplit("@", 1)[-1]
+        netloc = f"{user}:***@{host}"
+    query = re.sub(r"(^|&)password=[^&]*", r"\1password=***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def user_tag(principal: str) -> str:
+    """The principal, escaped so that ``{``, ``}``, ``*``, ``?`` and ``[`` never reach a key."""
+    return "".join(c if _KEPT.fullmatch(c) else f"%{ord(c):x}" for c in principal)
+
+
+@dataclass(frozen=True, slots=True)
+class UserKeys:
+    """The keys of one user's records and streams."""
+
+    principal: str
+
+    @property
+    def prefix(self) -> str:
+        """What every key of this user starts with (its hash tag)."""
+        return f"neta:{{u:{user_tag(self.principal)}}}:"
+
+    def stream(self, stream: str) -> str:
+        """A run's (or a session's) events: entry id ``0-(seq+1)``."""
+        return f"{self.prefix}ev:{stream}"
+
+    def lease(self, stream: str) -> str:
+        """Who may write a run's events (a token; absent: anyone, until leases are built)."""
+        return f"{self.prefix}lease:{stream}"
+
+    def run(self, request_id: str) -> str:
+        """A run: ``rec`` (its fixed fields, JSON), ``status``, ``state`` (JSON)."""
+        return f"{self.prefix}run:{request_id}"
+
+    @property
+    def runs(self) -> str:
+        """Zset of the user's runs by creation time."""
+        return f"{self.prefix}runs"
+
+    def session(self, session_id: str) -> str:
+        """A session: one field per attribute, each JSON."""
+        return f"{self.prefix}session:{session_id}"
+
+    @property
+    def sessions(self) -> str:
+        """Zset of the user's sessions by creation time."""
+        return f"{self.prefix}sessions"
+
+    @property
+    def session_names(self) -> str:
+        """Hash: session name → session id (names are unique per user)."""
+        return f"{self.prefix}session-names"
+
+    def entries(self, session_id: str) -> str:
+        """Hash: entry id → entry (JSON)."""
+        return f"{self.prefix}session:{session_id}:entries"
+
+    def entry_order(self, session_id: str) -> str:
+        """List of the session's entry ids in the order they were added."""
+        return f"{self.prefix}session:{session_id}:order"
+
+    @property
+    def inputs(self) -> str:
+        """Hash: input id → ``[request_id, content, consumed]`` (JSON)."""
+        return f"{self.prefix}inputs"
+
+    def run_inputs(self, request_id: str) -> str:
+        """List of a run's input ids, oldest first."""
+        return f"{self.prefix}run:{request_id}:inputs"
+
+    @property
+    def attachments(self) -> str:
+        """Hash: virtual path → attachment record (JSON); the bytes stay on disk."""
+        return f"{self.prefix}attachments"
+
+
+def connect(url: str) -> Redis:
+    """A client for ``url`` (hiredis parses replies when installed)."""
+    return Redis.from_url(url, decode_responses=True, health_check_interval=30)
+
+
+class StoreMisconfigured(StorageError):
+    """The Redis the store is pointed at would lose what it is given."""
+
+    status = 503
+    code = "STORAGE_MISCONFIGURED"
+
+
+DURABILITY = {"always": "aof-always", "everysec": "aof-everysec"}
+
+
+async def check_durable(client: Redis, shown_url: str) -> str:
+    """The durability mode of the Redis behind ``client``; refuses one that would lose events."""
+    persistence: dict[str, Any] = await client.info("persistence")
+    memory: dict[str, Any] = await client.info("memory")
+    if str(persistence.get("aof_enabled", "0")) != "1":
+        raise StoreMisconfigured(
+            f"the Redis at {shown_url} has its append-only file off, so a restart of it would "
+            "lose runs; turn it on (`CONFIG SET appendonly yes`, and `appendonly yes` in "
+            "redis.conf)"
+        )
+    policy = str(memory.get("maxmemory_policy", "noeviction"))
+    if policy != "noeviction":
+        raise StoreMisconfigured(
+            f"the Redis at {shown_url} evicts keys when full (maxmemory-policy {policy}), so "
+            "it could drop runs; set `CONFIG SET maxmemory-policy noeviction` (and in "
+            "redis.conf)"
+        )
+    try:
+        found = await client.config_get("appendfsync")
+    except Exception:  # managed services often refuse CONFIG
+        return "aof (appendfsync unknown: CONFIG GET is refused)"
+    mode = str(found.get("appendfsync", ""))
+    return DURABILITY.get(mode, f"aof-{mode or 'unknown'}")

@@ -1,0 +1,353 @@
+"""The events of the Redis backend: one stream per run, appended by one fenced script.
+
+A stream's entry ids are ``0-(seq+1)`` (Redis refuses ``0-0``), so ``XRANGE`` reads exactly the
+events after a seq. One writer task per process sends, per cycle, one script call per stream
+holding everything queued since the last cycle (group commit, like SQLite's): while a cycle is
+in flight the next one fills. The script checks the run's lease token and that the batch
+continues the stream; a batch already applied (its reply was lost) is accepted as it is, so a
+retry never duplicates; anything else is refused. A run's status written with its events (a
+terminal event) rides in the same script, so both are durable or neither.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError, ResponseError
+
+from .contract import DurableListener, EventRow, HealthListener
+from .health import Episode, StorageUnavailable
+from .redis_conn import NOBODY, OWNERS, UserKeys
+
+APPEND = """
+local held = redis.call('GET', KEYS[2])
+if held and held ~= ARGV[1] then
+  return redis.error_reply('FENCED the run is written by another server')
+end
+local first, n = tonumber(ARGV[2]), tonumber(ARGV[3])
+local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local last = -1
+if #top > 0 then last = tonumber(string.match(top[1][1], '%-(%d+)$')) - 1 end
+if n > 0 and first + n - 1 == last then return 0 end
+if n > 0 and first ~= last + 1 then
+  return redis.error_reply('SEQ expected ' .. (last + 1))
+end
+for i = 0, n - 1 do
+  redis.call('XADD', KEYS[1], '0-' .. (first + i + 1), 't', ARGV[6 + 2 * i], 'p', ARGV[7 + 2 * i])
+end
+if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('HSET', KEYS[3], 'status', ARGV[4], 'state', ARGV[5])
+end
+return n
+"""
+"""``KEYS``: stream, lease, run; ``ARGV``: token, first seq, count, status ('' for none), state,
+then type and payload of each event. Replies the count written (0 for a replay)."""
+
+NO_LEASE = "-"
+"""The token this process writes with until leases are built: refused once a lease is held."""
+CHUNK = 2048
+"""Events per script call: a long batch is several calls, its run update on the last."""
+
+Op = Callable[[Any], Awaitable[Any]]
+"""A record write, given the client (replies decoded to str)."""
+
+
+@dataclass(slots=True)
+class RunUpdate:
+    """A run's status and state, durable with the events queued before it."""
+
+    request_id: str
+    status: str
+    state: str
+
+
+def append_args(token: str, rows: list[EventRow], update: RunUpdate | None) -> list[str | int]:
+    """The script's ``ARGV`` for ``rows`` (and the run update carried with them)."""
+    args: list[str | int] = [token, rows[0][0] if rows else 0, len(rows)]
+    args += [update.status, update.state] if update else ["", ""]
+    for _, kind, payload in rows:
+        args += [kind, payload]
+    return args
+
+
+def is_transient(error: Exception) -> bool:
+    """Whether ``error`` passes (Redis down, read-only, out of memory), unlike a refusal."""
+    if not isinstance(error, ResponseError):
+        return True
+    text = str(error)
+    return not (text.startswith("FENCED") or text.startswith("SEQ"))
+
+
+def resolve(futures: list[asyncio.Future[None]]) -> None:
+    """Tell each of ``futures`` (not cancelled meanwhile) that what it waited for happened."""
+    for fut in futures:
+        if not fut.done():
+            fut.set_result(None)
+
+
+class RedisEvents:
+    """:class:`~neta_jupyter.store.contract.EventBackend` on Redis streams."""
+
+    def __init__(
+        self, client: Redis, logger: logging.Logger | None = None, *, commit_interval: float = 0
+    ) -> None:
+        # redis-py types every reply as bytes | str; this client always decodes them to str.
+        self._client: Any = client
+        self._interval = commit_interval
+        self.log = logger or logging.getLogger("neta_jupyter")
+        self._sha: str | None = None
+        self._token = NO_LEASE
+        self._owner: dict[str, str] = {}
+        self._pending: dict[str, list[EventRow]] = {}
+        self._updates: list[RunUpdate] = []
+        self._waiters: list[asyncio.Future[None]] = []
+        self._writable: list[asyncio.Future[None]] = []
+        self._joined: list[asyncio.Future[None]] = []
+        """Callers of :meth:`join`: told once their update is written or, if writes fail, kept."""
+        self._listeners: list[DurableListener] = []
+        self._health_listeners: list[HealthListener] = []
+        self._lock = asyncio.Lock()
+        self._writer: asyncio.Task[None] | None = None
+        self._episode = Episode()
+        self._stopped = False
+
+    # --- whose stream
+
+    def remember(self, stream: str, principal: str) -> None:
+        """Say whose ``stream`` (a run's, a session's) is, as its record does."""
+        self._owner[stream] = principal
+
+    async def owner(self, stream: str) -> str:
+        """The principal whose keys hold ``stream``."""
+        found = self._owner.get(stream)
+        if found is None:
+            found = await self._client.hget(OWNERS, stream)
+            # Not claimed by a record: its events are nobody's (a record made later still claims
+            # it here through remember()).
+            found = NOBODY if found is None else found
+            self._owner[stream] = found
+        return found
+
+    async def keys(self, stream: str) -> UserKeys:
+        """The keys of the user whose ``stream`` is."""
+        return UserKeys(await self.owner(stream))
+
+    # --- reading
+
+    async def last_seq(self, stream: str) -> int:
+        """Seq of the stream's last durable event, -1 when it has none."""
+        key = (await self.keys(stream)).stream(stream)
+        top = await self._client.xrevrange(key, "+", "-", count=1)
+        return int(top[0][0].rsplit("-", 1)[1]) - 1 if top else -1
+
+    async def read_after(self, stream: str, after: int, limit: int) -> list[EventRow]:
+        """Up to ``limit`` durable events with seq > ``after``, in order."""
+        key = (await self.keys(stream)).stream(stream)
+        found = await self._client.xrange(key, f"0-{max(after, -1) + 2}", "+", count=limit)
+        return [(int(eid.rsplit("-", 1)[1]) - 1, f["t"], f["p"]) for eid, f in found]
+
+    # --- queueing
+
+    def queue(self, stream: str, rows: list[EventRow]) -> None:
+        """Hold ``rows`` for the writer's next cycle."""
+        if self._stopped:
+            raise RuntimeError("the store is closed")
+        self._pending.setdefault(stream, []).extend(rows)
+        self._schedule()
+
+    def join(self, update: RunUpdate) -> asyncio.Future[None]:
+        """Carry ``update`` with the events queued so far; resolves once written or kept."""
+        self._updates.append(update)
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._episode.reason is not None:
+            fut.set_result(None)  # kept: written with the events once writes work
+        else:
+            self._joined.append(fut)
+            self._schedule()
+        return fut
+
+    def durable(self) -> asyncio.Future[None]:
+        """Resolves once everything queued so far is durable."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if not self._pending and not self._updates and not self._lock.locked():
+            fut.set_result(None)
+        else:
+            self._waiters.append(fut)
+            self._schedule()
+        return fut
+
+    def on_durable(self, listener: DurableListener) -> None:
+        """Call ``listener`` with the events each write made durable."""
+        self._listeners.append(listener)
+
+    def on_health(self, listener: HealthListener) -> None:
+        """Call ``listener`` when writes start failing and when they work again."""
+        self._health_listeners.append(listener)
+
+    # --- writing
+
+    def _schedule(self) -> None:
+        if self._stopped or (self._writer is not None and not self._writer.done()):
+            return
+        with contextlib.suppress(RuntimeError):  # no loop: close() writes what is pending
+            self._writer = asyncio.get_running_loop().create_task(self._write_loop())
+
+    async def _write_loop(self) -> None:
+        if self._interval > 0:
+            await asyncio.sleep(self._interval)  # group commit: let a burst gather first
+        while not self._stopped and (
+            self._pending or self._updates or self._waiters or self._joined
+        ):
+            async with self._lock:
+                written = await self._cycle()
+            if not written:
+                await asyncio.sleep(self._episode.delay)
+
+    async def _cycle(self) -> bool:
+        """One write of everything pending; whether it worked (what failed is kept)."""
+        pending, self._pending = self._pending, {}
+        updates, self._updates = self._updates, []
+        waiters, self._waiters = self._waiters, []
+        joined, self._joined = self._joined, []
+        try:
+            await self._send(pending, updates)
+        except RedisError as error:
+            resolve(joined)
+            for stream, rows in self._pending.items():
+                pending.setdefault(stream, []).extend(rows)
+            self._pending, self._updates = pending, updates + self._updates
+            self._waiters = waiters + self._waiters
+            self._failed(error)
+            return False
+        self._recovered()
+        for stream, rows in pending.items():
+            for listener in self._listeners:
+                listener(stream, rows)
+        resolve(waiters + joined)
+        return True
+
+    async def _send(self, pending: dict[str, list[EventRow]], updates: list[RunUpdate]) -> None:
+        """One pipeline: a script call per stream (and chunk), then updates without events."""
+        last_update = {u.request_id: u for u in updates}
+        calls: list[tuple[list[str], list[str | int]]] = []
+        for stream, rows in pending.items():
+            user = await self.keys(stream)
+            keys = [user.stream(stream), user.lease(stream), user.run(stream)]
+            for start in range(0, len(rows), CHUNK):
+                chunk = rows[start : start + CHUNK]
+                last = start + CHUNK >= len(rows)
+                update = last_update.pop(stream, None) if last else None
+                calls.append((keys, append_args(self._token, chunk, update)))
+        for update in last_update.values():
+            user = await self.keys(update.request_id)
+            keys = [user.stream(update.request_id), user.lease(update.request_id)]
+            calls.append(([*keys, user.run(update.request_id)], append_args(
+                self._token, [], update
+            )))  # fmt: skip
+        if not calls:
+            return
+        if self._sha is None:
+            self._sha = str(await self._client.script_load(APPEND))
+        pipe = self._client.pipeline(transaction=False)
+        for keys, args in calls:
+            pipe.evalsha(self._sha, len(keys), *keys, *args)
+        for reply in await pipe.execute(raise_on_error=False):
+            if isinstance(reply, Exception):
+                self._refused(reply)
+
+    def _refused(self, error: Exception) -> None:
+        if str(error).startswith("NOSCRIPT"):
+            self._sha = None  # the Redis restarted without its scripts: load it again
+        if is_transient(error):
+            raise error if isinstance(error, RedisError) else RedisError(str(error))
+        # A gap or another writer's lease: writing on would corrupt the run's log.
+        self.log.error("neta: a batch of events was refused by the store: %s", error)
+
+    def _failed(self, error: Exception) -> None:
+        reason = f"the Redis store refuses writes: {error}"
+        if self._episode.failed(reason):
+            self.log.warning("neta: %s; keeping what is pending", reason)
+            for listener in self._health_listeners:
+                listener(reason)
+
+    def _recovered(self) -> None:
+        lasted = self._episode.recovered()
+        if lasted is None:
+            return
+        self.log.warning("neta: the Redis store takes writes again after %.1f s", lasted)
+        for listener in self._health_listeners:
+            listener(None)
+        writable, self._writable = self._writable, []
+        resolve(writable)
+
+    async def now(self, op: Op) -> Any:
+        """Write what is pending, then ``op``: in that order, refused while writes fail."""
+        if self._stopped:
+            raise RuntimeError("the store is closed")
+        self.refuse_while_failing()
+        async with self._lock:
+            if (self._pending or self._updates) and not await self._cycle():
+                self.refuse_while_failing()
+            try:
+                return await op(self._client)
+            except RedisError as error:
+                self._failed(error)
+                self.refuse_while_failing()
+                raise
+
+    def refuse_while_failing(self) -> None:
+        """Raise :class:`StorageUnavailable` while writes fail."""
+        reason = self._episode.reason
+        if reason is not None:
+            raise StorageUnavailable(
+                f"the server cannot save anything now: {reason}; try again once it can",
+                reason=reason,
+            )
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why writes fail, while they do."""
+        return self._episode.reason
+
+    def writable(self) -> asyncio.Future[None]:
+        """Resolves once writes work (at once when they do)."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._episode.reason is None:
+            fut.set_result(None)
+        else:
+            self._writable.append(fut)
+        return fut
+
+    def commit(self) -> None:
+        """Start writing what is pending (no waiting)."""
+        self._schedule()
+
+    def pending_calls(self) -> list[tuple[list[str], list[str | int]]]:
+        """The script calls that would write what is pending, for a last write at close."""
+        calls: list[tuple[list[str], list[str | int]]] = []
+        last_update = {u.request_id: u for u in self._updates}
+        for stream, rows in self._pending.items():
+            user = UserKeys(self._owner.get(stream, NOBODY))
+            keys = [user.stream(stream), user.lease(stream), user.run(stream)]
+            calls.append((keys, append_args(self._token, rows, last_update.pop(stream, None))))
+        for update in last_update.values():
+            user = UserKeys(self._owner.get(update.request_id, NOBODY))
+            rid = update.request_id
+            keys = [user.stream(rid), user.lease(rid), user.run(rid)]
+            calls.append((keys, append_args(self._token, [], update)))
+        return calls
+
+    def stop(self) -> None:
+        """Write nothing more: what is pending is dropped (a crash) unless written before."""
+        self._stopped = True
+        if self._writer is not None:
+            self._writer.cancel()
+        self._pending, self._updates = {}, []
+        for fut in self._waiters + self._writable + self._joined:
+            fut.cancel()
