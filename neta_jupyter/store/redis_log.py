@@ -76,6 +76,23 @@ def append_args(token: str, rows: list[EventRow], update: RunUpdate | None) -> l
     return args
 
 
+async def fenced_append(
+    client: Any,
+    user: UserKeys,
+    stream: str,
+    token: str,
+    rows: list[EventRow],
+    update: RunUpdate | None = None,
+) -> int:
+    """Append one batch by the fenced script on its own; how many events it wrote (0: a replay).
+
+    Raises :class:`ResponseError` ``FENCED`` (another token holds the run's lease) or ``SEQ``
+    (the batch does not continue the stream).
+    """
+    keys = [user.stream(stream), user.lease(stream), user.run(stream)]
+    return int(await client.eval(APPEND, len(keys), *keys, *append_args(token, rows, update)))
+
+
 def is_transient(error: Exception) -> bool:
     """Whether ``error`` passes (Redis down, read-only, out of memory), unlike a refusal."""
     if not isinstance(error, ResponseError):

@@ -1,0 +1,162 @@
+"""What only the Redis backend has: its fenced append, its start-up checks, its secret.
+
+Against a real redis-server (``tests/redis_server.py``), as the store contract is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from neta_jupyter.store import StorageError, Store
+from neta_jupyter.store.redis_conn import UserKeys, masked_url
+from neta_jupyter.store.redis_log import RunUpdate, fenced_append
+from tests.redis_server import SAFE, redis_server
+
+USER = UserKeys("alice")
+
+
+def rows(first: int, count: int, tag: str = "") -> list[tuple[int, str, str]]:
+    return [
+        (seq, "TEXT_DELTA", f'{{"seq":{seq},"by":"{tag}"}}') for seq in range(first, first + count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as found:
+        yield found
+
+
+@pytest.fixture
+def client(url: str) -> Redis:
+    redis.Redis.from_url(url).flushall()
+    return Redis.from_url(url, decode_responses=True)
+
+
+async def stored(client: Redis, stream: str) -> list[tuple[int, str]]:
+    """``(seq, payload)`` of every event of the stream, as Redis keeps them."""
+    found = await client.xrange(USER.stream(stream))
+    return [(int(eid.split("-")[1]) - 1, fields["p"]) for eid, fields in found]
+
+
+async def test_a_batch_continues_the_stream_or_is_refused(client: Redis) -> None:
+    assert await fenced_append(client, USER, "r_1", "-", rows(0, 3)) == 3
+    with pytest.raises(ResponseError, match="SEQ expected 3"):
+        await fenced_append(client, USER, "r_1", "-", rows(5, 2))  # a gap
+    with pytest.raises(ResponseError, match="SEQ expected 3"):
+        await fenced_append(client, USER, "r_1", "-", rows(1, 1))  # behind the end
+    assert [seq for seq, _ in await stored(client, "r_1")] == [0, 1, 2]
+
+
+async def test_a_stale_lease_token_is_refused(client: Redis) -> None:
+    await client.set(USER.lease("r_1"), "replica-b:7")
+    with pytest.raises(ResponseError, match="FENCED"):
+        await fenced_append(client, USER, "r_1", "replica-a:6", rows(0, 2))
+    assert await stored(client, "r_1") == [], "a refused batch writes nothing"
+    assert await fenced_append(client, USER, "r_1", "replica-b:7", rows(0, 2)) == 2
+
+
+async def test_a_replayed_batch_whose_reply_was_lost_is_accepted_once(client: Redis) -> None:
+    assert await fenced_append(client, USER, "r_1", "-", rows(0, 4)) == 4
+    assert await fenced_append(client, USER, "r_1", "-", rows(0, 4)) == 0, "accepted, not written"
+    assert await fenced_append(client, USER, "r_1", "-", rows(4, 1)) == 1
+    assert [seq for seq, _ in await stored(client, "r_1")] == [0, 1, 2, 3, 4]
+
+
+async def test_two_writers_racing_for_the_next_seq_leave_no_gap_or_duplicate(
+    url: str, client: Redis
+) -> None:
+    await fenced_append(client, USER, "r_1", "-", rows(0, 3))
+    other = Redis.from_url(url, decode_responses=True)
+    for round_ in range(50):
+        first = 3 + 2 * round_
+        results = await asyncio.gather(
+            fenced_append(client, USER, "r_1", "-", rows(first, 2, "a")),
+            fenced_append(other, USER, "r_1", "-", rows(first, 1, "b")),
+            return_exceptions=True,
+        )
+        wins = [r for r in results if not isinstance(r, Exception)]
+        assert len(wins) == 1, results
+        if wins == [1]:  # b won: a's next batch fills seq first+1 alone
+            await fenced_append(client, USER, "r_1", "-", rows(first + 1, 1, "a"))
+    found = await stored(client, "r_1")
+    assert [seq for seq, _ in found] == list(range(103)), "contiguous, each seq once"
+    await other.aclose()
+
+
+async def test_a_terminal_event_and_its_status_are_one_write(client: Redis) -> None:
+    await client.hset(USER.run("r_1"), mapping={"rec": "{}", "status": "running", "state": "{}"})
+    update = RunUpdate("r_1", "completed", '{"phase":"done"}')
+    await client.set(USER.lease("r_1"), "someone-else")
+    with pytest.raises(ResponseError, match="FENCED"):
+        await fenced_append(client, USER, "r_1", "-", rows(0, 1), update)
+    assert await client.hget(USER.run("r_1"), "status") == "running", "neither, when refused"
+    await client.delete(USER.lease("r_1"))
+    await fenced_append(client, USER, "r_1", "-", rows(0, 1), update)
+    assert await client.hget(USER.run("r_1"), "status") == "completed"
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        (["--appendonly", "no"], "CONFIG SET appendonly yes"),
+        (
+            ["--appendonly", "yes", "--maxmemory-policy", "allkeys-lru"],
+            "CONFIG SET maxmemory-policy noeviction",
+        ),
+    ],
+)
+async def test_start_up_refuses_a_redis_that_could_lose_runs(
+    tmp_path: Path, settings: list[str], says: str
+) -> None:
+    with redis_server(tmp_path, settings=settings) as found:
+        store = Store(found)
+        with pytest.raises(StorageError, match=says) as refused:
+            await store.start()
+        assert refused.value.code == "STORAGE_MISCONFIGURED"
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("fsync", "mode"), [("always", "aof-always"), ("everysec", "aof-everysec")]
+)
+async def test_start_up_logs_the_durability_mode(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, fsync: str, mode: str
+) -> None:
+    settings = [*SAFE[:2], "--appendfsync", fsync, *SAFE[4:]]
+    with redis_server(tmp_path, settings=settings) as found:
+        store = Store(found, logger=logging.getLogger("neta_jupyter"))
+        with caplog.at_level(logging.INFO, logger="neta_jupyter"):
+            await store.start()
+        assert f"({mode})" in caplog.text
+        store.close()
+
+
+async def test_the_password_never_shows(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    password = "s3cret-redis-pass-42"
+    with redis_server(
+        tmp_path, "--requirepass", password, settings=["--appendonly", "no"]
+    ) as found:
+        assert password in found
+        store = Store(found, logger=logging.getLogger("neta_jupyter"))
+        assert store.redactor(f"echo {password}") == "echo [redacted]", "redacted like a key"
+        with caplog.at_level(logging.DEBUG), pytest.raises(StorageError) as refused:
+            await store.start()
+        assert "appendonly" in refused.value.message and "***" in refused.value.message
+        assert password not in str(refused.value) and password not in caplog.text
+        wrong = Store(found.replace(password, password[::-1]))
+        with pytest.raises(StorageError) as unreachable:
+            await wrong.start()
+        assert password[::-1] not in str(unreachable.value)
+        store.close()
+        wrong.close()
+    assert password not in masked_url(f"redis://user:{password}@host:6379/0")
+    assert masked_url("rediss://host/0?password=abc123") == "rediss://host/0?password=***"
