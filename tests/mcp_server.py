@@ -11,7 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from mcp.server.mcpserver import Image, MCPServer
+import anyio
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -61,7 +62,33 @@ def stats(column: str) -> dict[str, float]:
     return {"mean": 2.5, "count": 4.0}
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def count(steps: int, ctx: Context) -> str:
+    """Count to ``steps``, reporting progress at each."""
+    for i in range(1, steps + 1):
+        await ctx.report_progress(i, steps, f"counted {i} of {steps}")
+        await anyio.sleep(0.5)
+    return f"counted to {steps}"
+
+
+def _mark(marker: str, text: str) -> None:
+    Path(marker).write_text(text)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def wait(marker: str) -> str:
+    """Wait for a minute; the file ``marker`` says whether the wait was cancelled."""
+    _mark(marker, "started")
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        _mark(marker, "cancelled")
+        raise
+    return "waited"
+
+
 if __name__ == "__main__":
+    print(f"starting with token {os.environ.get('MCP_TEST_TOKEN', 'none')}", file=sys.stderr)
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

@@ -22,6 +22,7 @@ from neta_jupyter.kernel.magics import mcp_listing
 from neta_jupyter.providers import ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from tests.helpers import ApiClient, types
+from tests.test_kernel_magics import server_kernel
 from tests.test_kernel_tools import call, script
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
@@ -195,3 +196,62 @@ async def test_errors_rules_images_structure_and_secrets(api: ApiClient, runtime
     assert done["cat__whoami"]["output"] == "my token is [redacted]"
     assert SECRET not in json.dumps(events)
     assert all(SECRET not in m.content for r in model.requests for m in r.messages)
+
+
+async def test_progress_becomes_process_events_and_stop_cancels_the_call_on_the_server(
+    api: ApiClient, runtime: Runtime, tmp_path: Path
+) -> None:
+    await listing(api)
+    marker = tmp_path / "wait-marker"
+    script(runtime, call("cat__count", steps=3), call("cat__wait", marker=str(marker)))
+    rid = (await api.start("count, then wait", model="scripted"))["requestId"]
+    for _ in range(600):
+        if marker.exists():
+            break
+        await asyncio.sleep(0.1)
+    assert marker.read_text() == "started"
+    response = await api.post("terminateTask", {"requestId": rid})
+    assert response.status_code == 200, response.text
+    events = await api.segment(rid)
+
+    assert events[-1]["eventType"] == "MESSAGE_FAILED"
+    assert events[-1]["data"]["errorCode"] == "USER_CANCELLED"
+    counted = [e for e in events if e["data"].get("toolName") == "cat__count"]
+    process = [e["data"] for e in events if e["eventType"] == "PROCESS_EVENT"]
+    running = [p["current"] for p in process if p["status"] == "running"]
+    # In order; one in between may be coalesced by the throttle on a busy machine.
+    assert running[0] == 1 and running[-1] == 3 and running == sorted(running)
+    assert process[0]["total"] == 3 and process[0]["message"] == "counted 1 of 3"
+    titles = [e["data"]["title"] for e in counted if e["eventType"] == "TOOL_RUNNING"]
+    assert titles[-1] == "counted 3 of 3"
+    for _ in range(300):  # the server hears of the cancellation
+        if marker.read_text() == "cancelled":
+            break
+        await asyncio.sleep(0.1)
+    assert marker.read_text() == "cancelled"
+
+
+async def test_a_servers_stderr_reaches_the_log_without_its_secrets(
+    api: ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    await listing(api)
+
+    def logged() -> str:  # the server may have started while the test was being set up
+        records = caplog.get_records("setup") + caplog.records
+        return "\n".join(r.getMessage() for r in records)
+
+    for _ in range(300):
+        if "starting with token" in logged():
+            break
+        await asyncio.sleep(0.1)
+    assert "MCP server cat: starting with token [redacted]" in logged()
+    assert SECRET not in logged()
+
+
+async def test_neta_mcp_in_a_kernel_lists_the_servers(jp_serverapp: Any, api: ApiClient) -> None:
+    await listing(api)
+    async with server_kernel(jp_serverapp) as (_kernel_id, k):
+        shown = await k.stdout("%load_ext neta_jupyter\n%neta mcp")
+    assert "cat (stdio): ready" in shown and "cat__write_note  [asks first]" in shown
+    assert "gone (stdio): failed — could not start" in shown
+    assert SECRET not in shown

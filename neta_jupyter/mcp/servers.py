@@ -110,9 +110,7 @@ class McpServer:
     async def _hold(self) -> None:
         try:
             async with contextlib.AsyncExitStack() as stack:
-                errlog = stack.enter_context(_StderrLog(self.name, self._log, self._redact))
-                read, write = await stack.enter_async_context(self._transport(errlog.file))
-                errlog.started()
+                read, write = await self._connect(stack)
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
                 self.tools = await _list_tools(session)
@@ -130,16 +128,23 @@ class McpServer:
                 self.state = "stopped"
             self._ready.set()
 
-    def _transport(self, errlog: TextIO) -> contextlib.AbstractAsyncContextManager[Any]:
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
+        """The transport's streams, open until ``stack`` closes."""
         spec = self.entry.spec
         if isinstance(spec, HttpServer):
             client = create_mcp_http_client(headers=dict(spec.headers))
-            return streamable_http_client(spec.url, http_client=client)
+            streams: tuple[Any, Any] = await stack.enter_async_context(
+                streamable_http_client(spec.url, http_client=client)
+            )
+            return streams
         assert spec is not None
         params = StdioServerParameters(
             command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=spec.cwd
         )
-        return stdio_client(params, errlog=errlog)
+        errlog = stack.enter_context(_StderrLog(self.name, self._log, self._redact))
+        streams = await stack.enter_async_context(stdio_client(params, errlog=errlog.file))
+        errlog.started()
+        return streams
 
     def _fail(self, message: str) -> None:
         self.state = "failed"
@@ -157,14 +162,27 @@ class McpServer:
         if self.state in ("ready", "starting"):
             self.state = "stopped"
 
-    async def call(self, remote: str, arguments: dict[str, Any]) -> ToolResult:
-        """Call a tool of this server; failures of any kind are a :class:`ToolError`."""
+    async def call(self, remote: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Call a tool of this server; failures of any kind are a :class:`ToolError`.
+
+        The server's progress notifications become the call's process events and card title;
+        a cancelled call (the run was stopped) is cancelled on the server too, by the SDK.
+        """
         session = self._session
         if session is None:
             raise ToolError(f"MCP server {self.name} is not running ({self.state})")
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            ctx.process.report(stage=remote, message=message, current=progress, total=total)
+            if message:
+                ctx.report(message)
+
         try:
             result = await session.call_tool(
-                remote, arguments, read_timeout_seconds=self._call_timeout
+                remote,
+                arguments,
+                read_timeout_seconds=self._call_timeout,
+                progress_callback=on_progress,
             )
         except MCPError as exc:
             raise ToolError(f"MCP server {self.name}: {exc.message}") from exc
@@ -180,7 +198,7 @@ class McpServer:
 
     def _tool(self, remote: types.Tool) -> McpTool:
         async def run(ctx: ToolContext, **arguments: Any) -> ToolResult:
-            return await self.call(remote.name, arguments)
+            return await self.call(remote.name, arguments, ctx)
 
         annotations = remote.annotations
         schema = dict(remote.input_schema or {})
@@ -254,10 +272,13 @@ class McpServers:
 
     async def start(self, registry: ToolRegistry) -> None:
         """Start every server at once; each one's tools join ``registry`` once it is up."""
-        await asyncio.gather(*(s.start() for s in self.servers))
-        for server in self.servers:
+
+        async def start(server: McpServer) -> None:
+            await server.start()
             for t in server.neta_tools():
                 registry.register(t)
+
+        await asyncio.gather(*(start(s) for s in self.servers))
 
     async def close(self) -> None:
         """Close every session."""
