@@ -160,3 +160,13 @@ async def test_the_password_never_shows(tmp_path: Path, caplog: pytest.LogCaptur
         wrong.close()
     assert password not in masked_url(f"redis://user:{password}@host:6379/0")
     assert masked_url("rediss://host/0?password=abc123") == "rediss://host/0?password=***"
+
+
+def test_the_store_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from neta_jupyter.server.app import NetaApp
+
+    assert NetaApp().store_url == "", "SQLite unless told otherwise"
+    monkeypatch.setenv("NETA_STORE_URL", "redis://redis.internal:6379/2")
+    assert NetaApp().store_url == "redis://redis.internal:6379/2"
+    assert masked_url("unix:///run/redis.sock") == "unix:///run/redis.sock"
+    assert masked_url("unix://:hunter2-long@/run/redis.sock") == "unix://:***@/run/redis.sock"

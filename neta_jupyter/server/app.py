@@ -11,11 +11,11 @@ from pathlib import Path
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
-from traitlets import Dict, Float, Int, List, Unicode
+from traitlets import Dict, Float, Int, List, Unicode, default
 
 from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
-from ..store import StorageDamaged, StorageError, Store, finish_now
+from ..store import StorageDamaged, StorageError, Store
 from ..store.health import DB_NAME, recovery_steps
 from . import handlers
 from .kernels import ServerKernels, kernels_for
@@ -23,6 +23,7 @@ from .mcp import McpHandler, mcp_servers
 from .principals import KernelOwners
 from .redaction import install_redaction
 from .sse import SessionStreamHandler, StreamHandler
+from .store_start import start_store, store_location
 from .unavailable import UnavailableHandler
 from .ws import RunSocket
 
@@ -44,6 +45,16 @@ class NetaApp(ExtensionApp, NetaSettings):
     db_path = Unicode(
         "", help="SQLite file of the event log (default: <data_dir>/neta.sqlite3)."
     ).tag(config=True)
+    store_url = Unicode(
+        help="Where runs are stored: empty for the SQLite file (the default), or a Redis "
+        "(redis://, rediss:// or unix://) that keeps an append-only file and never evicts keys. "
+        "Default: $NETA_STORE_URL. Its password is treated as a secret.",
+    ).tag(config=True)
+
+    @default("store_url")
+    def _store_url_from_environment(self) -> str:
+        return os.environ.get("NETA_STORE_URL", "")
+
     heartbeat_interval = Float(15.0, help="Seconds between HEARTBEAT frames on idle streams.").tag(
         config=True
     )
@@ -85,7 +96,8 @@ class NetaApp(ExtensionApp, NetaSettings):
         try:
             self._open(data_dir)
         except StorageError as exc:
-            self.store_failure = _with_steps(exc, self.db_path or data_dir / DB_NAME)
+            where = self.db_path or data_dir / DB_NAME
+            self.store_failure = exc if self.store_url else _with_steps(exc, where)
             self.settings["neta_store_failure"] = self.store_failure
             self.log.error("neta: the run API is off: %s", self.store_failure.message)
         # Kernels inherit the server's environment: this is how a kernel finds its server and
@@ -111,7 +123,7 @@ class NetaApp(ExtensionApp, NetaSettings):
         """The store, the runtime on it, and what needs them; a StorageError if it cannot open."""
         root = Path(self.serverapp.root_dir).expanduser() if self.serverapp else Path.cwd()
         self.store = Store(
-            self.db_path or data_dir / DB_NAME,
+            store_location(self.store_url, self.db_path or data_dir / DB_NAME),
             commit_interval=self.commit_interval,
             logger=self.log,
         )
@@ -125,8 +137,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             logger=self.log,
         )
         try:
-            # Before the server serves: the SQLite store answers without an event loop.
-            crashed = finish_now(self.runtime.recover())
+            crashed = start_store(self.store, self.runtime.recover, self.log)
         except StorageError:
             self.store.close()
             raise

@@ -49,6 +49,8 @@ def url_password(url: str) -> str | None:
 def masked_url(url: str) -> str:
     """``url`` as logs and errors show it: the password replaced by ``***``."""
     parts = urlsplit(url)
+    if url_password(url) is None:
+        return url
     netloc = parts.netloc
     if parts.password is not None:
         user = parts.username or ""

@@ -1,0 +1,84 @@
+"""A real jupyter server storing its runs in a real Redis: runs complete over the event stream,
+and a restarted server serves what was stored."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from httpx_sse import connect_sse
+
+from tests.helpers import ApiClient, types
+from tests.redis_server import redis_server
+from tests.server_process import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
+
+
+@pytest.fixture
+def neta_config(redis_url: str) -> dict[str, Any]:
+    return {"store_url": redis_url}
+
+
+async def test_a_run_completes_over_the_event_stream_with_runs_in_redis(
+    api: ApiClient, jp_serverapp: Any, redis_url: str
+) -> None:
+    import redis
+
+    store = jp_serverapp.web_app.settings["neta_runtime"].store
+    assert type(store.backend).__name__ == "RedisBackend"
+    rid = (await api.start("hello there"))["requestId"]
+    events = await api.segment(rid)
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    assert (await api.status(rid))["status"] == "completed"
+    stored = redis.Redis.from_url(redis_url, decode_responses=True)
+    streams = [key for key in stored.scan_iter("neta:*:ev:" + rid)]
+    assert len(streams) == 1 and stored.xlen(streams[0]) == len(events), "the events are in Redis"
+    stored.close()
+
+
+def read(server: ServerProcess, rid: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    with (
+        httpx.Client(
+            base_url=server.url, headers=server.headers, timeout=30, trust_env=False
+        ) as http,
+        connect_sse(http, "GET", "neta/api/agent/run/stream", params={"requestId": rid}) as src,
+    ):
+        for sse in src.iter_sse():
+            if sse.event != "HEARTBEAT":
+                out.append(json.loads(sse.data))
+    return out
+
+
+def test_a_restarted_server_serves_the_finished_runs_events_from_redis(
+    tmp_path: Path, redis_url: str
+) -> None:
+    server = ServerProcess(tmp_path / "one", {"store_url": redis_url})
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, headers=server.headers, timeout=30) as http:
+            response = http.post("neta/api/agent/run/async", json={"content": "hello again"})
+            assert response.status_code == 200, response.text
+            rid = response.json()["requestId"]
+        before = read(server, rid)
+        assert before[-1]["eventType"] == "MESSAGE_COMPLETED"
+        server.shutdown()
+        # Another data directory: nothing of the run is on this server's disk, only in Redis.
+        server = ServerProcess(tmp_path / "two", {"store_url": redis_url})
+        server.start()
+        assert read(server, rid) == before
+        with httpx.Client(base_url=server.url, headers=server.headers, timeout=30) as http:
+            status = http.get("neta/api/agent/run/status", params={"requestId": rid}).json()
+        assert status["status"] == "completed"
+    finally:
+        server.stop()
