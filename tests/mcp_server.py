@@ -71,6 +71,12 @@ async def count(steps: int, ctx: Context) -> str:
     return f"counted to {steps}"
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def crash() -> str:
+    """Exit the server process mid-call."""
+    os._exit(3)
+
+
 def _mark(marker: str, text: str) -> None:
     Path(marker).write_text(text)
 

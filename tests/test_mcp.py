@@ -255,3 +255,23 @@ async def test_neta_mcp_in_a_kernel_lists_the_servers(jp_serverapp: Any, api: Ap
     assert "cat (stdio): ready" in shown and "cat__write_note  [asks first]" in shown
     assert "gone (stdio): failed — could not start" in shown
     assert SECRET not in shown
+
+
+async def test_a_server_that_exits_mid_call_fails_the_call_and_is_started_for_the_next(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    await listing(api)
+    script(
+        runtime,
+        call("cat__crash"),
+        call("cat__lookup", key="after"),
+        ScriptedTurn(text="recovered"),
+    )
+    rid = (await api.start("crash it", model="scripted"))["requestId"]
+    events = await api.segment(rid)
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    failed = next(e["data"] for e in events if e["eventType"] == "TOOL_FAILED")
+    assert failed["toolName"] == "cat__crash" and "exited during the call" in failed["errorMessage"]
+    done = next(e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED")
+    assert done["output"] == "the value of after is 42"
+    assert {s["name"]: s["state"] for s in (await listing(api))["servers"]}["cat"] == "ready"

@@ -21,6 +21,7 @@ from typing import Any, Literal, TextIO
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import CONNECTION_CLOSED
 from pydantic import BaseModel, ConfigDict
 
 from ..providers.base import ToolDefinition
@@ -29,7 +30,7 @@ from ..tools.registry import invalid_json_message
 from .config import Entries, HttpServer, ServerEntry, ServerSpec
 from .results import tool_result
 
-State = Literal["starting", "ready", "failed", "stopped", "invalid"]
+State = Literal["starting", "ready", "failed", "exited", "stopped", "invalid"]
 SEPARATOR = "__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -92,12 +93,15 @@ class McpServer:
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._restart = asyncio.Lock()
+        self._crashes = 0
 
     async def start(self) -> None:
         """Start the server and list its tools; on failure the error is kept, never raised."""
         if self.entry.spec is None:
             return
         self.state = "starting"
+        self._ready, self._stop = asyncio.Event(), asyncio.Event()
         self._task = asyncio.create_task(self._hold(), name=f"mcp-{self.name}")
         try:
             await asyncio.wait_for(self._ready.wait(), self._start_timeout)
@@ -168,9 +172,11 @@ class McpServer:
         The server's progress notifications become the call's process events and card title;
         a cancelled call (the run was stopped) is cancelled on the server too, by the SDK.
         """
+        if self.state == "exited":
+            await self._start_again()
         session = self._session
         if session is None:
-            raise ToolError(f"MCP server {self.name} is not running ({self.state})")
+            raise ToolError(f"MCP server {self.name} is not running ({self.error or self.state})")
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             ctx.process.report(stage=remote, message=message, current=progress, total=total)
@@ -185,12 +191,38 @@ class McpServer:
                 progress_callback=on_progress,
             )
         except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                await self._exited()
+                raise ToolError(
+                    f"MCP server {self.name} exited during the call; it is started again for "
+                    "the next one"
+                ) from exc
             raise ToolError(f"MCP server {self.name}: {exc.message}") from exc
         except (ToolError, asyncio.CancelledError):
             raise
         except Exception as exc:
             raise ToolError(f"MCP server {self.name}: {_describe(exc)}") from exc
+        self._crashes = 0
         return tool_result(remote, result)
+
+    async def _exited(self) -> None:
+        """The server is gone: end what is left of its session; the next call starts it again."""
+        if self.state != "ready":
+            return
+        await self.close()
+        self.state, self.error = "exited", "exited; started again on the next call"
+        self._crashes += 1
+        self._log.warning("neta: MCP server %s exited", self.name)
+
+    async def _start_again(self) -> None:
+        """Start an exited server: at once, then after 1, 2, 4 … 30 s while it keeps crashing."""
+        async with self._restart:
+            if self.state != "exited":
+                return  # another call started it meanwhile
+            if self._crashes > 1:
+                await asyncio.sleep(min(30.0, 2.0 ** (self._crashes - 2)))
+            self.error = None
+            await self.start()
 
     def neta_tools(self) -> list[McpTool]:
         """The server's tools as neta tools."""
