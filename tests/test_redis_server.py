@@ -82,3 +82,26 @@ def test_a_restarted_server_serves_the_finished_runs_events_from_redis(
         assert status["status"] == "completed"
     finally:
         server.stop()
+
+
+def test_a_server_on_a_redis_that_could_lose_runs_refuses_runs_and_says_why(
+    tmp_path: Path,
+) -> None:
+    password = "redis-pass-" + "7" * 12
+    with redis_server(
+        tmp_path / "redis", "--requirepass", password, settings=["--appendonly", "no"]
+    ) as url:
+        server = ServerProcess(tmp_path / "server", {"store_url": url})
+        server.start()
+        try:
+            with httpx.Client(base_url=server.url, headers=server.headers, timeout=30) as http:
+                response = http.post("neta/api/agent/run/async", json={"content": "hello"})
+            assert response.status_code == 503
+            body = response.json()
+            assert body["errCode"] == "STORAGE_MISCONFIGURED"
+            assert "CONFIG SET appendonly yes" in body["message"]
+            logged = (tmp_path / "server" / "server-1.log").read_text()
+            assert "appendonly yes" in logged
+            assert password not in body["message"] and password not in logged
+        finally:
+            server.stop()
