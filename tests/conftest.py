@@ -63,3 +63,14 @@ def api(
     )
     yield ApiClient(client)
     jp_asyncio_loop.run_until_complete(client.aclose())
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Headless Chromium, for the browser tests (their modules import ``tests.browser_lab``)."""
+    from benchmarks.b6_lab import chromium
+    from tests.browser_lab import CHROMIUM
+
+    assert CHROMIUM is not None
+    with chromium(CHROMIUM) as found:
+        yield found

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,20 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
-from benchmarks.b6_lab import chromium, chromium_path, open_notebook, run_cells, write_notebook
+from benchmarks.b6_lab import open_notebook, run_cells, write_notebook
+from tests.browser_lab import shot
 from tests.server_process import ServerProcess
 
-CHROMIUM = chromium_path()
-OUTPUT = Path(__file__).parent.parent / "test-output"
-
 pytestmark = pytest.mark.browser
-
-if CHROMIUM is None:
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI=true but Chromium is missing: install Debian's chromium package")
-    pytest.skip("Chromium is not installed; the browser tests need it", allow_module_level=True)
-
-pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture
@@ -38,13 +28,6 @@ def lab(tmp_path: Path) -> Iterator[ServerProcess]:
     (server.root / "notes.txt").write_text("quarterly revenue grew 12%\n")
     yield server
     server.stop()
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    assert CHROMIUM is not None
-    with chromium(CHROMIUM) as found:
-        yield found
 
 
 def run_view(page: Any, index: int = 0) -> Any:
@@ -70,11 +53,6 @@ def sleep_output(page: Any) -> str:
     """What the third cell (the one that keeps the kernel busy) has printed."""
     area = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea")
     return str(area.inner_text()) if area.count() else ""
-
-
-def shot(page: Any, name: str) -> None:
-    OUTPUT.mkdir(exist_ok=True)
-    page.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
 
 
 def test_stream_approve_while_kernel_busy_and_reload(lab: ServerProcess, browser: Any) -> None:

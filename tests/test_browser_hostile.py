@@ -12,7 +12,6 @@ Locally these tests skip when Chromium is missing; under ``CI=true`` they fail i
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -22,17 +21,11 @@ from typing import Any
 
 import pytest
 
-from benchmarks.b6_lab import chromium, chromium_path, open_notebook, run_cells, write_notebook
+import tests.browser_lab  # noqa: F401 (skips the module without Chromium)
+from benchmarks.b6_lab import open_notebook, run_cells, write_notebook
 from tests.server_process import ServerProcess
 
-CHROMIUM = chromium_path()
-
 pytestmark = pytest.mark.browser
-
-if CHROMIUM is None:
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI=true but Chromium is missing: install Debian's chromium package")
-    pytest.skip("Chromium is not installed; the browser tests need it", allow_module_level=True)
 
 pytest.importorskip("playwright.sync_api")
 
@@ -94,13 +87,6 @@ def lab(tmp_path: Path) -> Iterator[ServerProcess]:
     server = ServerProcess(tmp_path, {"image_hosts": ["localhost"]}, app="jupyterlab")
     yield server
     server.stop()
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    assert CHROMIUM is not None
-    with chromium(CHROMIUM) as found:
-        yield found
 
 
 def payload(port: int, where: str) -> str:

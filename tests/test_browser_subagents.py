@@ -6,7 +6,6 @@ Locally these tests skip when Chromium is missing; under ``CI=true`` they fail i
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,20 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
-from benchmarks.b6_lab import chromium, chromium_path, open_notebook, run_cells, write_notebook
+from benchmarks.b6_lab import open_notebook, run_cells, write_notebook
+from tests.browser_lab import shot
 from tests.server_process import ServerProcess
-
-CHROMIUM = chromium_path()
-OUTPUT = Path(__file__).parent.parent / "test-output"
 
 pytestmark = pytest.mark.browser
 
-if CHROMIUM is None:
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI=true but Chromium is missing: install Debian's chromium package")
-    pytest.skip("Chromium is not installed; the browser tests need it", allow_module_level=True)
-
-pytest.importorskip("playwright.sync_api")
 
 ASK_TO_READ = {"tool": "read_file", "action": "ask", "description": "Reading files needs approval"}
 
@@ -40,13 +31,6 @@ def lab(tmp_path: Path) -> Iterator[ServerProcess]:
     (server.root / "data.txt").write_text("forty-two\n")
     yield server
     server.stop()
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    assert CHROMIUM is not None
-    with chromium(CHROMIUM) as found:
-        yield found
 
 
 def script(path: Path, *turns: dict[str, Any]) -> Path:
@@ -115,8 +99,7 @@ def test_a_sub_agents_permission_ask_is_approved_through_the_parent_widget(
     child = row.get_attribute("data-request-id")
     assert child and child != parent.get_attribute("data-request-id")
     assert parent.get_attribute("data-status") == "running"
-    OUTPUT.mkdir(exist_ok=True)
-    page.screenshot(path=str(OUTPUT / "browser-subagent-asks.png"), full_page=True)
+    shot(page, "browser-subagent-asks")
 
     # Approved from the parent's widget: the decision goes to the child's run.
     row.locator("[data-testid=neta-approve]").click()
@@ -146,4 +129,4 @@ def test_a_sub_agents_permission_ask_is_approved_through_the_parent_widget(
     assert card.get_attribute("data-status") == "completed"
     assert "forty-two" in card.inner_text()
     assert "data.txt says forty-two" in nested.locator("[data-testid=neta-answer]").inner_text()
-    page.screenshot(path=str(OUTPUT / "browser-subagent-open.png"), full_page=True)
+    shot(page, "browser-subagent-open")

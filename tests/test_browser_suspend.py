@@ -6,27 +6,18 @@ Locally these tests skip when Chromium is missing; under ``CI=true`` they fail i
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks.b6_lab import chromium, chromium_path, open_notebook, run_cells, write_notebook
+from benchmarks.b6_lab import open_notebook, run_cells, write_notebook
+from tests.browser_lab import shot
 from tests.server_process import ServerProcess
-
-CHROMIUM = chromium_path()
-OUTPUT = Path(__file__).parent.parent / "test-output"
 
 pytestmark = pytest.mark.browser
 
-if CHROMIUM is None:
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI=true but Chromium is missing: install Debian's chromium package")
-    pytest.skip("Chromium is not installed; the browser tests need it", allow_module_level=True)
-
-pytest.importorskip("playwright.sync_api")
 
 STATUS = "document.querySelector('[data-testid=neta-run]')?.dataset.status === {!r}"
 
@@ -52,13 +43,6 @@ def lab(tmp_path: Path) -> Iterator[ServerProcess]:
     (skill / "main.py").write_text(GATE_SKILL)
     yield server
     server.stop()
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    assert CHROMIUM is not None
-    with chromium(CHROMIUM) as found:
-        yield found
 
 
 def test_pause_shows_the_run_paused_and_resume_completes_it(
@@ -91,8 +75,7 @@ def test_pause_shows_the_run_paused_and_resume_completes_it(
     assert page.locator("[data-testid=neta-pause]:visible").count() == 0
     assert card.get_attribute("data-status") == "completed", "the running tool finished first"
     assert page.locator("[data-testid=neta-answer]:visible").count() == 0
-    OUTPUT.mkdir(exist_ok=True)
-    page.screenshot(path=str(OUTPUT / "browser-run-paused.png"), full_page=True)
+    shot(page, "browser-run-paused")
 
     page.click("[data-testid=neta-resume]")
     page.wait_for_function(STATUS.format("completed"), timeout=90_000)
