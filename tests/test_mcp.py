@@ -87,6 +87,7 @@ def neta_config(
                     "MCP_TEST_TOKEN": "${NETA_MCP_TEST_TOKEN}",
                 },
             },
+            "slow": {"command": sys.executable, "args": [SERVER], "timeout": 1},
             "typo": {"command": ["python"], "args": []},
             "unset": {"command": "x", "env": {"K": "${NETA_MCP_NEVER_SET}"}},
             "gone": {"command": str(tmp_path / "no-such-server")},
@@ -112,7 +113,7 @@ async def test_servers_are_listed_with_state_and_tools_and_bad_entries_name_thei
 ) -> None:
     answer = await listing(api)
     by_name = {s["name"]: s for s in answer["servers"]}
-    assert set(by_name) == {"web", "nameless", "cat", "typo", "unset", "gone"}
+    assert set(by_name) == {"web", "nameless", "cat", "slow", "typo", "unset", "gone"}
     assert by_name["cat"]["state"] == "ready" and by_name["cat"]["transport"] == "stdio"
     assert by_name["web"]["state"] == "ready" and by_name["web"]["transport"] == "http"
     tools = {t["name"]: t for t in by_name["cat"]["tools"]}
@@ -275,3 +276,21 @@ async def test_a_server_that_exits_mid_call_fails_the_call_and_is_started_for_th
     done = next(e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED")
     assert done["output"] == "the value of after is 42"
     assert {s["name"]: s["state"] for s in (await listing(api))["servers"]}["cat"] == "ready"
+
+
+async def test_a_call_past_its_servers_timeout_fails_and_is_cancelled_on_the_server(
+    api: ApiClient, runtime: Runtime, tmp_path: Path
+) -> None:
+    await listing(api)
+    marker = tmp_path / "slow-marker"
+    script(runtime, call("slow__wait", marker=str(marker)), ScriptedTurn(text="too slow"))
+    rid = (await api.start("wait", model="scripted"))["requestId"]
+    events = await api.segment(rid)
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    failed = next(e["data"] for e in events if e["eventType"] == "TOOL_FAILED")
+    assert "wait gave no answer within 1 s, so the call was cancelled" in failed["errorMessage"]
+    for _ in range(300):
+        if marker.read_text() == "cancelled":
+            break
+        await asyncio.sleep(0.1)
+    assert marker.read_text() == "cancelled"

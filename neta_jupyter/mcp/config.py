@@ -32,6 +32,8 @@ class StdioServer(BaseModel):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds one call may take (default: ``c.NetaApp.mcp_call_timeout``)."""
 
 
 class HttpServer(BaseModel):
@@ -42,6 +44,8 @@ class HttpServer(BaseModel):
     type: Literal["http", "streamable-http", "streamableHttp"] = "http"
     url: str = Field(pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds one call may take (default: ``c.NetaApp.mcp_call_timeout``)."""
 
 
 ServerSpec = StdioServer | HttpServer

@@ -21,7 +21,7 @@ from typing import Any, Literal, TextIO
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import CONNECTION_CLOSED
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import BaseModel, ConfigDict
 
 from ..providers.base import ToolDefinition
@@ -88,7 +88,7 @@ class McpServer:
         self._redact = redact
         self._log = logger
         self._start_timeout = start_timeout
-        self._call_timeout = call_timeout
+        self._call_timeout = (entry.spec.timeout if entry.spec else None) or call_timeout
         self._session: ClientSession | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -196,6 +196,11 @@ class McpServer:
                 raise ToolError(
                     f"MCP server {self.name} exited during the call; it is started again for "
                     "the next one"
+                ) from exc
+            if exc.code == REQUEST_TIMEOUT:
+                raise ToolError(
+                    f"MCP server {self.name}: {remote} gave no answer within "
+                    f"{self._call_timeout:g} s, so the call was cancelled"
                 ) from exc
             raise ToolError(f"MCP server {self.name}: {exc.message}") from exc
         except (ToolError, asyncio.CancelledError):

@@ -79,6 +79,9 @@ class NetaApp(ExtensionApp, NetaSettings):
     mcp_start_timeout = Float(30.0, help="Seconds an MCP server may take to start.").tag(
         config=True
     )
+    mcp_call_timeout = Float(
+        600.0, help="Seconds one MCP tool call may take (a server's 'timeout' overrides it)."
+    ).tag(config=True)
 
     runtime: Runtime
     store: Store

@@ -17,6 +17,7 @@ from .base import NetaHandler
 class _Configured(Protocol):
     mcp_servers: dict[str, Any]
     mcp_start_timeout: float
+    mcp_call_timeout: float
     log: Any
 
 
@@ -35,6 +36,7 @@ def mcp_servers(app: _Configured, redactor: Redactor) -> McpServers:
         redact=redactor,
         logger=app.log,
         start_timeout=app.mcp_start_timeout,
+        call_timeout=app.mcp_call_timeout,
         problems=[problem] if problem else [],
     )
 
