@@ -170,3 +170,26 @@ def test_the_store_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
     assert NetaApp().store_url == "redis://redis.internal:6379/2"
     assert masked_url("unix:///run/redis.sock") == "unix:///run/redis.sock"
     assert masked_url("unix://:hunter2-long@/run/redis.sock") == "unix://:***@/run/redis.sock"
+
+
+async def test_events_refused_by_the_store_reach_no_one(
+    url: str, client: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.store_contract import delta
+
+    store = Store(url)
+    log = store.events
+    await log.open("r_1")
+    log.append_nowait(delta("r_1", "mine"))
+    await log.flush()
+    follower = log.follow("r_1", 0, heartbeat=30)
+    await client.set(UserKeys("_").lease("r_1"), "another-server:3")  # the run's lease moved
+    with caplog.at_level(logging.ERROR, logger="neta_jupyter"):
+        log.append_nowait(delta("r_1", "not mine"))
+        await asyncio.wait_for(log.flush(), 30)
+    assert [e.seq for e in await log.read_after("r_1", -1)] == [0]
+    assert "refused the events of r_1" in caplog.text and "FENCED" in caplog.text
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(anext(follower), 0.5)  # nothing was sent to followers
+    await follower.aclose()  # type: ignore[attr-defined]
+    store.close()

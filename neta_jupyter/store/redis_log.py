@@ -59,6 +59,17 @@ Op = Callable[[Any], Awaitable[Any]]
 
 
 @dataclass(slots=True)
+class Call:
+    """One call of the append script: a stream's batch (or chunk of one), sent until written."""
+
+    stream: str
+    rows: list[EventRow]
+    keys: list[str]
+    args: list[str | int]
+    done: bool = False
+
+
+@dataclass(slots=True)
 class RunUpdate:
     """A run's status and state, durable with the events queued before it."""
 
@@ -123,6 +134,10 @@ class RedisEvents:
         self._owner: dict[str, str] = {}
         self._pending: dict[str, list[EventRow]] = {}
         self._updates: list[RunUpdate] = []
+        self._retry: list[Call] = []
+        """Calls of a failed cycle, sent again first and unchanged."""
+        self._fenced: set[str] = set()
+        """Streams whose batches the store refused (a gap, another writer's lease)."""
         self._waiters: list[asyncio.Future[None]] = []
         self._writable: list[asyncio.Future[None]] = []
         self._joined: list[asyncio.Future[None]] = []
@@ -192,7 +207,7 @@ class RedisEvents:
     def durable(self) -> asyncio.Future[None]:
         """Resolves once everything queued so far is durable."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if not self._pending and not self._updates and not self._lock.locked():
+        if not (self._pending or self._updates or self._retry or self._lock.locked()):
             fut.set_result(None)
         else:
             self._waiters.append(fut)
@@ -227,64 +242,90 @@ class RedisEvents:
                 await asyncio.sleep(self._episode.delay)
 
     async def _cycle(self) -> bool:
-        """One write of everything pending; whether it worked (what failed is kept)."""
+        """One write of everything pending; whether it worked (what failed is kept).
+
+        Calls that failed are sent again as they were, before anything newer: a batch whose
+        reply was lost is then a replay the script accepts, never a batch it refuses.
+        """
+        retry, self._retry = self._retry, []
         pending, self._pending = self._pending, {}
         updates, self._updates = self._updates, []
         waiters, self._waiters = self._waiters, []
         joined, self._joined = self._joined, []
-        try:
-            await self._send(pending, updates)
-        except RedisError as error:
-            resolve(joined)
-            for stream, rows in self._pending.items():
-                pending.setdefault(stream, []).extend(rows)
-            self._pending, self._updates = pending, updates + self._updates
+        calls = retry + await self._calls(pending, updates)
+        error = await self._send(calls)
+        for call in calls:
+            if call.done and call.rows:
+                for listener in self._listeners:
+                    listener(call.stream, call.rows)
+        if error is not None:
+            self._retry = [call for call in calls if not call.done] + self._retry
             self._waiters = waiters + self._waiters
+            resolve(joined)  # kept: written with the events once writes work
             self._failed(error)
             return False
         self._recovered()
-        for stream, rows in pending.items():
-            for listener in self._listeners:
-                listener(stream, rows)
         resolve(waiters + joined)
         return True
 
-    async def _send(self, pending: dict[str, list[EventRow]], updates: list[RunUpdate]) -> None:
-        """One pipeline: a script call per stream (and chunk), then updates without events."""
+    async def _calls(
+        self, pending: dict[str, list[EventRow]], updates: list[RunUpdate]
+    ) -> list[Call]:
+        """A script call per stream (and chunk), the run update on its last; then the rest."""
         last_update = {u.request_id: u for u in updates}
-        calls: list[tuple[list[str], list[str | int]]] = []
+        calls: list[Call] = []
         for stream, rows in pending.items():
-            user = await self.keys(stream)
-            keys = [user.stream(stream), user.lease(stream), user.run(stream)]
+            if stream in self._fenced:
+                continue  # refused before: writing on would corrupt the run's log
+            keys = await self._script_keys(stream)
             for start in range(0, len(rows), CHUNK):
                 chunk = rows[start : start + CHUNK]
-                last = start + CHUNK >= len(rows)
-                update = last_update.pop(stream, None) if last else None
-                calls.append((keys, append_args(self._token, chunk, update)))
-        for update in last_update.values():
-            user = await self.keys(update.request_id)
-            keys = [user.stream(update.request_id), user.lease(update.request_id)]
-            calls.append(([*keys, user.run(update.request_id)], append_args(
-                self._token, [], update
-            )))  # fmt: skip
-        if not calls:
-            return
-        if self._sha is None:
-            self._sha = str(await self._client.script_load(APPEND))
-        pipe = self._client.pipeline(transaction=False)
-        for keys, args in calls:
-            pipe.evalsha(self._sha, len(keys), *keys, *args)
-        for reply in await pipe.execute(raise_on_error=False):
-            if isinstance(reply, Exception):
-                self._refused(reply)
+                update = last_update.pop(stream, None) if start + CHUNK >= len(rows) else None
+                calls.append(Call(stream, chunk, keys, append_args(self._token, chunk, update)))
+        for rid, update in last_update.items():
+            calls.append(
+                Call(rid, [], await self._script_keys(rid), append_args(self._token, [], update))
+            )
+        return calls
 
-    def _refused(self, error: Exception) -> None:
-        if str(error).startswith("NOSCRIPT"):
-            self._sha = None  # the Redis restarted without its scripts: load it again
-        if is_transient(error):
-            raise error if isinstance(error, RedisError) else RedisError(str(error))
-        # A gap or another writer's lease: writing on would corrupt the run's log.
-        self.log.error("neta: a batch of events was refused by the store: %s", error)
+    async def _script_keys(self, stream: str) -> list[str]:
+        user = await self.keys(stream)
+        return [user.stream(stream), user.lease(stream), user.run(stream)]
+
+    async def _send(self, calls: list[Call]) -> RedisError | None:
+        """Send ``calls`` in one pipeline, marking those written; why the rest failed, if so."""
+        if not calls:
+            return None
+        try:
+            if self._sha is None:
+                self._sha = str(await self._client.script_load(APPEND))
+            pipe = self._client.pipeline(transaction=False)
+            for call in calls:
+                pipe.evalsha(self._sha, len(call.keys), *call.keys, *call.args)
+            replies = await pipe.execute(raise_on_error=False)
+        except RedisError as error:
+            return error  # no reply known: every call is sent again (a replay where applied)
+        failed: RedisError | None = None
+        broken: set[str] = set()
+        for call, reply in zip(calls, replies, strict=True):
+            if call.stream in broken:
+                continue  # after a failed chunk of its stream, the next ones are sent again
+            if not isinstance(reply, Exception):
+                call.done = True
+            elif is_transient(reply):
+                if str(reply).startswith("NOSCRIPT"):
+                    self._sha = None  # the Redis restarted without its scripts
+                broken.add(call.stream)
+                failed = reply if isinstance(reply, RedisError) else RedisError(str(reply))
+            else:
+                self._refuse(call, reply)
+        return failed
+
+    def _refuse(self, call: Call, error: Exception) -> None:
+        """A gap or another writer's lease: this stream is written no more by this process."""
+        call.done, call.rows = True, []  # never durable: no follower is told of them
+        self._fenced.add(call.stream)
+        self.log.error("neta: the store refused the events of %s: %s", call.stream, error)
 
     def _failed(self, error: Exception) -> None:
         reason = f"the Redis store refuses writes: {error}"
@@ -309,7 +350,7 @@ class RedisEvents:
             raise RuntimeError("the store is closed")
         self.refuse_while_failing()
         async with self._lock:
-            if (self._pending or self._updates) and not await self._cycle():
+            if (self._pending or self._updates or self._retry) and not await self._cycle():
                 self.refuse_while_failing()
             try:
                 return await op(self._client)
@@ -347,9 +388,11 @@ class RedisEvents:
 
     def pending_calls(self) -> list[tuple[list[str], list[str | int]]]:
         """The script calls that would write what is pending, for a last write at close."""
-        calls: list[tuple[list[str], list[str | int]]] = []
+        calls = [(call.keys, call.args) for call in self._retry if not call.done]
         last_update = {u.request_id: u for u in self._updates}
         for stream, rows in self._pending.items():
+            if stream in self._fenced:
+                continue
             user = UserKeys(self._owner.get(stream, NOBODY))
             keys = [user.stream(stream), user.lease(stream), user.run(stream)]
             calls.append((keys, append_args(self._token, rows, last_update.pop(stream, None))))
@@ -365,6 +408,6 @@ class RedisEvents:
         self._stopped = True
         if self._writer is not None:
             self._writer.cancel()
-        self._pending, self._updates = {}, []
+        self._pending, self._updates, self._retry = {}, [], []
         for fut in self._waiters + self._writable + self._joined:
             fut.cancel()
