@@ -21,7 +21,7 @@ from jupyter_core.utils import ensure_async
 
 from ..runtime.runs import Run
 from ..tools import ToolError, ToolResult
-from ..tools.kernel_tools import KernelOutput
+from ..tools.kernel_tools import KernelOutput, next_wait
 from ..tools.registry import KernelBridge
 
 READY_TIMEOUT = 60.0
@@ -215,15 +215,7 @@ class ServerKernelBridge:
         pid: Any,
     ) -> dict[str, Any] | None:
         """The next message for our request; None after a liveness check found nothing wrong."""
-        wait = _POLL
-        if started is not None and timeout is not None:
-            left = started + timeout - time.monotonic()
-            if left <= 0:
-                await self._interrupt()
-                raise ToolError(
-                    f"the code ran longer than {timeout:g} s, so the kernel was interrupted"
-                )
-            wait = min(wait, left)
+        wait = await next_wait(started, timeout, _POLL, self._interrupt)
         try:
             item = await asyncio.wait_for(queue.get(), wait)
         except TimeoutError:

@@ -22,7 +22,7 @@ from typing import IO, Any
 from jupyter_client.manager import AsyncKernelManager
 
 from ..tools import ToolError, ToolResult
-from ..tools.kernel_tools import KernelOutput
+from ..tools.kernel_tools import KernelOutput, next_wait
 
 READY_TIMEOUT = 60.0
 """Seconds a starting kernel may take to answer its first request."""
@@ -137,15 +137,7 @@ class LocalKernel:
 
     async def _next(self, client: Any, began: float, timeout: float | None) -> Any:
         """The next IOPub message; None after a liveness check found nothing wrong."""
-        wait = _POLL
-        if timeout is not None:
-            left = began + timeout - time.monotonic()
-            if left <= 0:
-                await self._interrupt()
-                raise ToolError(
-                    f"the code ran longer than {timeout:g} s, so the kernel was interrupted"
-                )
-            wait = min(wait, left)
+        wait = await next_wait(began, timeout, _POLL, self._interrupt)
         try:
             return await client.get_iopub_msg(timeout=wait)
         except queue.Empty:

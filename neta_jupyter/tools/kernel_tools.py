@@ -17,7 +17,8 @@ import inspect
 import json
 import re
 import textwrap
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, Protocol, runtime_checkable
 
@@ -80,6 +81,26 @@ class BusyKernel(Protocol):
     async def until_idle(self, seconds: float | None) -> bool:
         """Wait until no cell runs; False if one still runs after ``seconds`` (None: no limit)."""
         ...
+
+
+async def next_wait(
+    started: float | None,
+    timeout: float | None,
+    poll: float,
+    interrupt: Callable[[], Awaitable[None]],
+) -> float:
+    """Seconds to wait for a kernel's next message: ``poll``, less as the code's time runs out.
+
+    Once the code has run ``timeout`` seconds since ``started`` (monotonic; ``None``: not yet
+    running), the kernel is interrupted and the call fails.
+    """
+    if started is None or timeout is None:
+        return poll
+    left = started + timeout - time.monotonic()
+    if left <= 0:
+        await interrupt()
+        raise ToolError(f"the code ran longer than {timeout:g} s, so the kernel was interrupted")
+    return min(poll, left)
 
 
 class KernelOutput:
