@@ -73,6 +73,7 @@ def neta_config(
                 "mcpServers": {
                     "web": {"url": http_mcp, "headers": {"X-Token": "${NETA_MCP_HTTP_TOKEN}"}},
                     "nameless": {"args": ["x"]},
+                    "off": {"command": sys.executable, "args": [SERVER], "disabled": True},
                 }
             }
         )
@@ -113,7 +114,8 @@ async def test_servers_are_listed_with_state_and_tools_and_bad_entries_name_thei
 ) -> None:
     answer = await listing(api)
     by_name = {s["name"]: s for s in answer["servers"]}
-    assert set(by_name) == {"web", "nameless", "cat", "slow", "typo", "unset", "gone"}
+    assert set(by_name) == {"web", "nameless", "off", "cat", "slow", "typo", "unset", "gone"}
+    assert by_name["off"]["state"] == "disabled" and by_name["off"]["tools"] == []
     assert by_name["cat"]["state"] == "ready" and by_name["cat"]["transport"] == "stdio"
     assert by_name["web"]["state"] == "ready" and by_name["web"]["transport"] == "http"
     tools = {t["name"]: t for t in by_name["cat"]["tools"]}

@@ -59,6 +59,8 @@ class ServerEntry:
     spec: ServerSpec | None
     error: str | None = None
     secrets: tuple[str, ...] = ()
+    disabled: bool = False
+    """``"disabled": true``: listed, never started."""
 
 
 @dataclass(slots=True)
@@ -119,7 +121,8 @@ def _entry(name: str, value: Any, env: dict[str, str]) -> ServerEntry:
             f"MCP server {name!r}: field {unset.where!r}: environment variable "
             f"{unset.variable} is not set",
         )
-    return ServerEntry(name, resolved, secrets=tuple(secrets))
+    off = value.get("disabled") is True
+    return ServerEntry(name, resolved, secrets=tuple(secrets), disabled=off)
 
 
 class _Unset(Exception):

@@ -30,7 +30,7 @@ from ..tools.registry import invalid_json_message
 from .config import Entries, HttpServer, ServerEntry, ServerSpec
 from .results import tool_result
 
-State = Literal["starting", "ready", "failed", "exited", "stopped", "invalid"]
+State = Literal["starting", "ready", "failed", "exited", "stopped", "invalid", "disabled"]
 SEPARATOR = "__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -82,7 +82,9 @@ class McpServer:
     ) -> None:
         self.entry = entry
         self.name = entry.name
-        self.state: State = "invalid" if entry.spec is None else "stopped"
+        self.state: State = (
+            "invalid" if entry.spec is None else "disabled" if entry.disabled else "stopped"
+        )
         self.error: str | None = entry.error
         self.tools: list[types.Tool] = []
         self._redact = redact
@@ -98,7 +100,7 @@ class McpServer:
 
     async def start(self) -> None:
         """Start the server and list its tools; on failure the error is kept, never raised."""
-        if self.entry.spec is None:
+        if self.entry.spec is None or self.entry.disabled:
             return
         self.state = "starting"
         self._ready, self._stop = asyncio.Event(), asyncio.Event()
