@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from httpx_sse import aconnect_sse
+
+if TYPE_CHECKING:
+    from neta_jupyter.runtime import Runtime
 
 TERMINAL = {"MESSAGE_COMPLETED", "MESSAGE_SUSPENDED", "MESSAGE_FAILED"}
 
@@ -85,3 +88,13 @@ def assert_in_order(names: list[str], expected: list[str]) -> None:
         if position < len(expected) and name == expected[position]:
             position += 1
     assert position == len(expected), f"order {expected} not found in {names}"
+
+
+async def stored(runtime: Runtime, rid: str) -> list[str]:
+    """Every envelope the run's log holds, in order."""
+    out: list[str] = []
+    after = -1
+    while batch := await runtime.store.events.read_after(rid, after):
+        out += [e.payload for e in batch]
+        after = batch[-1].seq
+    return out

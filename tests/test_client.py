@@ -37,6 +37,7 @@ from neta_jupyter.client import (
 from neta_jupyter.client.mock import MockTransport
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
+from tests.helpers import stored
 
 T = TypeVar("T")
 TRANSPORTS = ["http", "in-process"]
@@ -81,15 +82,6 @@ async def query(client: RunClient, ask: Callable[[], T]) -> T:
     if isinstance(client.transport, HttpTransport):
         return await asyncio.to_thread(ask)
     return ask()
-
-
-async def stored(runtime: Runtime, rid: str) -> list[str]:
-    out: list[str] = []
-    after = -1
-    while batch := await runtime.store.events.read_after(rid, after):
-        out += [e.payload for e in batch]
-        after = batch[-1].seq
-    return out
 
 
 async def followed(client: RunClient, rid: str, after: int = -1) -> list[Received]:

@@ -10,7 +10,7 @@ import websockets
 
 from neta_jupyter.providers import ScriptedModel, ScriptedTurn
 from neta_jupyter.runtime import Runtime
-from tests.helpers import ApiClient
+from tests.helpers import ApiClient, stored
 
 EVENTS = 5_000
 CUTS = 50
@@ -25,15 +25,6 @@ def long_run(runtime: Runtime) -> None:
 def cut_points(seed: int) -> list[int]:
     rng = random.Random(seed)
     return sorted(rng.sample(range(1, EVENTS - 10), CUTS))
-
-
-async def stored(runtime: Runtime, rid: str) -> list[str]:
-    out: list[str] = []
-    after = -1
-    while batch := await runtime.store.events.read_after(rid, after):
-        out += [e.payload for e in batch]
-        after = batch[-1].seq
-    return out
 
 
 async def test_sse_resume_at_random_points_loses_and_repeats_nothing(

@@ -16,7 +16,7 @@ from httpx_sse import aconnect_sse
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.tools import PermissionRule
-from tests.helpers import TERMINAL, ApiClient
+from tests.helpers import TERMINAL, ApiClient, stored
 
 Events = list[dict[str, Any]]
 
@@ -24,15 +24,6 @@ Events = list[dict[str, Any]]
 @pytest.fixture
 def neta_config(request: pytest.FixtureRequest) -> dict[str, Any]:
     return dict(getattr(request, "param", {}))
-
-
-async def stored(runtime: Runtime, rid: str) -> list[str]:
-    out: list[str] = []
-    after = -1
-    while batch := await runtime.store.events.read_after(rid, after):
-        out += [e.payload for e in batch]
-        after = batch[-1].seq
-    return out
 
 
 def text_of(events: Events) -> str:
