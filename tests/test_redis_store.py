@@ -15,6 +15,7 @@ import redis
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from neta_jupyter.runtime import Runtime, RuntimeConfig
 from neta_jupyter.store import StorageError, Store
 from neta_jupyter.store.redis_conn import UserKeys, masked_url
 from neta_jupyter.store.redis_log import RunUpdate, fenced_append
@@ -147,6 +148,7 @@ async def test_the_password_never_shows(tmp_path: Path, caplog: pytest.LogCaptur
     ) as found:
         assert password in found
         store = Store(found, logger=logging.getLogger("neta_jupyter"))
+        Runtime(store, RuntimeConfig(root_dir=tmp_path, data_dir=tmp_path))
         assert store.redactor(f"echo {password}") == "echo [redacted]", "redacted like a key"
         with caplog.at_level(logging.DEBUG), pytest.raises(StorageError) as refused:
             await store.start()

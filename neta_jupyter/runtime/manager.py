@@ -79,7 +79,7 @@ class Runtime:
         The one place configuration hands over its secrets: each endpoint's key today (whatever
         its variable is called); store credentials and tool environments belong here as well.
         """
-        self.store.redactor.add(*self.models.secrets())
+        self.store.redactor.add(*self.models.secrets(), *self.store.secrets)
 
     # --- queries
 

@@ -44,8 +44,8 @@ class Store:
         self.backend: Backend = where
         self.redactor = Redactor()
         """Shared by the event log, the records and attachments: secrets registered once."""
-        if secret:
-            self.redactor.add(secret)  # the store's password is redacted like an API key
+        self.secrets: tuple[str, ...] = (secret,) if secret else ()
+        """The store's own credentials (a Redis password): the runtime redacts them by value."""
         self.events = EventLog(where, redactor=self.redactor)
         self.records = RecordStore(where, redactor=self.redactor)
 
