@@ -139,14 +139,26 @@ class RedisRecords:
         found: list[RunRecord] = []
         for who in users:
             user = UserKeys(who)
-            for rid in await self._client.zrevrange(user.runs, 0, -1):
-                run = run_from(rid, await self._client.hgetall(user.run(rid)))
-                if run is not None and session_id in (None, run.session_id) and status in (
-                    None, run.status
-                ) and parent_request_id in (None, run.parent_request_id):  # fmt: skip
+            rids = await self._client.zrevrange(user.runs, 0, -1)
+            for run in await self._read_runs(user, rids):
+                if (
+                    session_id in (None, run.session_id)
+                    and status in (None, run.status)
+                    and (parent_request_id in (None, run.parent_request_id))
+                ):
                     found.append(run)
         found.sort(key=lambda run: run.created, reverse=True)
         return found[:limit]
+
+    async def _read_runs(self, user: UserKeys, rids: list[str]) -> list[RunRecord]:
+        """The runs named, read in one round trip."""
+        pipe = self._client.pipeline(transaction=False)
+        for rid in rids:
+            pipe.hgetall(user.run(rid))
+        found = [
+            run_from(rid, fields) for rid, fields in zip(rids, await pipe.execute(), strict=True)
+        ]
+        return [run for run in found if run is not None]
 
     # --- sessions
 
