@@ -7,9 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from httpx_sse import connect_sse
 
 from neta_jupyter.widgets.transcript import RunDigest
 from tests.server_process import ServerProcess
@@ -29,29 +27,6 @@ def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerPro
     proc.stop()
 
 
-def client(server: ServerProcess) -> httpx.Client:
-    return httpx.Client(base_url=server.url, headers=server.headers, timeout=30, trust_env=False)
-
-
-def read(
-    server: ServerProcess, rid: str, after: int | None = None, limit: int | None = None
-) -> list[dict[str, Any]]:
-    params: dict[str, Any] = {"requestId": rid}
-    if after is not None:
-        params["lastEventId"] = after
-    out: list[dict[str, Any]] = []
-    with (
-        client(server) as http,
-        connect_sse(http, "GET", "neta/api/agent/run/stream", params=params) as src,
-    ):
-        for sse in src.iter_sse():
-            if sse.event != "HEARTBEAT":
-                out.append(json.loads(sse.data))
-            if limit is not None and len(out) >= limit:
-                break
-    return out
-
-
 def after_restart(script: Path, *turns: dict[str, Any]) -> None:
     """What a scripted model says once the server restarts: a new process loads its script
     again and plays it from the first turn, so the script becomes the turns still to come."""
@@ -59,7 +34,7 @@ def after_restart(script: Path, *turns: dict[str, Any]) -> None:
 
 
 def start(server: ServerProcess, **body: Any) -> str:
-    with client(server) as http:
+    with server.client() as http:
         response = http.post("neta/api/agent/run/async", json=body)
         assert response.status_code == 200, response.text
         return str(response.json()["requestId"])
@@ -68,17 +43,17 @@ def start(server: ServerProcess, **body: Any) -> str:
 def test_kill_9_mid_run_then_restart(server: ServerProcess, tmp_path: Path) -> None:
     model = slow_script(tmp_path / "slow.json")
     rid = start(server, content="write a lot", model=model)
-    seen = read(server, rid, limit=300)
+    seen = server.read(rid, limit=300)
     assert len(seen) == 300
     server.kill9()
     server.start()
-    log = read(server, rid)
+    log = server.read(rid)
     assert [e["seq"] for e in log] == list(range(len(log)))
     assert log[: len(seen)] == seen, "every event a client received was stored before it was sent"
     assert log[-1]["eventType"] == "MESSAGE_FAILED"
     assert log[-1]["data"]["errorCode"] == "SYSTEM_CRASH"
     assert sum(e["eventType"].startswith("MESSAGE_") for e in log) == 1
-    with client(server) as http:
+    with server.client() as http:
         status = http.get("neta/api/agent/run/status", params={"requestId": rid}).json()
     assert status["status"] == "failed"
 
@@ -88,17 +63,17 @@ def test_graceful_shutdown_suspends_and_the_run_resumes_after_restart(
 ) -> None:
     model = slow_script(tmp_path / "slow.json", deltas=2000, delay=0.005)
     rid = start(server, content="write a lot", model=model)
-    seen = read(server, rid, limit=100)
+    seen = server.read(rid, limit=100)
     server.shutdown()
     server.start()
-    log = read(server, rid)
+    log = server.read(rid)
     assert log[: len(seen)] == seen
     assert log[-1]["eventType"] == "MESSAGE_SUSPENDED"
     assert log[-1]["data"]["suspendReason"]["type"] == "SHUTDOWN_INTERRUPT"
-    with client(server) as http:
+    with server.client() as http:
         response = http.post("neta/api/agent/run/resumeTask", json={"requestId": rid})
         assert response.status_code == 200, response.text
-    rest = read(server, rid, after=log[-1]["seq"])
+    rest = server.read(rid, after=log[-1]["seq"])
     assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
     assert [e["seq"] for e in log + rest] == list(range(len(log) + len(rest)))
 
@@ -110,16 +85,16 @@ def test_resume_after_graceful_shutdown_repeats_no_text(
     script = tmp_path / "long.json"
     script.write_text(json.dumps({"turns": [{"text": words, "delay": 0.005}]}))
     rid = start(server, content="write a long answer", model=f"scripted:{script}")
-    read(server, rid, limit=150)  # well into the answer
+    server.read(rid, limit=150)  # well into the answer
     server.shutdown()
     server.start()
-    first = read(server, rid)
+    first = server.read(rid)
     assert first[-1]["data"]["suspendReason"]["type"] == "SHUTDOWN_INTERRUPT"
     streamed = "".join(e["data"]["text"] for e in first if e["eventType"] == "TEXT_DELTA")
     assert 0 < len(streamed) < len("".join(words)), "the shutdown came in the middle of the answer"
-    with client(server) as http:
+    with server.client() as http:
         assert http.post("neta/api/agent/run/resumeTask", json={"requestId": rid}).is_success
-    log = first + read(server, rid, after=first[-1]["seq"])
+    log = first + server.read(rid, after=first[-1]["seq"])
     assert log[-1]["eventType"] == "MESSAGE_COMPLETED"
     answer = "".join(words)
     deltas = "".join(e["data"]["text"] for e in log if e["eventType"] == "TEXT_DELTA")
@@ -128,7 +103,7 @@ def test_resume_after_graceful_shutdown_repeats_no_text(
     for envelope in log:
         digest.apply(envelope)
     assert digest.text == answer, "a client folding the log shows the answer once, in one piece"
-    with client(server) as http:
+    with server.client() as http:
         session = http.get("neta/api/agent/run/status", params={"requestId": rid}).json()
         tree = http.get("neta/api/sessions/tree", params={"sessionId": session["sessionId"]})
     [saved] = [e for e in tree.json()["entries"] if e["role"] == "assistant"]
@@ -152,22 +127,22 @@ def test_pending_permission_ask_survives_a_restart(server: ServerProcess, tmp_pa
         )
     )
     rid = start(server, content="read data.txt", model=f"scripted:{script}")
-    first = read(server, rid)
+    first = server.read(rid)
     assert first[-1]["eventType"] == "MESSAGE_SUSPENDED"
     ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
     server.kill9()
     after_restart(script, {"text": "The file says forty-two."})
     server.start()
-    assert read(server, rid)[-1]["eventType"] == "MESSAGE_SUSPENDED", (
+    assert server.read(rid)[-1]["eventType"] == "MESSAGE_SUSPENDED", (
         "a suspended run stays suspended"
     )
-    with client(server) as http:
+    with server.client() as http:
         response = http.post(
             "neta/api/agent/run/resumeTask",
             json={"requestId": rid, "approved": True, "askId": ask["askId"]},
         )
         assert response.status_code == 200, response.text
-    rest = read(server, rid, after=first[-1]["seq"])
+    rest = server.read(rid, after=first[-1]["seq"])
     names = [e["eventType"] for e in rest]
     assert names[0] == "PERMISSION_ASK_RESOLVED"
     completed = next(e for e in rest if e["eventType"] == "TOOL_COMPLETED")
@@ -204,21 +179,21 @@ def test_kill_9_under_load_every_run_ends_and_asks_survive(
     )
     asking = start(server, content="read", model=f"scripted:{ask_script}", sessionName="ask")
     finished = start(server, content="hello", sessionName="demo")
-    seen = {rid: read(server, rid, limit=50) for rid in streaming}
-    assert read(server, asking)[-1]["eventType"] == "MESSAGE_SUSPENDED"
-    assert read(server, finished)[-1]["eventType"] == "MESSAGE_COMPLETED"
+    seen = {rid: server.read(rid, limit=50) for rid in streaming}
+    assert server.read(asking)[-1]["eventType"] == "MESSAGE_SUSPENDED"
+    assert server.read(finished)[-1]["eventType"] == "MESSAGE_COMPLETED"
     server.kill9()
     after_restart(ask_script, {"text": "done"})
     server.start()
     for rid in streaming:
-        log = read(server, rid)
+        log = server.read(rid)
         assert log[: len(seen[rid])] == seen[rid]
         assert [e["seq"] for e in log] == list(range(len(log)))
         assert log[-1]["data"]["errorCode"] == "SYSTEM_CRASH"
-    suspended = read(server, asking)[-1]
+    suspended = server.read(asking)[-1]
     assert suspended["eventType"] == "MESSAGE_SUSPENDED"
-    assert read(server, finished)[-1]["eventType"] == "MESSAGE_COMPLETED"
-    with client(server) as http:
+    assert server.read(finished)[-1]["eventType"] == "MESSAGE_COMPLETED"
+    with server.client() as http:
         ask = http.get("neta/api/agent/run/status", params={"requestId": asking}).json()[
             "pendingAsk"
         ]
@@ -229,7 +204,7 @@ def test_kill_9_under_load_every_run_ends_and_asks_survive(
             ).status_code
             == 200
         )
-    assert read(server, asking, after=suspended["seq"])[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert server.read(asking, after=suspended["seq"])[-1]["eventType"] == "MESSAGE_COMPLETED"
 
 
 def test_graceful_shutdown_under_load_suspends_every_run(
@@ -245,20 +220,20 @@ def test_graceful_shutdown_under_load_suspends_every_run(
         for i in range(5)
     ]
     for rid in runs:
-        read(server, rid, limit=20)
+        server.read(rid, limit=20)
     server.shutdown()
     server.start()
     ends = {}
     for rid in runs:
-        log = read(server, rid)
+        log = server.read(rid)
         assert log[-1]["eventType"] == "MESSAGE_SUSPENDED"
         assert log[-1]["data"]["suspendReason"]["type"] == "SHUTDOWN_INTERRUPT"
         ends[rid] = log[-1]["seq"]
-    with client(server) as http:
+    with server.client() as http:
         for rid in runs:
             assert (
                 http.post("neta/api/agent/run/resumeTask", json={"requestId": rid}).status_code
                 == 200
             )
     for rid in runs:
-        assert read(server, rid, after=ends[rid])[-1]["eventType"] == "MESSAGE_COMPLETED"
+        assert server.read(rid, after=ends[rid])[-1]["eventType"] == "MESSAGE_COMPLETED"

@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from httpx_sse import connect_sse
 
@@ -28,36 +27,16 @@ def server(tmp_path: Any) -> Iterator[ServerProcess]:
     proc.stop()
 
 
-def client(server: ServerProcess) -> httpx.Client:
-    return httpx.Client(base_url=server.url, headers=server.headers, timeout=30, trust_env=False)
-
-
-def read(server: ServerProcess, rid: str, after: int | None = None) -> list[dict[str, Any]]:
-    """One segment of the run's stream (up to its next terminal event)."""
-    params: dict[str, Any] = {"requestId": rid}
-    if after is not None:
-        params["lastEventId"] = after
-    out: list[dict[str, Any]] = []
-    with (
-        client(server) as http,
-        connect_sse(http, "GET", "neta/api/agent/run/stream", params=params) as src,
-    ):
-        for sse in src.iter_sse():
-            if sse.event != "HEARTBEAT":
-                out.append(json.loads(sse.data))
-    return out
-
-
 def whole_log(server: ServerProcess, rid: str) -> list[dict[str, Any]]:
     """Every event of the run: its segments read one after the other."""
-    log = read(server, rid)
+    log = server.read(rid)
     while len(log) - 1 < status(server, rid)["lastSeq"]:
-        log += read(server, rid, log[-1]["seq"])
+        log += server.read(rid, log[-1]["seq"])
     return log
 
 
 def status(server: ServerProcess, rid: str) -> dict[str, Any]:
-    with client(server) as http:
+    with server.client() as http:
         response = http.get("neta/api/agent/run/status", params={"requestId": rid})
         assert response.status_code == 200, response.text
         return dict(response.json())
@@ -65,7 +44,7 @@ def status(server: ServerProcess, rid: str) -> dict[str, Any]:
 
 def start_and_wait_for_answers(server: ServerProcess) -> tuple[str, list[str]]:
     """Start the delegating run; return once two children are writing their answers."""
-    with client(server) as http:
+    with server.client() as http:
         response = http.post("neta/api/agent/run/async", json={"content": PROMPT})
         assert response.status_code == 200, response.text
         rid = str(response.json()["requestId"])
@@ -73,7 +52,7 @@ def start_and_wait_for_answers(server: ServerProcess) -> tuple[str, list[str]]:
     writing: set[str] = set()
     params = {"requestId": rid}
     with (
-        client(server) as http,
+        server.client() as http,
         connect_sse(http, "GET", "neta/api/agent/run/stream", params=params) as src,
     ):
         for sse in src.iter_sse():
@@ -102,7 +81,7 @@ def assert_consistent(server: ServerProcess, runs: list[str]) -> dict[str, list[
 
 
 def resume(server: ServerProcess, rid: str) -> None:
-    with client(server) as http:
+    with server.client() as http:
         response = http.post("neta/api/agent/run/resumeTask", json={"requestId": rid})
         assert response.status_code == 200, response.text
 
@@ -124,7 +103,7 @@ def test_kill_9_mid_delegation_leaves_a_consistent_tree_that_finishes_when_resum
     assert len(waiting) == 1, "the one waiting for a slot had not started: it can go on"
 
     resume(server, rid)
-    rest = read(server, rid, parent[-1]["seq"])
+    rest = server.read(rid, parent[-1]["seq"])
     assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
     assert [e["seq"] for e in parent + rest] == list(range(len(parent) + len(rest)))
     finals = {
@@ -151,7 +130,7 @@ def test_graceful_shutdown_mid_delegation_suspends_the_tree_and_it_resumes_whole
         assert logs[run][-1]["data"]["suspendReason"]["type"] == "SHUTDOWN_INTERRUPT"
 
     resume(server, rid)
-    rest = read(server, rid, logs[rid][-1]["seq"])
+    rest = server.read(rid, logs[rid][-1]["seq"])
     assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
     answer = "".join(e["data"]["text"] for e in rest if e["eventType"] == "TEXT_DELTA")
     for name in ("notes.txt", "data.csv", "README.md"):
