@@ -77,6 +77,14 @@ def crash() -> str:
     os._exit(3)
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def header(ctx: Context) -> str:
+    """Say which X-Token header the HTTP request carried."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", {})
+    return f"token header is {headers.get('x-token')}"
+
+
 def _mark(marker: str, text: str) -> None:
     Path(marker).write_text(text)
 

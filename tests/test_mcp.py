@@ -93,7 +93,10 @@ def neta_config(
             "unset": {"command": "x", "env": {"K": "${NETA_MCP_NEVER_SET}"}},
             "gone": {"command": str(tmp_path / "no-such-server")},
         },
-        "permission_rules": [{"tool": "web__*", "action": "deny", "description": "no web"}],
+        "permission_rules": [
+            {"tool": "web__header", "action": "allow"},
+            {"tool": "web__*", "action": "deny", "description": "no web"},
+        ],
     }
 
 
@@ -296,3 +299,16 @@ async def test_a_call_past_its_servers_timeout_fails_and_is_cancelled_on_the_ser
             break
         await asyncio.sleep(0.1)
     assert marker.read_text() == "cancelled"
+
+
+async def test_an_http_server_gets_its_secret_header_and_nobody_downstream_sees_it(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    await listing(api)
+    script(runtime, call("web__header"), ScriptedTurn(text="ok"))
+    rid = (await api.start("which header?", model="scripted"))["requestId"]
+    events = await api.segment(rid)
+    done = next(e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED")
+    # Resolved from the environment and sent (neither the reference nor nothing), then redacted.
+    assert done["output"] == "token header is [redacted]"
+    assert HEADER_SECRET not in json.dumps(events)
