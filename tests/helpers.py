@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from httpx_sse import aconnect_sse
 
+from neta_jupyter.providers import ScriptedModel, ScriptedTurn
+
 if TYPE_CHECKING:
     from neta_jupyter.runtime import Runtime
 
@@ -98,3 +100,10 @@ async def stored(runtime: Runtime, rid: str) -> list[str]:
         out += [e.payload for e in batch]
         after = batch[-1].seq
     return out
+
+
+def script(runtime: Runtime, *turns: ScriptedTurn) -> ScriptedModel:
+    """The runtime's model ``scripted`` plays ``turns`` from now on."""
+    model = ScriptedModel(list(turns))
+    runtime.models.register("scripted", model)
+    return model

@@ -14,13 +14,9 @@ from neta_jupyter.providers import (
 )
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.tools import PermissionRule
-from tests.helpers import ApiClient, types
+from tests.helpers import ApiClient, script, types
 
 DECISIONS = {"PHASE_CHANGED", "PROGRESS_EVALUATED", "STOP_REASON_DECIDED"}
-
-
-def script(runtime: Runtime, *turns: ScriptedTurn) -> None:
-    runtime.models.register("scripted", ScriptedModel(list(turns)))
 
 
 def phases(events: list[dict[str, Any]]) -> list[str]:

@@ -13,12 +13,12 @@ import pytest
 from httpx_sse import aconnect_sse
 from jupyter_client.session import Session
 
-from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
+from neta_jupyter.providers import ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.server.kernels import ServerKernelBridge
 from neta_jupyter.tools import ToolContext, ToolError
 from neta_jupyter.tools.kernel_tools import python
-from tests.helpers import ApiClient, types
+from tests.helpers import ApiClient, script, types
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -63,12 +63,6 @@ async def until_busy(kernel: Any) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the cell never started")
-
-
-def script(runtime: Runtime, *turns: ScriptedTurn) -> ScriptedModel:
-    model = ScriptedModel(list(turns))
-    runtime.models.register("scripted", model)
-    return model
 
 
 def call(tool_name: str, **arguments: Any) -> ScriptedTurn:

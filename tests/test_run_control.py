@@ -12,13 +12,12 @@ import pytest
 
 from neta_jupyter.providers import (
     ProviderUnavailable,
-    ScriptedModel,
     ScriptedToolCall,
     ScriptedTurn,
 )
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.tools import ToolContext, ToolFile, ToolResult, tool
-from tests.helpers import ApiClient, types
+from tests.helpers import ApiClient, script, types
 
 
 @pytest.fixture
@@ -26,12 +25,6 @@ def neta_config() -> dict[str, Any]:
     return {
         "permission_rules": [{"tool": "read_file", "args": {"path": "secret*"}, "action": "ask"}]
     }
-
-
-def script(runtime: Runtime, *turns: ScriptedTurn) -> ScriptedModel:
-    model = ScriptedModel(list(turns))
-    runtime.models.register("scripted", model)
-    return model
 
 
 async def test_denied_call_is_reported_to_the_model_which_carries_on(

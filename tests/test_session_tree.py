@@ -15,7 +15,7 @@ from websockets.asyncio.client import ClientConnection
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
-from tests.helpers import ApiClient
+from tests.helpers import ApiClient, script
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -27,12 +27,6 @@ def neta_config() -> dict[str, Any]:
     return {
         "permission_rules": [{"tool": "read_file", "args": {"path": "secret*"}, "action": "ask"}]
     }
-
-
-def script(runtime: Runtime, *turns: ScriptedTurn) -> ScriptedModel:
-    model = ScriptedModel(list(turns))
-    runtime.models.register("scripted", model)
-    return model
 
 
 def tree_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
