@@ -16,8 +16,7 @@ import websockets
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.server.openapi import ROUTES
-from tests.helpers import TERMINAL, ApiClient
-from tests.test_resume import stored
+from tests.helpers import TERMINAL, ApiClient, stored
 
 BIG = 20_000
 DISCONNECTS = 200

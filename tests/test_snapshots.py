@@ -162,7 +162,7 @@ async def test_retrying_a_failed_run_whose_state_cannot_be_loaded(
 
 
 def test_a_restart_over_runs_whose_state_cannot_be_loaded(tmp_path: Path) -> None:
-    from tests.test_restart import after_restart, client, read, slow_script, start
+    from tests.test_restart import after_restart, slow_script, start
 
     server = ServerProcess(tmp_path, {"permission_rules": [{"tool": "read_file", "action": "ask"}]})
     server.start()
@@ -172,22 +172,22 @@ def test_a_restart_over_runs_whose_state_cannot_be_loaded(tmp_path: Path) -> Non
         call = {"name": "read_file", "arguments": {"path": "data.txt"}}
         script.write_text(json.dumps({"turns": [{"toolCalls": [call]}, {"text": "done"}]}))
         asking = start(server, content="read data.txt", model=f"scripted:{script}")
-        suspended = read(server, asking)[-1]
+        suspended = server.read(asking)[-1]
         assert suspended["eventType"] == "MESSAGE_SUSPENDED"
         running = start(
             server, content="write", model=slow_script(tmp_path / "slow.json"), sessionName="w"
         )
-        read(server, running, limit=20)
+        server.read(running, limit=20)
         server.kill9()
         write_state(server.workdir, asking, '{"version": 2, "ask": {"kind": "telepathy"}')
         write_state(server.workdir, running, '{"version": 3}')
         after_restart(script, {"text": "done"})
         server.start()  # the server starts, and every run can be looked at
-        crashed = read(server, running)
+        crashed = server.read(running)
         assert sum(e["eventType"].startswith("MESSAGE_") for e in crashed) == 1
         assert crashed[-1]["data"]["errorCode"] == "RUN_SNAPSHOT_INVALID"
         assert "version 3" in crashed[-1]["data"]["errorMessage"]
-        with client(server) as http:
+        with server.client() as http:
             assert http.get("neta/api/agent/runs").status_code == 200
             status = http.get("neta/api/agent/run/status", params={"requestId": asking})
             assert status.status_code == 200 and status.json()["status"] == "suspended"
@@ -196,7 +196,7 @@ def test_a_restart_over_runs_whose_state_cannot_be_loaded(tmp_path: Path) -> Non
             )
         assert response.status_code == 409, response.text
         assert response.json()["errCode"] == "RUN_SNAPSHOT_INVALID"
-        rest = read(server, asking, after=suspended["seq"])
+        rest = server.read(asking, after=suspended["seq"])
         assert [e["eventType"] for e in rest][-2:] == ["STOP_REASON_DECIDED", "MESSAGE_FAILED"]
         assert sum(e["eventType"].startswith("MESSAGE_") for e in rest) == 1
         assert rest[-1]["data"]["errorCode"] == "RUN_SNAPSHOT_INVALID"
@@ -217,7 +217,7 @@ async def legacy_export(ctx: ToolContext, path: str) -> str:
 
 
 def test_a_restart_without_the_tool_a_run_waits_on(tmp_path: Path) -> None:
-    from tests.test_restart import client, read, start
+    from tests.test_restart import start
 
     # The server runs from its work folder, so a module there is an extra tool it can import.
     (tmp_path / "legacy_tool.py").write_text(LEGACY_TOOL)
@@ -231,21 +231,21 @@ def test_a_restart_without_the_tool_a_run_waits_on(tmp_path: Path) -> None:
         call = {"name": "legacy_export", "arguments": {"path": "out.csv"}}
         script.write_text(json.dumps({"turns": [{"toolCalls": [call]}, {"text": "done"}]}))
         rid = start(server, content="export it", model=f"scripted:{script}")
-        suspended = read(server, rid)[-1]
+        suspended = server.read(rid)[-1]
         assert suspended["data"]["suspendReason"]["type"] == "PERMISSION_ASK"
         server.shutdown()
         config = json.loads(server.config_file.read_text())
         del config["NetaApp"]["extra_tools"]  # the new configuration drops the tool
         server.config_file.write_text(json.dumps(config))
         server.start()
-        assert read(server, rid)[-1]["eventType"] == "MESSAGE_SUSPENDED"
-        with client(server) as http:
+        assert server.read(rid)[-1]["eventType"] == "MESSAGE_SUSPENDED"
+        with server.client() as http:
             response = http.post(
                 "neta/api/agent/run/resumeTask", json={"requestId": rid, "approved": True}
             )
         assert response.status_code == 409, response.text
         assert response.json()["errCode"] == "RUN_SNAPSHOT_INVALID"
-        rest = read(server, rid, after=suspended["seq"])
+        rest = server.read(rid, after=suspended["seq"])
         assert sum(e["eventType"].startswith("MESSAGE_") for e in rest) == 1
         failed = rest[-1]["data"]
         assert failed["errorCode"] == "RUN_SNAPSHOT_INVALID"

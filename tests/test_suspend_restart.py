@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.server_process import ServerProcess
-from tests.test_restart import client, read, start
+from tests.test_restart import start
 
 PATIENCE = 90.0
 """A generous bound on waits that only have to end (nothing here measures a speed)."""
@@ -38,13 +38,13 @@ def asking(server: ServerProcess, tmp_path: Path, name: str, timeout: float) -> 
         sessionName=name,
         suspendTimeout=timeout,
     )
-    events = read(server, rid)
+    events = server.read(rid)
     assert events[-1]["data"]["suspendReason"]["type"] == "PERMISSION_ASK"
     return rid, time.time()
 
 
 def status(server: ServerProcess, rid: str) -> dict[str, Any]:
-    with client(server) as http:
+    with server.client() as http:
         answer: dict[str, Any] = http.get(
             "neta/api/agent/run/status", params={"requestId": rid}
         ).json()
@@ -55,7 +55,7 @@ def ended_with(server: ServerProcess, rid: str) -> dict[str, Any]:
     """The run's whole log, each segment ended by exactly one terminal event; the last one."""
     log: list[dict[str, Any]] = []
     while not log or log[-1]["eventType"] != "MESSAGE_FAILED":
-        segment = read(server, rid, after=log[-1]["seq"] if log else None)
+        segment = server.read(rid, after=log[-1]["seq"] if log else None)
         assert segment, "the run is at rest without having failed"
         log += segment
     assert [e["seq"] for e in log] == list(range(len(log)))
@@ -80,7 +80,7 @@ def test_runs_whose_deadline_passed_while_the_server_was_down_are_reclaimed(
     assert status(server, overdue)["status"] == "failed"
     failed = ended_with(server, overdue)
     assert failed["errorCode"] == "USER_NO_RESPONSE" and failed["recoverable"] is False
-    with client(server) as http:
+    with server.client() as http:
         retry = http.post("neta/api/agent/run/retryTask", json={"requestId": overdue})
     assert retry.status_code == 409 and retry.json()["errCode"] == "RUN_NOT_RETRYABLE"
 

@@ -85,6 +85,22 @@ class Run:
             state = load_state(record.state, calls_of)
         except SnapshotInvalid as exc:
             return cls._invalid(record, exc.message)
+        return cls._loaded(record, options, state)
+
+    @classmethod
+    def _invalid(cls, record: RunRecord, problem: str) -> Run:
+        return cls._loaded(record, RunOptions(), RunState(), snapshot_error=problem, stored=record)
+
+    @classmethod
+    def _loaded(
+        cls,
+        record: RunRecord,
+        options: RunOptions,
+        state: RunState,
+        *,
+        snapshot_error: str | None = None,
+        stored: RunRecord | None = None,
+    ) -> Run:
         return cls(
             request_id=record.request_id,
             principal=record.principal,
@@ -97,22 +113,8 @@ class Run:
             options=options,
             state=state,
             parent_request_id=record.parent_request_id,
-        )
-
-    @classmethod
-    def _invalid(cls, record: RunRecord, problem: str) -> Run:
-        return cls(
-            request_id=record.request_id,
-            principal=record.principal,
-            session_id=record.session_id,
-            status=record.status,
-            model=record.model,
-            created=record.created,
-            prompt=record.prompt,
-            imported=record.imported,
-            parent_request_id=record.parent_request_id,
-            snapshot_error=problem,
-            stored=record,
+            snapshot_error=snapshot_error,
+            stored=stored,
         )
 
     def summary(self, last_seq: int) -> RunSummary:
