@@ -334,7 +334,8 @@ def test_history_streamed_output_and_a_missing_key(tmp_path: Path, browser: Any)
         assert card.get_attribute("data-status") == "completed"
         assert "profile" in history.locator("[data-testid=neta-process]").inner_text()
         assert "Sales has 40 rows" in history.locator("[data-testid=neta-answer]").inner_text()
-        assert "history" in history.inner_text()
+        note = history.locator("[data-testid=neta-history-note]")
+        assert note.is_visible() and "history" in note.inner_text()
 
         # The endpoint without its key: the variable to set, in view.
         notice = run_view(page, 1).locator("[data-testid=neta-auth-notice]")

@@ -8,6 +8,11 @@ import { isRecord, num, str } from "./wire";
 
 type Entry = Readonly<Record<string, unknown>>;
 
+/** The field of the rebuilt SESSION_CREATED that marks a run shown from history (never on the wire). */
+export const FROM_HISTORY = "fromHistory";
+
+export const HISTORY_NOTICE = "Shown from the session's history: this run has no event log.";
+
 /** How the run ended, from its status (`GET …/run/status`). */
 export interface RunEnding {
   readonly status: string;
@@ -28,7 +33,9 @@ export function historyEvents(tree: unknown, requestId: string, ending: RunEndin
   const push = (eventType: string, data: Record<string, unknown>): void => {
     out.push({ eventType, seq: out.length, requestId, data });
   };
-  push("SESSION_CREATED", { type: "session", sessionId: str(isRecord(tree) ? tree["sessionId"] : undefined) ?? "" });
+  // Marked in the state, not in a passing notice: a view drawn again from the state says it too.
+  const sessionId = str(isRecord(tree) ? tree["sessionId"] : undefined) ?? "";
+  push("SESSION_CREATED", { type: "session", sessionId, [FROM_HISTORY]: true });
   let lastAssistant: string | undefined;
   for (const entry of mine) {
     if (entry["role"] !== "assistant") continue;

@@ -8,6 +8,7 @@
  * later seqs: its next non-terminal event sets the status back to running.
  */
 import type { ClarifyData, MessageData, PermissionAskData, PermissionResolvedData, SessionData } from "./events";
+import { FROM_HISTORY } from "./history";
 import { readClarify, readPermission } from "./reducer-asks";
 import { applyPhase, applyProgress, applyStopReason } from "./reducer-decisions";
 import { applySubagent } from "./reducer-subagents";
@@ -164,7 +165,8 @@ function closeAll(segments: readonly TextSegment[]): readonly TextSegment[] {
 // --- session, permission, clarify --------------------------------------------------------------
 
 function applySession(state: RunState, data: Loose<SessionData>): RunState {
-  return { ...state, sessionId: id(data.sessionId) ?? state.sessionId };
+  const fromHistory = state.fromHistory || (data as Record<string, unknown>)[FROM_HISTORY] === true;
+  return { ...state, sessionId: id(data.sessionId) ?? state.sessionId, fromHistory };
 }
 
 function applyPermissionAsk(state: RunState, data: Loose<PermissionAskData>): RunState {

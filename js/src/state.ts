@@ -221,6 +221,8 @@ export interface RunState {
   readonly noProgress: number;
   /** Why the loop ended (STOP_REASON_DECIDED), once it did. */
   readonly stopReason: string | null;
+  /** Rebuilt from its session's history, having no event log (see history.ts). */
+  readonly fromHistory: boolean;
 }
 
 export interface LoopPhase {
@@ -259,6 +261,7 @@ export function initialState(requestId: string | null = null): RunState {
     phase: null,
     noProgress: 0,
     stopReason: null,
+    fromHistory: false,
   };
 }
 

@@ -213,7 +213,6 @@ class ServerTransport implements Transport {
       const tree = await this.getJson(`neta/api/sessions/tree?sessionId=${encodeURIComponent(sessionId)}`);
       if (this.closed) return;
       this.onEvents(historyEvents(tree, requestId, { status: str(run["status"]) ?? "completed" }));
-      this.onNotice(HISTORY_NOTICE);
     } catch (error) {
       if (!this.closed) this.refuse(`This run has no event log and its history could not be read: ${String(error)}`);
     }
@@ -378,8 +377,6 @@ class ServerTransport implements Transport {
     this.source = null;
   }
 }
-
-export const HISTORY_NOTICE = "Shown from the session's history: this run has no event log.";
 
 /** The message of an AGENT_STATUS sent without a seq (the server cannot save events), or null. */
 function liveStatus(event: unknown): string | null {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { historyEvents } from "../src/history";
+import { HISTORY_NOTICE, historyEvents } from "../src/history";
 import { reduceAll } from "../src/reducer";
 import { RunView } from "../src/view/run-view";
 import { FakeClock } from "./clock";
@@ -36,6 +36,26 @@ describe("a past run rebuilt from its session tree", () => {
     expect(container.querySelectorAll('[data-testid="neta-tool-card"]')).toHaveLength(2);
     expect(container.querySelector('[data-testid="neta-process"]')?.textContent).toContain("profile");
     expect(container.querySelector('[data-testid="neta-answer"]')?.textContent).toContain("Sales has 40 rows.");
+  });
+
+  it("says it comes from history in every view drawn from its state, not only the first", () => {
+    expect(state.fromHistory).toBe(true);
+    for (let view = 0; view < 2; view += 1) {
+      document.body.replaceChildren();
+      const container = document.createElement("div");
+      document.body.append(container);
+      const runView = new RunView(container, { onAction: async () => {}, resolveUrl: () => null, clock: new FakeClock() });
+      runView.update(state);
+      runView.flush();
+      const note = container.querySelector<HTMLElement>('[data-testid="neta-history-note"]');
+      expect(note?.hidden).toBe(false);
+      expect(note?.textContent).toBe(HISTORY_NOTICE);
+    }
+  });
+
+  it("a live run says nothing of history", () => {
+    const live = reduceAll([{ eventType: "SESSION_CREATED", seq: 0, requestId: "r", data: { type: "session", sessionId: "s" } }]);
+    expect(live.fromHistory).toBe(false);
   });
 
   it("ends failed when the run failed", () => {

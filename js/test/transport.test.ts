@@ -10,7 +10,7 @@ import {
   type PageConfig,
 } from "../src/transport";
 import { reduceAll } from "../src/reducer";
-import { HISTORY_NOTICE, backoffMs, createServerTransport, sseUrl, type ServerEnv } from "../src/transport-server";
+import { backoffMs, createServerTransport, sseUrl, type ServerEnv } from "../src/transport-server";
 import { envelope, fixture } from "./helpers";
 import { IMPORTED_TREE } from "./history-tree";
 
@@ -547,7 +547,7 @@ describe("a run imported from history", () => {
     expect(state.status).toBe("completed");
     expect(state.tools.order).toEqual(["call_a", "call_b"]);
     expect(state.processes.byId["op_1"]).toMatchObject({ stage: "profile", status: "completed" });
-    expect(notices[notices.length - 1]).toBe(HISTORY_NOTICE);
+    expect(state.fromHistory).toBe(true);
     expect(socket.closedByClient).toBe(true);
   });
 

@@ -1,5 +1,6 @@
 /** The smaller regions: header with Stop, status toast, attachments, todos, footer, error, input. */
 import type { Action } from "../actions";
+import { HISTORY_NOTICE } from "../history";
 import type { RunState } from "../state";
 import { valuesOf } from "../state";
 import { button, h, setData, setText, setVisible, textarea } from "./dom";
@@ -200,9 +201,11 @@ export class FooterPart implements Part {
   ]);
   private readonly retry = button("Retry", "neta-retry", "neta-button neta-primary");
   private readonly usage = h("div", { className: "neta-usage", testid: "neta-usage" });
+  private readonly history = h("div", { className: "neta-history-note", testid: "neta-history-note" }, [HISTORY_NOTICE]);
 
   constructor(private readonly ctx: ViewContext) {
-    this.element.append(this.finish, this.error, this.retry, this.usage);
+    this.element.append(this.finish, this.history, this.error, this.retry, this.usage);
+    this.history.hidden = true;
     this.retry.addEventListener("click", () => {
       this.retry.disabled = true;
       void this.ctx.act({ action: "retry" }).then((ok) => (this.retry.disabled = ok));
@@ -235,6 +238,7 @@ export class FooterPart implements Part {
 
     setText(this.usage, state.usage ? usageText(state.usage) : "");
     setVisible(this.usage, state.usage !== null);
+    setVisible(this.history, state.fromHistory);
   }
 }
 
