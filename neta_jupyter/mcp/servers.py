@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
@@ -26,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..providers.base import ToolDefinition
 from ..tools import Tool, ToolContext, ToolError, ToolRegistry, ToolResult
-from ..tools.registry import invalid_json_message
+from ..tools.registry import json_arguments
 from .config import Entries, HttpServer, ServerEntry, ServerSpec
 from .results import tool_result
 
@@ -54,13 +53,7 @@ class McpTool(Tool):
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """A JSON object; the server checks it against its schema."""
-        try:
-            raw = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise ToolError(invalid_json_message(self.name, arguments, exc)) from exc
-        if not isinstance(raw, dict):
-            raise ToolError(f"arguments of {self.name} must be a JSON object")
-        return raw
+        return json_arguments(self.name, arguments)
 
 
 def neta_name(server: str, tool: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import mimetypes
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from ..events import AttachmentData, EventType, ToolData
 from ..providers.base import ToolCall, ToolDefinition
 from ..store import AttachmentRecord, RecordStore, new_id
 from ..tools import RunSuspended, Tool, ToolContext, ToolError, ToolFile, ToolResult
-from ..tools.registry import invalid_json_message
+from ..tools.registry import json_arguments
 from .attachments import attachment_data
 from .emitter import RunEmitter
 from .process import ProcessLog, ProcessReporter
@@ -67,12 +66,7 @@ class VirtualTool(BaseModel):
 
     def answer(self, arguments: str) -> str:
         """Check the arguments against the declared schema's shape and return the mock."""
-        try:
-            value = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise ToolError(invalid_json_message(self.name, arguments, exc)) from exc
-        if not isinstance(value, dict):
-            raise ToolError(f"arguments of {self.name} must be a JSON object")
+        value = json_arguments(self.name, arguments)
         for key in self.parameters.get("required", []):
             if key not in value:
                 raise ToolError(f"missing required argument {key!r} for {self.name}")

@@ -176,12 +176,7 @@ class Tool:
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """Validate the model's argument JSON; a bad one becomes a clear :class:`ToolError`."""
-        try:
-            raw = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise ToolError(invalid_json_message(self.name, arguments, exc)) from exc
-        if not isinstance(raw, dict):
-            raise ToolError(f"arguments of {self.name} must be a JSON object")
+        raw = json_arguments(self.name, arguments)
         try:
             parsed = self.arguments_model.model_validate(raw)
         except ValidationError as exc:
@@ -201,6 +196,17 @@ class Tool:
             kwargs[self.scope_parameter] = ctx.scope
         result = await self.function(ctx, **kwargs)
         return ToolResult(result) if isinstance(result, str) else result
+
+
+def json_arguments(name: str, arguments: str) -> dict[str, Any]:
+    """A call's arguments as the JSON object they must be (empty text: none), else a ToolError."""
+    try:
+        raw = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ToolError(invalid_json_message(name, arguments, exc)) from exc
+    if not isinstance(raw, dict):
+        raise ToolError(f"arguments of {name} must be a JSON object")
+    return raw
 
 
 def invalid_json_message(name: str, arguments: str, exc: json.JSONDecodeError) -> str:
