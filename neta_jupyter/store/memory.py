@@ -17,7 +17,14 @@ from typing import Any
 
 from .contract import DurableListener, EventRow, HealthListener, SessionChanges
 from .health import StorageUnavailable
-from .records import AttachmentRecord, Entry, RunRecord, RunStatus, SessionRecord
+from .records import (
+    AttachmentRecord,
+    Entry,
+    RunRecord,
+    RunStatus,
+    SessionRecord,
+    newest_matching,
+)
 
 Write = Callable[["MemoryData"], None]
 
@@ -234,16 +241,15 @@ class MemoryBackend:
         limit: int,
     ) -> list[RunRecord]:
         """Runs matching every filter given, newest first."""
-        found = [
-            run
-            for run in self.data.runs.values()
-            if principal in (None, run.principal)
-            and session_id in (None, run.session_id)
-            and status in (None, run.status)
-            and parent_request_id in (None, run.parent_request_id)
-        ]
-        found.sort(key=lambda run: run.created, reverse=True)
-        return copy.deepcopy(found[:limit])
+        found = newest_matching(
+            self.data.runs.values(),
+            principal=principal,
+            session_id=session_id,
+            status=status,
+            parent_request_id=parent_request_id,
+            limit=limit,
+        )
+        return copy.deepcopy(found)
 
     # --- sessions and the tree
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -54,6 +55,28 @@ UNREADABLE = "__unreadable__"
 """The key of the document a backend reads for a stored document that is not a JSON object,
 holding why: the runtime then refuses the run (RUN_SNAPSHOT_INVALID) instead of every query of
 runs failing on it."""
+
+
+def newest_matching(
+    runs: Iterable[RunRecord],
+    *,
+    principal: str | None,
+    session_id: str | None,
+    status: RunStatus | None,
+    parent_request_id: str | None,
+    limit: int,
+) -> list[RunRecord]:
+    """The runs matching every filter given (None: any), newest first, at most ``limit``."""
+    found = [
+        run
+        for run in runs
+        if principal in (None, run.principal)
+        and session_id in (None, run.session_id)
+        and status in (None, run.status)
+        and parent_request_id in (None, run.parent_request_id)
+    ]
+    found.sort(key=lambda run: run.created, reverse=True)
+    return found[:limit]
 
 
 @dataclass(slots=True)

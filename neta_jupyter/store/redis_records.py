@@ -14,7 +14,14 @@ from typing import Any, cast
 from redis.asyncio import Redis
 
 from .contract import SessionChanges
-from .records import AttachmentRecord, Entry, RunRecord, RunStatus, SessionRecord
+from .records import (
+    AttachmentRecord,
+    Entry,
+    RunRecord,
+    RunStatus,
+    SessionRecord,
+    newest_matching,
+)
 from .redis_conn import NOBODY, OWNERS, USERS, UserKeys
 from .redis_log import RedisEvents, RunUpdate
 
@@ -136,19 +143,18 @@ class RedisRecords:
     ) -> list[RunRecord]:
         """Runs matching every filter given, newest first."""
         users = [principal] if principal is not None else sorted(await self._client.smembers(USERS))
-        found: list[RunRecord] = []
+        runs: list[RunRecord] = []
         for who in users:
             user = UserKeys(who)
-            rids = await self._client.zrevrange(user.runs, 0, -1)
-            for run in await self._read_runs(user, rids):
-                if (
-                    session_id in (None, run.session_id)
-                    and status in (None, run.status)
-                    and (parent_request_id in (None, run.parent_request_id))
-                ):
-                    found.append(run)
-        found.sort(key=lambda run: run.created, reverse=True)
-        return found[:limit]
+            runs += await self._read_runs(user, await self._client.zrevrange(user.runs, 0, -1))
+        return newest_matching(
+            runs,
+            principal=principal,
+            session_id=session_id,
+            status=status,
+            parent_request_id=parent_request_id,
+            limit=limit,
+        )
 
     async def _read_runs(self, user: UserKeys, rids: list[str]) -> list[RunRecord]:
         """The runs named, read in one round trip."""
