@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -48,9 +48,12 @@ class JupyterProcess:
         neta_config: dict[str, Any] | None = None,
         *,
         app: str = "jupyter_server",
+        args: Sequence[str] = (),
     ) -> None:
         self.app = app
         """``jupyter_server``, or ``jupyterlab`` for the full JupyterLab page."""
+        self.args = list(args)
+        """More command-line options of the server."""
         self.workdir = workdir
         self.root = workdir / "root"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -101,6 +104,7 @@ class JupyterProcess:
                 f"--config={self.config_file}",
                 "--ip=127.0.0.1",
                 "--allow-root",
+                *self.args,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
