@@ -38,10 +38,12 @@ from .terminal.dispatch import BodyRenderer
 from .terminal.text import (
     CUT_OFF_NOTE,
     PREVIEW_WIDTH,
+    ask_words,
     clean,
     compact_arguments,
     duration,
     one_line,
+    tool_words,
 )
 from .terminal.words import (
     attachment_words,
@@ -205,7 +207,7 @@ class TerminalRenderer(BodyRenderer):
     def _tool(self, kind: EventType, data: ToolData) -> None:
         if data.tool_name:
             self._tool_names[data.tool_call_id] = data.tool_name
-        name = self.style.bold(clean(self._tool_names.get(data.tool_call_id, "tool")))
+        name = self.style.bold(tool_words(self._tool_names.get(data.tool_call_id, "tool")))
         if kind == EventType.TOOL_START:
             self._line(f"▸ {name} {compact_arguments(data.arguments)}")
         elif kind == EventType.TOOL_RUNNING and data.title:
@@ -253,7 +255,8 @@ class TerminalRenderer(BodyRenderer):
 
     def _ask(self, ask: PermissionAskData) -> None:
         rule = f" ({one_line(ask.rule_description)})" if ask.rule_description else ""
-        self._line(self.style.yellow(f"? {clean(ask.tool_name)} needs approval{rule}"))
+        self._line(self.style.yellow(f"? {ask_words(ask.tool_name)} needs approval{rule}"))
+        self._line(self.style.dim(f"  arguments: {compact_arguments(ask.arguments)}"))
 
     def _resolved(self, data: PermissionResolvedData) -> None:
         paint = self.style.green if data.approved else self.style.red

@@ -46,6 +46,30 @@ def compact_arguments(arguments: str | None) -> str:
     return one_line(text)
 
 
+SERVER_SEPARATOR = "__"
+"""An MCP server's tools reach the model as ``<server>__<tool>``; server names never hold it."""
+
+
+def split_tool_name(name: str) -> tuple[str, str | None]:
+    """``(tool, server)`` of a tool's name; the server is None for neta's own tools."""
+    server, separator, tool = name.partition(SERVER_SEPARATOR)
+    if not separator or not server or not tool:
+        return name, None
+    return tool, server
+
+
+def tool_words(name: str) -> str:
+    """A tool's name for people: ``run_query from warehouse`` for an MCP server's tool."""
+    tool, server = split_tool_name(clean(name))
+    return tool if server is None else f"{tool} from {server}"
+
+
+def ask_words(name: str) -> str:
+    """A tool's name in a permission question, saying which MCP server would run it."""
+    tool, server = split_tool_name(clean(name))
+    return tool if server is None else f"{tool} from the MCP server {server}"
+
+
 def duration(ms: int | None) -> str:
     """`` (340 ms)`` or `` (1.5 s)``; empty when unknown."""
     if ms is None:

@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..events import ProcessData
-from .text import clean, duration, one_line
+from .text import ask_words, clean, duration, one_line, tool_words
 
 PREVIEW_LINES = 8
 """Lines of a tool's output shown in its card."""
@@ -172,13 +172,13 @@ class ToolCard:
         if self.streamed:
             output = Text(self.streamed.rstrip("\n"), style="dim")
             body = Tail(Group(arguments_view(self.name, self.arguments), output), height)
-        title = Text(clean(self.name), style="bold cyan")
+        title = Text(tool_words(self.name), style="bold cyan")
         return Panel(Group(head, body), title=title, title_align="left", border_style="cyan")
 
     def asking(self, rule: str | None) -> Panel:
         """The card of a call that waits for the user's approval."""
         why = f" ({one_line(rule)})" if rule else ""
-        title = Text(f"? {clean(self.name)} needs approval{why}", style="bold yellow")
+        title = Text(f"? {ask_words(self.name)} needs approval{why}", style="bold yellow")
         self.arguments_shown = True
         return Panel(
             arguments_view(self.name, self.arguments),
@@ -192,7 +192,7 @@ class ToolCard:
     ) -> Panel:
         """The card of a call that completed or failed."""
         mark, style = ("✓", "green") if ok else ("✗", "red")
-        title = Text(f"{mark} {clean(self.name)}{duration(ms)}", style=f"bold {style}")
+        title = Text(f"{mark} {tool_words(self.name)}{duration(ms)}", style=f"bold {style}")
         body: list[RenderableType] = []
         if not self.arguments_shown:
             body.append(arguments_view(self.name, self.arguments))

@@ -35,6 +35,22 @@ export function usageText(usage: Usage): string {
   return parts.join(" · ");
 }
 
+/** A tool as the user reads its name: an MCP server's tools are named `<server>__<tool>`. */
+export interface ToolLabel {
+  readonly tool: string;
+  /** The MCP server offering it (its name never contains `__`); absent for neta's own tools. */
+  readonly server?: string;
+}
+
+const SERVER_SEPARATOR = "__";
+
+export function toolLabel(toolName: string): ToolLabel {
+  const cut = toolName.indexOf(SERVER_SEPARATOR);
+  const tool = cut > 0 ? toolName.slice(cut + SERVER_SEPARATOR.length) : "";
+  if (cut <= 0 || tool === "") return { tool: toolName };
+  return { tool, server: toolName.slice(0, cut) };
+}
+
 export type ArgsView =
   | { readonly kind: "code"; readonly text: string }
   | { readonly kind: "json"; readonly text: string }

@@ -5,6 +5,7 @@
 import type { Action } from "../actions";
 import type { ClarifyRequest, PermissionAsk, RunState } from "../state";
 import { button, h, setVisible, textarea } from "./dom";
+import { toolLabel } from "./format";
 import { ArmedControls } from "./guard";
 import type { Part, ViewContext } from "./part";
 import { argsBlock } from "./tools";
@@ -80,12 +81,7 @@ export class PermissionPart extends PromptPart<PermissionAsk> {
     controls.on(always, "click", decide(true, true));
     controls.on(deny, "click", decide(false, false));
 
-    const title = h("div", { className: "neta-prompt-title" }, [
-      "Allow ",
-      h("code", { className: "neta-permission-tool", text: ask.toolName || "this tool" }),
-      " to run?",
-    ]);
-    const parts: HTMLElement[] = [title];
+    const parts: HTMLElement[] = [permissionTitle(ask.toolName)];
     const args = argsBlock(ask.arguments, "neta-pre neta-permission-args");
     if (args) parts.push(args);
     if (ask.ruleDescription || ask.rulePattern) {
@@ -96,6 +92,15 @@ export class PermissionPart extends PromptPart<PermissionAsk> {
     parts.push(row);
     return parts;
   }
+}
+
+/** "Allow `tool` to run?", naming the MCP server that offers the tool when one does. */
+function permissionTitle(toolName: string): HTMLElement {
+  const label = toolLabel(toolName);
+  const tool = h("code", { className: "neta-permission-tool", text: label.tool || "this tool" });
+  if (label.server === undefined) return h("div", { className: "neta-prompt-title" }, ["Allow ", tool, " to run?"]);
+  const server = h("code", { className: "neta-permission-server", testid: "neta-permission-server", text: label.server });
+  return h("div", { className: "neta-prompt-title" }, ["Allow ", tool, " from the MCP server ", server, " to run?"]);
 }
 
 export class ClarifyPart extends PromptPart<ClarifyRequest> {

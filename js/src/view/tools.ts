@@ -3,7 +3,7 @@ import { highlightCode } from "../highlight";
 import { sanitizeHtml } from "../sanitize";
 import type { RunState, ToolCard } from "../state";
 import { h, setData, setText, setVisible } from "./dom";
-import { argsView, formatDuration, type ArgsView } from "./format";
+import { argsView, formatDuration, toolLabel, type ArgsView } from "./format";
 import type { Part, ViewContext } from "./part";
 
 /** Outputs longer than this are folded into a <details> so the answer stays in view. */
@@ -21,6 +21,7 @@ class ToolCardView {
   readonly element: HTMLElement;
   private readonly status = h("span", { className: "neta-badge" });
   private readonly name = h("span", { className: "neta-tool-name" });
+  private readonly server = h("span", { className: "neta-tool-server", testid: "neta-tool-server" });
   private readonly title = h("span", { className: "neta-tool-title" });
   private readonly duration = h("span", { className: "neta-tool-duration" });
   private readonly argsCode = h("code");
@@ -38,7 +39,7 @@ class ToolCardView {
   private shownOutput: string | null = null;
 
   constructor(private readonly ctx: ViewContext, card: ToolCard) {
-    const head = h("div", { className: "neta-tool-head" }, [this.status, this.name, this.title, this.duration]);
+    const head = h("div", { className: "neta-tool-head" }, [this.status, this.name, this.server, this.title, this.duration]);
     this.element = h("div", { className: "neta-tool", testid: "neta-tool-card" }, [
       head,
       this.args,
@@ -56,7 +57,10 @@ class ToolCardView {
     setData(this.element, "status", card.status);
     this.status.className = `neta-badge neta-badge-${waiting ? "waiting" : card.status}`;
     setText(this.status, waiting ? "needs approval" : (STATUS_LABELS[card.status] ?? card.status));
-    setText(this.name, card.toolName || "tool");
+    const label = toolLabel(card.toolName);
+    setText(this.name, label.tool || "tool");
+    setText(this.server, label.server !== undefined ? `from ${label.server}` : "");
+    setVisible(this.server, label.server !== undefined);
     setText(this.title, card.status === "running" ? (card.title ?? "") : "");
     setText(this.duration, card.durationMs !== undefined ? formatDuration(card.durationMs) : "");
     if (card.argsText !== prev?.argsText || card.status !== prev?.status || waiting !== this.waiting) {

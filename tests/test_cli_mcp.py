@@ -1,0 +1,105 @@
+"""The terminal client names the MCP server of a tool: on its cards and when it asks to run it."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+
+from rich.console import Console
+
+from neta_jupyter.cli_render import TerminalRenderer
+from neta_jupyter.events import PermissionAskData
+from neta_jupyter.terminal.live import LiveRenderer
+from neta_jupyter.terminal.prompts import TerminalAsker
+from neta_jupyter.terminal.text import split_tool_name
+
+ARGS = '{"table": "sales", "limit": 5}'
+TOOL = "warehouse__run_query"
+
+
+def envelope(seq: int, event_type: str, **data: object) -> str:
+    """One envelope of run ``r_1``."""
+    return json.dumps({"eventType": event_type, "seq": seq, "requestId": "r_1", "data": data})
+
+
+def mcp_call() -> list[str]:
+    """An MCP tool's call: asked for, approved, completed."""
+    tool = {"type": "tool", "toolCallId": "c1", "toolName": TOOL}
+    ask = {"askId": "a1", "toolName": TOOL, "toolCallId": "c1", "arguments": ARGS}
+    return [
+        envelope(0, "TOOL_START", **tool, arguments=ARGS),
+        envelope(1, "PERMISSION_ASK", type="permission_ask", **ask),
+        envelope(
+            2, "PERMISSION_ASK_RESOLVED", type="permission_ask_resolved", askId="a1", approved=True
+        ),
+        envelope(3, "TOOL_COMPLETED", **tool, output="5 rows", durationMs=12),
+    ]
+
+
+def test_the_server_is_split_off_at_the_first_separator() -> None:
+    assert split_tool_name(TOOL) == ("run_query", "warehouse")
+    assert split_tool_name("docs__search__v2") == ("search__v2", "docs")
+    assert split_tool_name("python") == ("python", None)
+    assert split_tool_name("__x") == ("__x", None)
+    assert split_tool_name("x__") == ("x__", None)
+
+
+def test_the_plain_log_names_the_server_and_shows_the_arguments_asked_for() -> None:
+    out = io.StringIO()
+    renderer = TerminalRenderer(out, color=False)
+    for payload in mcp_call():
+        renderer.feed(payload)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("▸ run_query from warehouse {")
+    assert lines[1] == "? run_query from the MCP server warehouse needs approval"
+    assert lines[2] == '  arguments: {"table": "sales", "limit": 5}'
+    assert "✓ run_query from warehouse (12 ms)" in lines
+
+
+def test_the_live_display_names_the_server_on_the_approval_and_the_result() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=100, height=40, force_terminal=True, color_system=None)
+    renderer = LiveRenderer(out, console=console)
+    for payload in mcp_call():
+        renderer.feed(payload)
+    renderer.close()
+    shown = out.getvalue()
+    assert "? run_query from the MCP server warehouse needs approval" in shown
+    assert "table: sales" in shown and "limit: 5" in shown
+    assert "✓ run_query from warehouse (12 ms)" in shown
+
+
+class Surface:
+    """Where the asker writes its question (the renderer, in the CLI)."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def notice(self, text: str) -> None:
+        self.prompts.append(text)
+
+    def prompt(self, text: str) -> None:
+        self.prompts.append(text)
+
+    def answered(self) -> None:
+        """Nothing to track."""
+
+
+class Typed(io.StringIO):
+    """A terminal's stdin where the user has typed an answer."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_question_names_server_tool_and_arguments() -> None:
+    surface = Surface()
+    asker = TerminalAsker(surface, Typed("y\n"), assume_yes=False)
+    ask = PermissionAskData(ask_id="a1", tool_name=TOOL, tool_call_id="c1", arguments=ARGS)
+    decision = asyncio.run(asker.permission(ask))
+    assert decision.approved
+    assert surface.prompts == [
+        'Allow run_query from the MCP server warehouse {"table": "sales", "limit": 5}? '
+        "[y]es / [a]lways / [n]o: "
+    ]
