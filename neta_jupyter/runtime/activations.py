@@ -211,8 +211,11 @@ class Activations:
         emitter = await self.emitter(run)
         try:
             loop = self._loop_of(run, emitter)
-            async with asyncio.timeout(self._config.task_timeout):
-                outcome = await loop.drive(step, lambda: self._paused(run.request_id))
+            deadline = asyncio.get_running_loop().time() + self._config.task_timeout
+            async with asyncio.timeout_at(deadline):
+                outcome = await loop.drive(
+                    step, lambda: self._paused(run.request_id), deadline=deadline
+                )
             await self.end(run, emitter, outcome)
         except TimeoutError:
             await self.fail(

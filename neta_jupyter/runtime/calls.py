@@ -8,6 +8,7 @@ for the user); it then runs again, from the top, when the run resumes.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,8 @@ class ToolStep:
         self._kernel = kernel
         self._runner = runner
         self._subagents = subagents
+        self.deadline: float | None = None
+        """When the activation's time runs out (the event loop's clock; ``None``: never)."""
         self.results: list[bool] = []
         """Whether each call answered by the latest step succeeded (refusals count as failed)."""
 
@@ -181,6 +184,7 @@ class ToolStep:
             kernel=self._kernel,
             variables_at_prompt=turn.run.options.kernel_variables,
             kernel_wait=turn.config.kernel_wait,
+            execution_timeout=self._execution_timeout(),
             scope=CallScope(
                 turn.run,
                 call,
@@ -198,6 +202,14 @@ class ToolStep:
             return await self._runner.run_tool(call, tool, ctx, started=again)
         except RunSuspended as suspended:
             return Suspend(suspended.reason)
+
+    def _execution_timeout(self) -> float | None:
+        """The configured limit of one execution, at most the time the activation has left."""
+        limit = self._turn.config.execution_timeout
+        if self.deadline is None:
+            return limit
+        left = max(0.0, self.deadline - asyncio.get_running_loop().time())
+        return left if limit is None else min(limit, left)
 
     async def _permission(
         self, call: ToolCall, tool: Tool, arguments: dict[str, Any]

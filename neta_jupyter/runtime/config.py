@@ -56,6 +56,9 @@ class RuntimeConfig:
     max_steps: int = 20
     task_timeout: float = 1800.0
     """Seconds one activation of a run may take before TASK_TIMEOUT."""
+    execution_timeout: float | None = None
+    """Seconds one execution in the kernel (``python``, a notebook cell) may run before the
+    kernel is interrupted (``None``: as long as the run has left)."""
     permission_rules: list[PermissionRule] = field(default_factory=lambda: list(DEFAULT_RULES))
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     compact_system_prompt: str = COMPACT_SYSTEM_PROMPT

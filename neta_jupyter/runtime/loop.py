@@ -101,14 +101,20 @@ class RunLoop:
         )
 
     async def drive(
-        self, step: Step, pause: Callable[[], SuspendReason | None] = lambda: None
+        self,
+        step: Step,
+        pause: Callable[[], SuspendReason | None] = lambda: None,
+        *,
+        deadline: float | None = None,
     ) -> Suspend | Finish:
         """Run steps until one ends the activation, or ``pause`` gives a reason to stop.
 
         A pause is taken only before a step the run's state keeps, so resuming goes on with it,
-        or between two tool calls of a step.
+        or between two tool calls of a step. ``deadline``: when the activation's time runs out
+        (the event loop's clock), the longest its tools' executions may run.
         """
         self._pause = pause
+        self._calls.deadline = deadline
         while True:
             match step:
                 case Suspend() | Finish():

@@ -52,6 +52,12 @@ class NetaSettings(Configurable):
     task_timeout = Float(1800.0, help="Seconds one run may execute before TASK_TIMEOUT.").tag(
         config=True
     )
+    execution_timeout = Float(
+        0.0,
+        help="Seconds one execution in the notebook's kernel (the python tool, a notebook cell) "
+        "may run before the kernel is interrupted and the call fails; 0: as long as the run has "
+        "left of its task_timeout.",
+    ).tag(config=True)
     demo_pace = Float(0.015, help="Seconds between the demo model's tokens.").tag(config=True)
     kernel_wait = Float(
         DEFAULT_KERNEL_WAIT,
@@ -100,6 +106,7 @@ class NetaSettings(Configurable):
             default_model=self.model,
             max_steps=self.max_steps,
             task_timeout=self.task_timeout,
+            execution_timeout=self.execution_timeout if self.execution_timeout > 0 else None,
             permission_rules=[PermissionRule.model_validate(r) for r in self.permission_rules],
             demo_pace=self.demo_pace,
             prompt_budget=self.prompt_budget,

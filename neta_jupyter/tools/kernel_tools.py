@@ -24,6 +24,7 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
+from .executions import ExecutionProgress
 from .registry import KernelBridge, Tool, ToolContext, ToolError, ToolFile, ToolResult, tool
 
 MAX_OUTPUT_CHARS = 20_000
@@ -32,8 +33,6 @@ MAX_ERROR_CHARS = 8_000
 """Characters of a failed execution's report (the end of a traceback matters most)."""
 MAX_KEPT_CHARS = 2_000_000
 """Output kept in memory per execution; a runaway print loop is cut here."""
-PYTHON_TIMEOUT = 600.0
-"""Seconds the ``python`` tool's code may run before the kernel is interrupted."""
 INTROSPECTION_TIMEOUT = 60.0
 NOTHING_PRINTED = "(the code ran and printed nothing; print() the values you want to see)"
 """The ``python`` tool's result when the code printed and displayed nothing."""
@@ -42,6 +41,7 @@ MAX_CAPTURED_VARIABLES = 200
 MAX_CAPTURED_LINE = 1_000
 """Characters of one captured variable's summary line."""
 WAITING_FOR_KERNEL = "Waiting for the kernel: a cell is running"
+RUNNING_PYTHON = "Running Python in your kernel"
 AS_OF_PROMPT = "as of when the prompt ran"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
@@ -412,11 +412,13 @@ async def python(
     """
     kernel = _kernel_of(ctx)
     await _wait_for_kernel(ctx, kernel, None)  # as long as the run may: the user approved it
-    ctx.report("Running Python in your kernel")
+    ctx.report(RUNNING_PYTHON)
     try:
         # The user watches long output arrive in the tool card; the model reads the result.
-        stream = ctx.scope.stream if ctx.scope is not None else None
-        result = await kernel.execute(code, timeout=PYTHON_TIMEOUT, on_output=stream)
+        async with ExecutionProgress(ctx, RUNNING_PYTHON) as progress:
+            result = await kernel.execute(
+                code, timeout=ctx.execution_timeout, on_output=progress.output
+            )
     except ToolError as exc:
         if "FileNotFoundError" not in str(exc):
             raise

@@ -149,6 +149,9 @@ class ToolContext:
     """Seconds introspection waits for a kernel that is running a cell."""
     scope: RunScope | None = None
     """The run, for tools that act on it (given to a parameter typed ``RunScope``)."""
+    execution_timeout: float | None = None
+    """Seconds code the call runs in the kernel may take (``None``: no limit): the runtime's
+    ``execution_timeout``, at most the time the run has left."""
 
 
 ToolFunction = Callable[..., Awaitable[ToolResult | str]]
