@@ -12,12 +12,14 @@
 import type { RunAction } from "./actions";
 import type { TraitName, WidgetTraits } from "./comm";
 import { childLifetime, onAbort } from "./lifetime";
+import { browserNotifications, labToast, liveEnd, tell, type NotifyEnv } from "./notify";
 import { reduceAll } from "./reducer";
 import { SnapshotWriter, stateFromSnapshot } from "./snapshot";
 import { hasEnded, initialState, type RunState } from "./state";
 import { setImagePolicy } from "./sanitize";
 import { attachmentUrl, createCommTransport, imagePolicy, readPageConfig, type CommModel, type PageConfig, type Transport } from "./transport";
 import { createServerTransport } from "./transport-server";
+import { showPageToast } from "./view/page-toast";
 import { RunView } from "./view/run-view";
 
 /** The part of anywidget's model this module uses. */
@@ -63,6 +65,17 @@ function remember(state: RunState): void {
 /** Where a view of run `requestId` starts: the latest state this page saw of it, or nothing. */
 function startState(requestId: string): RunState {
   return (requestId && recentStates.get(requestId)) || initialState(requestId || null);
+}
+
+/** How this page tells of a run that ended while it was hidden (notify.ts). */
+function pageNotifyEnv(): NotifyEnv {
+  return {
+    hidden: () => document.visibilityState === "hidden",
+    now: () => Date.now(),
+    notifications: browserNotifications(),
+    labToast,
+    pageToast: (end, onClick) => void showPageToast(end, onClick),
+  };
 }
 
 /** Listen to the model until `signal` aborts. */
@@ -129,6 +142,7 @@ class RunWidget {
   private readonly snapshots: SnapshotWriter;
   private state: RunState;
   private transport: Transport | null = null;
+  private readonly notify = pageNotifyEnv();
   /** The current connection's lifetime: a new run id ends it and starts another. */
   private connection: AbortController;
 
@@ -143,6 +157,7 @@ class RunWidget {
       resolveUrl: this.connections.resolveUrl,
       showRun: (id, container, signal) => showChildRun(this.connections, id, container, signal),
       signal: lifetime,
+      notifications: this.notify.notifications,
     });
     this.snapshots = new SnapshotWriter(
       (snapshot) => {
@@ -184,12 +199,15 @@ class RunWidget {
   }
 
   private apply(events: readonly unknown[]): void {
-    const next = reduceAll(events, this.state);
-    if (next === this.state) return;
+    const prev = this.state;
+    const next = reduceAll(events, prev);
+    if (next === prev) return;
     this.state = next;
     remember(next);
     this.view.update(next);
     this.snapshots.push(next);
+    const end = liveEnd(prev, next, events, this.notify.now(), stringTrait(this.model, "prompt"));
+    tell(this.notify, end, () => this.view.root.scrollIntoView({ block: "nearest" }));
   }
 }
 

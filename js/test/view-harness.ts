@@ -1,6 +1,7 @@
 /** A run view in an empty page, with the prompts' visibility and hit checks as a test sets them. */
 import { vi } from "vitest";
 import type { RunAction } from "../src/actions";
+import type { BrowserNotifications } from "../src/notify";
 import type { RunState } from "../src/state";
 import { ARM_DELAY_MS, type PromptGuard } from "../src/view/guard";
 import { RunView } from "../src/view/run-view";
@@ -21,7 +22,12 @@ export interface Harness {
   all(id: string, root?: ParentNode): HTMLElement[];
 }
 
-export function harness(options: { onAction?: (action: RunAction) => Promise<void> } = {}): Harness {
+export interface HarnessOptions {
+  readonly onAction?: (action: RunAction) => Promise<void>;
+  readonly notifications?: BrowserNotifications;
+}
+
+export function harness(options: HarnessOptions = {}): Harness {
   document.body.replaceChildren();
   const container = document.createElement("div");
   document.body.append(container);
@@ -34,7 +40,7 @@ export function harness(options: { onAction?: (action: RunAction) => Promise<voi
     },
     deliberate: () => h.deliberate,
   };
-  const view = new RunView(container, { onAction, resolveUrl: () => null, clock, guard });
+  const view = new RunView(container, { onAction, resolveUrl: () => null, clock, guard, notifications: options.notifications });
   const h: Harness = {
     container,
     clock,

@@ -10,9 +10,11 @@
  */
 import type { Action, RunAction } from "../actions";
 import { childLifetime, onAbort } from "../lifetime";
+import type { BrowserNotifications } from "../notify";
 import type { RunState } from "../state";
 import { h, isolateKeys, setData } from "./dom";
 import { browserGuard, type PromptGuard } from "./guard";
+import { NotifyPart } from "./notify-control";
 import { AttachmentsPart, AuthNoticePart, FooterPart, HeaderPart, InputPart, TodoPart, ToastPart } from "./panels";
 import type { Part, ShowRun, ViewContext } from "./part";
 import { ProcessPart } from "./process";
@@ -40,6 +42,8 @@ export interface RunViewOptions {
   readonly clock?: FrameClock;
   /** Tests replace the browser's visibility and hit checks of the prompts. */
   readonly guard?: PromptGuard;
+  /** The browser's notifications, for the "notify me" control (absent: no control). */
+  readonly notifications?: BrowserNotifications | null;
 }
 
 /** Length laid out again per change, for each animation frame left out between two renders. */
@@ -89,6 +93,7 @@ export class RunView {
     // Order on screen: what the agent thinks and does, what it asks, what it answers, then totals.
     this.parts = [
       this.header,
+      new NotifyPart(ctx, options.notifications ?? null),
       new AuthNoticePart(),
       new ToastPart(ctx),
       new ReasoningPart(),
