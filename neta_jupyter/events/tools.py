@@ -69,6 +69,10 @@ class PermissionAskData(_Wire):
     """Human description of the rule that matched."""
     rule_pattern: str | None = None
     """The pattern of the rule that matched."""
+    preview: dict[str, Any] | None = None
+    """What the call would do, for the prompt: ``{"kind": "diff", "text": <unified diff>,
+    "cellId"?, "stale"?}`` for a cell change, ``{"kind": "code", "text": <source>, "cellId"}``
+    for a cell to run."""
 
 
 class PermissionResolvedData(_Wire):

@@ -24,6 +24,7 @@ def assemble_loop(runtime: Runtime, run: Run, emitter: RunEmitter) -> RunLoop:
     if problem := snapshot_problem(run, runtime.tools.names()):
         raise SnapshotInvalid(problem)
     kernel = runtime.kernels(run) if runtime.kernels is not None else None
+    notebook = runtime.notebooks(run) if runtime.notebooks is not None else None
     profile = runtime.models.profile(run.model)
     config = runtime.config
     base = config.compact_system_prompt if profile.compact else config.system_prompt
@@ -37,8 +38,10 @@ def assemble_loop(runtime: Runtime, run: Run, emitter: RunEmitter) -> RunLoop:
             tool_names(run, profile),
             kernel_attached=kernel is not None,
             may_start_runs=runtime.subagents.may_delegate(run),
+            notebook_attached=notebook is not None,
         ),
         kernel=kernel,
+        notebook=notebook,
         emitter=emitter,
         system_prompt=runtime.subagents.system_prompt(base, run),
         subagents=runtime.subagents,

@@ -23,7 +23,7 @@ from ..events import (
 from ..providers.base import ToolCall
 from ..store import Entry, new_id
 from ..tools import RunSuspended, Tool, ToolContext, ToolError, decide
-from ..tools.registry import KernelBridge
+from ..tools.registry import KernelBridge, RunNotebook
 from .config import TOOL_FAILURE_REMINDER
 from .guards import announce_repeats, screen_step
 from .retries import status
@@ -49,11 +49,13 @@ class ToolStep:
         kernel: KernelBridge | None,
         runner: ToolRunner,
         subagents: Subagents | None = None,
+        notebook: RunNotebook | None = None,
     ) -> None:
         self._turn = turn
         self._tools = tools
         self._virtual: dict[str, VirtualTool] = {v.name: v for v in turn.run.options.virtual_tools}
         self._kernel = kernel
+        self._notebook = notebook
         self._runner = runner
         self._subagents = subagents
         self.deadline: float | None = None
@@ -172,11 +174,9 @@ class ToolStep:
         answer = resumed.text if isinstance(resumed, Answer) else None
         return await self._execute(call, tool, again=again, answer=answer)
 
-    async def _execute(
-        self, call: ToolCall, tool: Tool, *, again: bool, answer: str | None
-    ) -> Outcome | Suspend:
+    def _context(self, call: ToolCall, *, again: bool, answer: str | None) -> ToolContext:
         turn = self._turn
-        ctx = ToolContext(
+        return ToolContext(
             root_dir=turn.config.root_dir,
             session_id=turn.run.session_id,
             request_id=turn.run.request_id,
@@ -185,6 +185,7 @@ class ToolStep:
             variables_at_prompt=turn.run.options.kernel_variables,
             kernel_wait=turn.config.kernel_wait,
             execution_timeout=self._execution_timeout(),
+            notebook=self._notebook,
             scope=CallScope(
                 turn.run,
                 call,
@@ -197,6 +198,22 @@ class ToolStep:
                 else None,
             ),
         )
+
+    async def _preview(
+        self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """What the call would change, for its permission prompt (none when it cannot tell)."""
+        if tool.preview is None:
+            return None
+        try:
+            return await tool.preview(self._context(call, again=False, answer=None), arguments)
+        except Exception:  # a preview is a courtesy: the prompt goes out without one
+            return None
+
+    async def _execute(
+        self, call: ToolCall, tool: Tool, *, again: bool, answer: str | None
+    ) -> Outcome | Suspend:
+        ctx = self._context(call, again=again, answer=answer)
         try:
             # A call that suspended the run already has its card: it goes on in it.
             return await self._runner.run_tool(call, tool, ctx, started=again)
@@ -248,6 +265,7 @@ class ToolStep:
                 arguments=call.arguments,
                 rule_description=decision.rule_description,
                 rule_pattern=decision.rule_pattern,
+                preview=await self._preview(call, tool, arguments),
             ),
         )
         return Suspend(

@@ -18,7 +18,7 @@ from ..providers.base import ContextTooLong, Message, Model, ModelRequest, as_th
 from ..store import Store
 from ..tools import Tool, ToolContext
 from ..tools.kernel_tools import variables_as_of_prompt
-from ..tools.registry import KernelBridge
+from ..tools.registry import KernelBridge, RunNotebook
 from . import context
 from .attachments import ENTRY_KEY, Shown, import_urls
 from .budget import BudgetExceeded, estimate, publish_decision, reconcile
@@ -69,6 +69,7 @@ class RunLoop:
         tools: list[Tool],
         kernel: KernelBridge | None,
         emitter: RunEmitter,
+        notebook: RunNotebook | None = None,
         system_prompt: str | None = None,
         subagents: Subagents | None = None,
         images: bool = False,
@@ -97,7 +98,12 @@ class RunLoop:
             max_event_output=config.max_event_output,
         )
         self._calls = ToolStep(
-            self._turn, tools=self._tools, kernel=kernel, runner=runner, subagents=subagents
+            self._turn,
+            tools=self._tools,
+            kernel=kernel,
+            runner=runner,
+            subagents=subagents,
+            notebook=notebook,
         )
 
     async def drive(

@@ -16,7 +16,7 @@ from ..events import ErrorCode, EventType, SessionData
 from ..providers import ModelRegistry, UnknownModel
 from ..store import EventRow, SessionRecord, StorageError, Store, StoredEvent, new_id
 from ..tools import ToolRegistry
-from ..tools.registry import KernelBridge
+from ..tools.registry import KernelBridge, RunNotebook
 from .activations import Activations, CancelReason
 from .admission import StartGate
 from .assembly import assemble_loop
@@ -36,6 +36,7 @@ from .tree import SessionTree, session_stream
 from .waiting import Waiting
 
 KernelFactory = Callable[[Run], KernelBridge | None]
+NotebookFactory = Callable[[Run], RunNotebook | None]
 
 
 class Runtime:
@@ -49,6 +50,7 @@ class Runtime:
         models: ModelRegistry | None = None,
         tools: ToolRegistry | None = None,
         kernels: KernelFactory | None = None,
+        notebooks: NotebookFactory | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         from ..tools import builtin_tools
@@ -60,6 +62,8 @@ class Runtime:
         self.models = models or ModelRegistry(demo_pace=config.demo_pace)
         self.tools = tools or ToolRegistry(builtin_tools())
         self.kernels = kernels
+        self.notebooks = notebooks
+        """The run's notebook for the notebook tools (``None``: no server, no notebook tools)."""
         self.tree = SessionTree(store.records, store.events)
         """Every write to a session tree goes through it, so each is published."""
         self.log = logger or logging.getLogger("neta_jupyter")

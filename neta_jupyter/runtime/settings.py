@@ -21,10 +21,11 @@ from ..providers import ModelRegistry
 from ..store import Store
 from ..tools import PermissionRule, Tool, ToolRegistry, builtin_tools
 from ..tools.kernel_tools import kernel_tools
+from ..tools.notebook_tools import notebook_tools
 from ..tools.registry import DEFAULT_KERNEL_WAIT
 from ..tools.skills import skill_catalogue
 from .config import RuntimeConfig
-from .manager import KernelFactory, Runtime
+from .manager import KernelFactory, NotebookFactory, Runtime
 
 __all__ = ["NetaSettings", "build_runtime", "import_tool"]
 
@@ -129,6 +130,7 @@ def build_runtime(
     root_dir: Path,
     data_dir: Path,
     kernels: KernelFactory | None = None,
+    notebooks: NotebookFactory | None = None,
     logger: logging.Logger | None = None,
 ) -> Runtime:
     """A runtime with every built-in tool (kernel tools run through ``kernels``) and skills.
@@ -138,7 +140,10 @@ def build_runtime(
     """
     config = settings.runtime_config(root_dir=root_dir, data_dir=data_dir)
     tools = ToolRegistry(
-        builtin_tools() + kernel_tools() + [import_tool(s) for s in settings.extra_tools]
+        builtin_tools()
+        + kernel_tools()
+        + notebook_tools()
+        + [import_tool(s) for s in settings.extra_tools]
     )
     return Runtime(
         store,
@@ -146,6 +151,7 @@ def build_runtime(
         models=ModelRegistry(demo_pace=config.demo_pace, endpoints=settings.endpoints),
         tools=tools,
         kernels=kernels,
+        notebooks=notebooks,
         logger=logger,
     )
 

@@ -20,6 +20,7 @@ from ..store.health import DB_NAME, recovery_steps
 from . import handlers
 from .kernels import ServerKernels, kernels_for
 from .mcp import McpHandler, mcp_servers
+from .notebooks import ServerNotebooks
 from .principals import KernelOwners
 from .redaction import install_redaction
 from .sse import SessionStreamHandler, StreamHandler
@@ -137,6 +138,9 @@ class NetaApp(ExtensionApp, NetaSettings):
             root_dir=root,
             data_dir=data_dir,
             kernels=self.kernels,
+            notebooks=ServerNotebooks(self.serverapp, self.store.records)
+            if self.serverapp is not None
+            else None,
             logger=self.log,
         )
         try:

@@ -67,6 +67,24 @@ class ServerKernelBridge:
         await self._idle_within(None)
         return await self._run(code, timeout=timeout, silent=False, on_output=on_output)
 
+    async def execute_cell(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[str], None] | None = None,
+        on_message: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> ToolResult:
+        """Run a notebook cell's ``code`` as the user would, kept in the kernel's history.
+
+        ``on_message`` receives each IOPub message of it (the cell's outputs, its execution
+        count), to write them into the notebook as they arrive.
+        """
+        await self._idle_within(None)
+        return await self._run(
+            code, timeout=timeout, silent=False, on_output=on_output, on_message=on_message
+        )
+
     async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
         """Run ``code`` silently: no execute_input broadcast, no result display, no history.
 
@@ -176,12 +194,17 @@ class ServerKernelBridge:
         timeout: float | None,
         silent: bool,
         on_output: Callable[[str], None] | None = None,
+        on_message: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> ToolResult:
         client = await self._open()
         pid = self._pid()
         queue: asyncio.Queue[dict[str, Any] | _Restarted] = asyncio.Queue()
         msg_id: str = client.execute(
-            code, silent=silent, store_history=False, allow_stdin=False, stop_on_error=False
+            code,
+            silent=silent,
+            store_history=on_message is not None,  # a notebook cell counts, like the user's
+            allow_stdin=False,
+            stop_on_error=False,
         )
         self._waiting[msg_id] = queue
         output = KernelOutput(on_stream=on_output)
@@ -200,6 +223,8 @@ class ServerKernelBridge:
                         raise ToolError("the kernel aborted the request (an earlier cell failed)")
                     case msg_type, content:
                         output.iopub(msg_type, content)
+                        if on_message is not None:
+                            on_message(str(msg_type), content)
         except asyncio.CancelledError:
             if started is not None:  # our code is running: stopping the run stops it too
                 await self._interrupt()

@@ -192,6 +192,18 @@ class RecordBackend(Protocol):
         """The attachment stored at ``virtual_path``."""
         ...
 
+    async def put_notebook_edit(self, edit_id: str, request_id: str, body: dict[str, Any]) -> None:
+        """Store a notebook edit of a run (replacing the one with the same id)."""
+        ...
+
+    async def notebook_edits(self, request_id: str) -> list[dict[str, Any]]:
+        """The run's notebook edits, in the order they were first stored."""
+        ...
+
+    async def get_notebook_edit(self, edit_id: str) -> dict[str, Any] | None:
+        """One notebook edit."""
+        ...
+
 
 class Backend(EventBackend, RecordBackend, Protocol):
     """One store: its events and its records, written in one order.

@@ -41,6 +41,8 @@ class MemoryData:
     inputs: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
     """``input_id → (request_id, content, consumed)``, in the order they were added."""
     attachments: dict[str, AttachmentRecord] = field(default_factory=dict)
+    notebook_edits: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    """``edit_id → (request_id, body)``, in the order they were first stored."""
 
 
 class MemoryBackend:
@@ -367,3 +369,20 @@ class MemoryBackend:
     async def get_attachment(self, virtual_path: str) -> AttachmentRecord | None:
         """The attachment stored at ``virtual_path``."""
         return copy.deepcopy(self.data.attachments.get(virtual_path))
+
+    # --- notebook edits
+
+    async def put_notebook_edit(self, edit_id: str, request_id: str, body: dict[str, Any]) -> None:
+        """Store a notebook edit (replacing the one with the same id)."""
+        stored = (request_id, copy.deepcopy(body))
+        self._now(lambda data: data.notebook_edits.__setitem__(edit_id, stored))
+
+    async def notebook_edits(self, request_id: str) -> list[dict[str, Any]]:
+        """The run's notebook edits, oldest first."""
+        found = [b for rid, b in self.data.notebook_edits.values() if rid == request_id]
+        return copy.deepcopy(found)
+
+    async def get_notebook_edit(self, edit_id: str) -> dict[str, Any] | None:
+        """One notebook edit."""
+        found = self.data.notebook_edits.get(edit_id)
+        return copy.deepcopy(found[1]) if found is not None else None

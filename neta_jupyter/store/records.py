@@ -329,3 +329,17 @@ class RecordStore:
     async def get_attachment(self, virtual_path: str) -> AttachmentRecord | None:
         """The file stored at ``virtual_path``."""
         return await self._backend.get_attachment(virtual_path)
+
+    # --- notebook edits
+
+    async def put_notebook_edit(self, edit_id: str, request_id: str, body: dict[str, Any]) -> None:
+        """Keep a notebook edit of a run (again, with the same id, when it is reverted)."""
+        await self._backend.put_notebook_edit(edit_id, request_id, self.redactor.value(body))
+
+    async def notebook_edits(self, request_id: str) -> list[dict[str, Any]]:
+        """The run's notebook edits, oldest first."""
+        return await self._backend.notebook_edits(request_id)
+
+    async def get_notebook_edit(self, edit_id: str) -> dict[str, Any] | None:
+        """One notebook edit."""
+        return await self._backend.get_notebook_edit(edit_id)

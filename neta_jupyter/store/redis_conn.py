@@ -129,6 +129,15 @@ class UserKeys:
         """Hash: virtual path → attachment record (JSON); the bytes stay on disk."""
         return f"{self.prefix}attachments"
 
+    @property
+    def notebook_edits(self) -> str:
+        """Hash: edit id → notebook edit (JSON)."""
+        return f"{self.prefix}notebook-edits"
+
+    def run_edits(self, request_id: str) -> str:
+        """List of a run's notebook edit ids, oldest first."""
+        return f"{self.prefix}run:{request_id}:edits"
+
 
 def connect(url: str) -> Redis:
     """A client for ``url`` (hiredis parses replies when installed)."""

@@ -344,3 +344,31 @@ class RedisRecords:
         user = UserKeys((await self._user(f"a:{virtual_path}"))[0])
         text = await self._client.hget(user.attachments, virtual_path)
         return None if text is None else AttachmentRecord(**json.loads(text))
+
+    # --- notebook edits (kept under the user of their run)
+
+    async def put_notebook_edit(self, edit_id: str, request_id: str, body: dict[str, Any]) -> None:
+        """Store a notebook edit (replacing the one with the same id, keeping its place)."""
+        user = UserKeys((await self._user(request_id))[0])
+
+        async def write(client: Any) -> None:
+            await client.hset(OWNERS, f"ed:{edit_id}", user.principal)
+            if await client.hsetnx(user.notebook_edits, edit_id, dumps(body)):
+                await client.rpush(user.run_edits(request_id), edit_id)
+            else:
+                await client.hset(user.notebook_edits, edit_id, dumps(body))
+
+        await self._events.now(write)
+
+    async def notebook_edits(self, request_id: str) -> list[dict[str, Any]]:
+        """The run's notebook edits, oldest first."""
+        user = UserKeys((await self._user(request_id))[0])
+        ids = await self._client.lrange(user.run_edits(request_id), 0, -1)
+        texts = await self._client.hmget(user.notebook_edits, ids) if ids else []
+        return [json.loads(t) for t in texts if t is not None]
+
+    async def get_notebook_edit(self, edit_id: str) -> dict[str, Any] | None:
+        """One notebook edit."""
+        user = UserKeys((await self._user(f"ed:{edit_id}"))[0])
+        text = await self._client.hget(user.notebook_edits, edit_id)
+        return None if text is None else dict(json.loads(text))

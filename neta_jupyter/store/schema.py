@@ -63,6 +63,13 @@ CREATE TABLE IF NOT EXISTS inputs (
     created REAL NOT NULL,
     consumed INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS notebook_edits (
+    edit_id TEXT PRIMARY KEY,
+    request_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notebook_edits_by_run ON notebook_edits (request_id, created);
 CREATE TABLE IF NOT EXISTS attachments (
     attachment_id TEXT PRIMARY KEY,
     principal TEXT NOT NULL,

@@ -253,6 +253,29 @@ class SqliteRecords:
         )
         return AttachmentRecord(*rows[0]) if rows else None
 
+    # --- notebook edits
+
+    async def put_notebook_edit(self, edit_id: str, request_id: str, body: dict[str, Any]) -> None:
+        """Store a notebook edit (replacing the one with the same id, keeping its place)."""
+        self._db.execute(
+            "INSERT INTO notebook_edits (edit_id, request_id, body, created) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (edit_id) DO UPDATE SET body = excluded.body",
+            (edit_id, request_id, json.dumps(body), time.time()),
+        )
+
+    async def notebook_edits(self, request_id: str) -> list[dict[str, Any]]:
+        """The run's notebook edits, oldest first."""
+        rows = self._db.query(
+            "SELECT body FROM notebook_edits WHERE request_id = ? ORDER BY created, rowid",
+            (request_id,),
+        )
+        return [json.loads(r[0]) for r in rows]
+
+    async def get_notebook_edit(self, edit_id: str) -> dict[str, Any] | None:
+        """One notebook edit."""
+        rows = self._db.query("SELECT body FROM notebook_edits WHERE edit_id = ?", (edit_id,))
+        return json.loads(rows[0][0]) if rows else None
+
 
 def _run(row: Any) -> RunRecord:
     return RunRecord(

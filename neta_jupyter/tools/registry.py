@@ -1,7 +1,9 @@
 """Tools: plain async functions whose JSON Schema is derived from their type hints.
 
 A tool names its *host*: ``server`` tools run in the process that runs the agent, ``kernel``
-tools run in the notebook's kernel through the :class:`KernelBridge` the host supplies.
+tools run in the notebook's kernel through the :class:`KernelBridge` the host supplies, and
+``notebook`` tools change the run's notebook through the :class:`RunNotebook` the server supplies
+(they are offered only to a run that has one).
 
 Exceptions (who raises → who catches)::
 
@@ -17,14 +19,17 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..providers.base import ToolDefinition
 from .scope import RunScope
 
-ToolHost = Literal["server", "kernel"]
+if TYPE_CHECKING:
+    from .notebook_doc import NotebookHost
+
+ToolHost = Literal["server", "kernel", "notebook"]
 
 
 class ToolError(Exception):
@@ -130,6 +135,15 @@ class KernelBridge(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class RunNotebook:
+    """The notebook a run was started from, as its notebook tools reach it."""
+
+    host: NotebookHost
+    prompt: str = ""
+    """The run's prompt (its first line is the provenance of the cells the run writes)."""
+
+
 @dataclass(slots=True)
 class ToolContext:
     """What a running tool may use."""
@@ -152,9 +166,13 @@ class ToolContext:
     execution_timeout: float | None = None
     """Seconds code the call runs in the kernel may take (``None``: no limit): the runtime's
     ``execution_timeout``, at most the time the run has left."""
+    notebook: RunNotebook | None = None
+    """The run's notebook (``notebook`` tools; ``None`` without a server or a notebook)."""
 
 
 ToolFunction = Callable[..., Awaitable[ToolResult | str]]
+PreviewFunction = Callable[["ToolContext", dict[str, Any]], Awaitable[dict[str, Any] | None]]
+"""What a call would do, for its permission prompt (``PermissionAskData.preview``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +189,8 @@ class Tool:
     """It starts child runs: not offered to a run that may not start any (too deep a child)."""
     scope_parameter: str | None = None
     """The parameter typed ``RunScope``, filled with the run's scope (not an argument)."""
+    preview: PreviewFunction | None = None
+    """Shows what a call would change (a diff, the code to run) when it asks permission."""
 
     @property
     def definition(self) -> ToolDefinition:
@@ -296,12 +316,17 @@ class ToolRegistry:
         return list(self._tools)
 
     def select(
-        self, names: list[str] | None, *, kernel_attached: bool, may_start_runs: bool = True
+        self,
+        names: list[str] | None,
+        *,
+        kernel_attached: bool,
+        may_start_runs: bool = True,
+        notebook_attached: bool = False,
     ) -> list[Tool]:
         """The tools for one run: those named (all when None), with the tools it may use.
 
-        Kernel tools come only with a kernel, tools that start child runs only when the run may
-        start them.
+        Kernel tools come only with a kernel, notebook tools only with a notebook, tools that
+        start child runs only when the run may start them.
         """
         chosen = (
             self._tools.values()
@@ -311,5 +336,7 @@ class ToolRegistry:
         return [
             t
             for t in chosen
-            if (kernel_attached or t.host != "kernel") and (may_start_runs or not t.starts_runs)
+            if (kernel_attached or t.host != "kernel")
+            and (notebook_attached or t.host != "notebook")
+            and (may_start_runs or not t.starts_runs)
         ]

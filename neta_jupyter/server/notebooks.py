@@ -1,0 +1,206 @@
+"""The run's notebook on the server: the live shared document when a room holds it, else the file.
+
+When the collaboration extension (``jupyter_server_ydoc``) is loaded and a room holds the
+notebook (someone has it open), the tools change that room's ``YNotebook``: the change reaches
+every open view at once, merges with what the user types, and the room saves the file. When no
+room holds it (nobody has it open) or the extension is absent, the tools read the ``.ipynb``
+through the server's contents manager and save it after each change.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+from pycrdt import Array, Map, Text
+
+from ..runtime.runs import Run
+from ..store import RecordStore
+from ..tools.notebook_doc import CellList, NotebookEdit, NotebookError, Via
+from ..tools.registry import RunNotebook
+
+YDOC_EXTENSION = "jupyter_server_ydoc"
+
+
+def _source(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def _youtputs(outputs: list[dict[str, Any]]) -> list[Map[Any]]:
+    """Outputs as the shared document holds them (a stream's text is shared text)."""
+    made = []
+    for output in outputs:
+        if output.get("output_type") == "stream":
+            output = output | {"text": Text(_source(output.get("text")))}
+        made.append(Map(output))
+    return made
+
+
+class SharedCells:
+    """:class:`CellList` over a room's live ``YNotebook`` (changes reach every view)."""
+
+    def __init__(self, document: Any) -> None:
+        self._doc = document
+        self._cells: Array[Any] = document.ycells
+
+    def __len__(self) -> int:
+        return len(self._cells)
+
+    def cell(self, index: int) -> dict[str, Any]:
+        cell: dict[str, Any] = self._cells[index].to_py()
+        cell.pop("execution_state", None)
+        cell["source"] = _source(cell.get("source"))
+        count = cell.get("execution_count")
+        if isinstance(count, float):  # numbers from the browser arrive as floats
+            cell["execution_count"] = int(count)
+        return cell
+
+    def insert(self, index: int, cell: dict[str, Any]) -> None:
+        self._cells.insert(index, self._doc.create_ycell(cell))
+
+    def delete(self, index: int) -> None:
+        del self._cells[index]
+
+    def set_source(self, index: int, source: str) -> None:
+        # A text change of the shared source, so the user's typing elsewhere in it survives.
+        self._doc.set_cell(index, source=source)
+
+    def set_outputs(self, index: int, outputs: list[dict[str, Any]], count: int | None) -> None:
+        ycell = self._cells[index]
+        ycell["outputs"] = Array(_youtputs(outputs))
+        ycell["execution_count"] = count
+
+    def set_metadata(self, index: int, key: str, value: Any) -> None:
+        self._cells[index]["metadata"][key] = value
+
+
+class FileCells:
+    """:class:`CellList` over a notebook read through the contents API (saved afterwards)."""
+
+    def __init__(self, notebook: Any) -> None:
+        self._nb = notebook
+        if (notebook.get("nbformat"), notebook.get("nbformat_minor", 0)) < (4, 5):
+            notebook["nbformat"], notebook["nbformat_minor"] = 4, 5  # cells get ids from 4.5
+        for cell in notebook["cells"]:
+            cell.setdefault("id", uuid.uuid4().hex[:8])
+
+    def __len__(self) -> int:
+        return len(self._nb["cells"])
+
+    def cell(self, index: int) -> dict[str, Any]:
+        cell: dict[str, Any] = copy.deepcopy(dict(self._nb["cells"][index]))
+        return cell | {"source": _source(cell.get("source"))}
+
+    def insert(self, index: int, cell: dict[str, Any]) -> None:
+        self._nb["cells"].insert(index, copy.deepcopy(cell))
+
+    def delete(self, index: int) -> None:
+        del self._nb["cells"][index]
+
+    def set_source(self, index: int, source: str) -> None:
+        self._nb["cells"][index]["source"] = source
+
+    def set_outputs(self, index: int, outputs: list[dict[str, Any]], count: int | None) -> None:
+        cell = self._nb["cells"][index]
+        cell["outputs"] = copy.deepcopy(outputs)
+        cell["execution_count"] = count
+
+    def set_metadata(self, index: int, key: str, value: Any) -> None:
+        self._nb["cells"][index].setdefault("metadata", {})[key] = value
+
+
+def ydoc_extension(serverapp: Any) -> Any | None:
+    """The collaboration extension of the server, when it is loaded."""
+    manager = getattr(serverapp, "extension_manager", None)
+    apps = manager.extension_apps.get(YDOC_EXTENSION, set()) if manager is not None else set()
+    return next(iter(apps), None)
+
+
+def checked_path(path: str) -> str:
+    """A notebook path under the server root, or a :class:`NotebookError`."""
+    clean = path.replace("\\", "/").strip("/")
+    parts = clean.split("/")
+    if path.startswith(("/", "~")) or ".." in parts or not clean.endswith(".ipynb"):
+        raise NotebookError(f"{path!r} is not a notebook path under the server root")
+    return clean
+
+
+class ServerNotebook:
+    """:class:`~neta_jupyter.tools.notebook_doc.NotebookHost` for one notebook of the server."""
+
+    def __init__(self, serverapp: Any, path: str, records: RecordStore) -> None:
+        self._app = serverapp
+        self._path = checked_path(path)
+        self._records = records
+        self._via: Via = "shared"
+
+    @property
+    def path(self) -> str:
+        """Under the server root."""
+        return self._path
+
+    @property
+    def via(self) -> Via:
+        """How the last opening reached the cells."""
+        return self._via
+
+    async def _shared(self) -> Any | None:
+        extension = ydoc_extension(self._app)
+        if extension is None:
+            return None
+        try:
+            return await extension.get_document(
+                path=self._path, content_type="notebook", file_format="json", copy=False
+            )
+        except Exception as exc:  # an unindexed or unreadable file: the contents path says why
+            logging.getLogger("neta_jupyter").debug("neta: no shared document: %s", exc)
+            return None
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[CellList]:
+        """The cells: the room's document as is, or the file, saved when the body is done."""
+        document = await self._shared()
+        if document is not None:
+            self._via = "shared"
+            with document.ydoc.transaction():
+                yield SharedCells(document)
+            return
+        self._via = "file"
+        contents = self._app.contents_manager
+        try:
+            model = await ensure_async(contents.get(self._path, content=True, type="notebook"))
+        except Exception as exc:
+            raise NotebookError(f"cannot read the notebook {self._path}: {exc}") from exc
+        yield FileCells(model["content"])
+        body = {"type": "notebook", "format": "json", "content": model["content"]}
+        await ensure_async(contents.save(body, self._path))
+
+    async def record(self, edit: NotebookEdit) -> None:
+        """Keep the edit (and later its reverted state) in the store."""
+        await self._records.put_notebook_edit(edit.edit_id, edit.request_id, edit.to_json())
+
+
+class ServerNotebooks:
+    """The runtime's notebook factory: a run's ``notebookPath`` → its notebook."""
+
+    def __init__(self, serverapp: Any, records: RecordStore) -> None:
+        self._app = serverapp
+        self._records = records
+
+    def host(self, path: str) -> ServerNotebook:
+        """The notebook at ``path`` (a :class:`NotebookError` for a path outside the root)."""
+        return ServerNotebook(self._app, path, self._records)
+
+    def __call__(self, run: Run) -> RunNotebook | None:
+        """The run's notebook; None when the run names none (or one outside the root)."""
+        if not run.options.notebook_path:
+            return None
+        try:
+            return RunNotebook(self.host(run.options.notebook_path), run.prompt)
+        except NotebookError:
+            return None
