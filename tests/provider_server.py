@@ -304,6 +304,45 @@ def _chunk(choices: list[dict[str, Any]], **extra: Any) -> str:
 # --- the client side --------------------------------------------------------------------------
 
 
+def anthropic_stream(
+    *, text: str | None = None, calls: list[tuple[str, str, dict[str, Any]]] | None = None
+) -> bytes:
+    """A Messages API stream: a ``text`` block, then a ``tool_use`` block for each call
+    ``(id, name, input)``, the stop reason and ``message_stop``."""
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_standin",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-standin",
+                "content": [],
+                "stop_reason": None,
+                "usage": {"input_tokens": 100, "output_tokens": 1},
+            },
+        }
+    ]
+    blocks: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    if text:
+        blocks.append(({"type": "text", "text": ""}, {"type": "text_delta", "text": text}))
+    for call_id, name, arguments in calls or []:
+        start = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        blocks.append((start, {"type": "input_json_delta", "partial_json": json.dumps(arguments)}))
+    for index, (start, delta) in enumerate(blocks):
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": start},
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            {"type": "content_block_stop", "index": index},
+        ]
+    stop = "tool_use" if calls else "end_turn"
+    events += [
+        {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 9}},
+        {"type": "message_stop"},
+    ]
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
 class NonLoopbackRequest(AssertionError):
     """A test tried to send a request off this machine."""
 

@@ -207,7 +207,8 @@ def test_an_endpoint_says_how_runs_talk_to_its_models() -> None:
     )
     assert registry.profile("small:qwen2.5-coder-1.5b") == ModelProfile(compact=True)
     assert registry.profile("picked:m") == ModelProfile(tools=("read_file", "python"))
-    assert registry.profile("demo") == ModelProfile()
+    # The demo model is shown pictures: it says what size they reached it at.
+    assert registry.profile("demo") == ModelProfile(images=True)
     # Attached pictures go as images to the vendors' APIs and where an endpoint says so.
     assert registry.profile("openai:gpt-4.1") == ModelProfile(images=True)
     assert registry.profile("claude:m") == ModelProfile(images=True)

@@ -65,8 +65,10 @@ class ModelRegistry:
 
     def profile(self, spec: str) -> ModelProfile:
         """How runs talk to the model ``spec`` (its endpoint's ``compact`` and ``tools``)."""
-        if spec in self._models or spec == "demo" or spec.startswith("scripted:"):
+        if spec in self._models or spec.startswith("scripted:"):
             return ModelProfile()
+        if spec == "demo":
+            return ModelProfile(images=True)  # it reads the size of the pictures it is shown
         return self.selector.profile(spec) or ModelProfile()
 
     def resolve(self, spec: str) -> Model:

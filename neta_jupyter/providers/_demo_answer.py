@@ -102,6 +102,7 @@ def _answer(turn: _Turn, unavailable: list[str]) -> str:
     lines = [_lead(turn), ""]
     for done in turn.done:
         lines += _failure(done) if done.failed else _facts(done)
+        lines += [f"- I was shown the picture it made: {p}." for p in done.pictures]
     for name in unavailable:
         lines.append(f"- I would have used `{name}`, but that tool is not enabled in this run.")
     ok, texts = [d.name for d in turn.done if not d.failed], _text_files(turn)

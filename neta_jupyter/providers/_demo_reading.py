@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ModelRequest
+from .base import Message, ModelRequest
+from .images import describe
 
 _TEXT_EXT = "csv|tsv|txt|md|rst|json|jsonl|yaml|yml|toml|ini|cfg|log|py|sql|sh"
 _TEXT_EXTS = frozenset(_TEXT_EXT.split("|"))
@@ -66,6 +67,8 @@ class _Done:
     name: str
     args: dict[str, Any]
     output: str
+    pictures: tuple[str, ...] = ()
+    """What it shows of each picture the call produced: its name and its size as received."""
 
     @property
     def failed(self) -> bool:
@@ -151,9 +154,19 @@ def _read_turn(request: ModelRequest) -> _Turn:
             reply = reply or next((r for r in replies if r.name == call.name), None)
             if reply is not None:
                 replies.remove(reply)
-            done.append(_Done(call.name, _loads(call.arguments), reply.content if reply else ""))
+            output, pictures = (reply.content, _pictures(reply)) if reply else ("", ())
+            done.append(_Done(call.name, _loads(call.arguments), output, pictures))
     prompt = messages[start].content if start >= 0 else ""
     return _Turn(prompt, tuple(t.name for t in request.tools), tuple(done))
+
+
+def _pictures(reply: Message) -> tuple[str, ...]:
+    """``figure-1.png (640x480 PNG), received as a 640x480 PNG image`` for each picture."""
+    return tuple(
+        f"{image.label or 'a picture'}, received as a {describe(image.data, image.media_type)} "
+        "image"
+        for image in reply.images
+    )
 
 
 def _loads(arguments: str) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from ._http import (
     stream_cut_short,
 )
 from .base import (
+    Image,
     Message,
     ModelRequest,
     ReasoningPart,
@@ -308,21 +309,29 @@ def _messages(
             case "system":
                 system.append(message.content)
             case "user":
-                _append(out, "user", _text(message.content) + _images(message))
+                _append(out, "user", _text(message.content) + _image_blocks(message.images))
             case "tool":
-                result: dict[str, Any] = {
-                    "type": "tool_result",
-                    "tool_use_id": message.tool_call_id or "",
-                }
-                if message.content:
-                    result["content"] = message.content
-                _append(out, "user", [result])
+                _append(out, "user", [_tool_result(message)])
             case "assistant":
                 _append(out, "assistant", _assistant_blocks(message, signed))
     for item in out:
         if item["role"] == "user":  # results must lead the message that answers the calls
             item["content"].sort(key=lambda b: b["type"] != "tool_result")
     return "\n\n".join(s for s in system if s), out
+
+
+def _tool_result(message: Message) -> dict[str, Any]:
+    """A ``tool_result`` block; a call's pictures go inside it, after its text, each named."""
+    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
+    if message.images:
+        blocks = _text(message.content)
+        for image in message.images:
+            blocks += _text(f"[Image: {image.label}]" if image.label else "")
+            blocks += _image_blocks([image])
+        result["content"] = blocks
+    elif message.content:
+        result["content"] = message.content
+    return result
 
 
 def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
@@ -338,13 +347,13 @@ def _text(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text}] if text else []
 
 
-def _images(message: Message) -> list[dict[str, Any]]:
+def _image_blocks(images: list[Image]) -> list[dict[str, Any]]:
     return [
         {
             "type": "image",
             "source": {"type": "base64", "media_type": image.media_type, "data": image.base64()},
         }
-        for image in message.images
+        for image in images
     ]
 
 

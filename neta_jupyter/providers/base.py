@@ -42,12 +42,14 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Image:
-    """An image the model is shown with a user message (an attached picture)."""
+    """An image the model is shown: an attached picture, or one a tool call produced."""
 
     media_type: str
     """``image/png``, ``image/jpeg``, …"""
     data: bytes
     """The encoded image."""
+    label: str = ""
+    """What it is, for text naming it (a file name); may be empty."""
 
     def base64(self) -> str:
         """The data as base64 text, as the vendors' wire formats carry it."""
@@ -68,7 +70,8 @@ class Message:
     reasoning: str | None = None
     """For ``assistant`` messages: the reasoning that preceded the answer."""
     images: list[Image] = field(default_factory=list)
-    """For ``user`` messages: pictures shown with the text (read-time only, never stored)."""
+    """For ``user`` messages: pictures shown with the text; for ``tool`` messages: pictures the
+    call produced (read-time only, never stored: the history keeps their attachments' paths)."""
 
     def to_json(self) -> dict[str, Any]:
         """A compact dict for storage."""
@@ -117,7 +120,8 @@ class ModelProfile:
     tools: tuple[str, ...] | None = None
     """The tools offered to the model; None: the runtime's choice."""
     images: bool = False
-    """The model takes images in user messages (attached pictures are sent as images)."""
+    """The model takes images (the endpoint's ``vision``): attached pictures and those tool calls
+    produced are sent as images; otherwise the model is told their names and sizes."""
 
 
 @dataclass(slots=True)

@@ -23,13 +23,16 @@ More come from configuration, ``c.NetaApp.endpoints``, passed to
             "temperature": 0.2,                    # optional: sampling temperature
             "compact": True,                       # optional: short prompt, core tools only
             "tools": ["read_file", "python"],      # optional: the tools offered
-            "images": True,                        # optional: the models take images
+            "vision": True,                        # optional: the models take images
         },
     }
 
-``images`` says whether attached pictures are sent to the models as images (default: yes for
-the built-in endpoints and the anthropic kind, no for other OpenAI-compatible servers, whose
-text-only models refuse them); otherwise the model is told a picture was attached.
+``vision`` says whether pictures are sent to the models as images: pictures attached to a prompt
+and those tool calls produce (figures, MCP images). The default is yes for the built-in endpoints
+and the anthropic kind, whose models all take images, and no for other OpenAI-compatible servers:
+a text-only model behind llama.cpp, vLLM or Ollama fails the whole request when sent an image.
+With ``vision: false`` the model is told each picture's name and size instead. ``images`` is an
+older name of the same setting.
 
 ``local:qwen2.5`` then resolves. An entry named ``openai`` or ``anthropic`` replaces the built-in
 one (for a proxy, say). Keys are read from the environment when a model is resolved and never
@@ -71,6 +74,7 @@ _SETTINGS = frozenset(
         "tools",
         "temperature",
         "images",
+        "vision",
     }
 )
 
@@ -184,9 +188,12 @@ def _profile(settings: Mapping[str, Any], where: str, *, images: bool) -> ModelP
     compact = settings.get("compact", False)
     if not isinstance(compact, bool):
         raise ValueError(f"{where}: compact must be true or false")
-    takes_images = settings.get("images", images)
+    takes_images = settings.get("vision", settings.get("images", images))
     if not isinstance(takes_images, bool):
-        raise ValueError(f"{where}: images must be true or false")
+        key = "vision" if "vision" in settings else "images"
+        raise ValueError(f"{where}: {key} must be true or false")
+    if "images" in settings and settings["images"] != takes_images:
+        raise ValueError(f"{where}: vision and images (its older name) disagree; keep vision")
     tools = settings.get("tools")
     if tools is not None and (
         isinstance(tools, str) or not all(isinstance(t, str) and t for t in tools)

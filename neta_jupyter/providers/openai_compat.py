@@ -37,6 +37,7 @@ from ._http import (
     stream_cut_short,
 )
 from .base import (
+    Image,
     Message,
     ModelRequest,
     ReasoningPart,
@@ -196,11 +197,44 @@ def _usage(usage: dict[str, Any]) -> UsagePart:
 
 
 def _messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The messages; pictures of tool results follow the results in a user message.
+
+    ``tool`` messages carry text only on most servers (llama.cpp, vLLM and OpenAI itself take
+    image parts in user messages alone), and every result of a reply's calls must follow the
+    reply directly, so the pictures of a run of tool results go in one user message after the
+    last of them, each named with the call that produced it.
+    """
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
-    out.extend(_message(m) for m in request.messages)
+    pending: list[dict[str, Any]] = []
+    for message in request.messages:
+        if message.role != "tool" and pending:
+            out.append({"role": "user", "content": pending})
+            pending = []
+        out.append(_message(message))
+        if message.role == "tool" and message.images:
+            pending += _tool_images(message)
+    if pending:
+        out.append({"role": "user", "content": pending})
     return out
+
+
+def _tool_images(message: Message) -> list[dict[str, Any]]:
+    call = f"{message.name or 'tool'} call {message.tool_call_id or ''}".strip()
+    parts: list[dict[str, Any]] = []
+    for image in message.images:
+        what = f": {image.label}" if image.label else ""
+        parts.append({"type": "text", "text": f"[Image from the {call}{what}]"})
+        parts.append(_image_part(image))
+    return parts
+
+
+def _image_part(image: Image) -> dict[str, Any]:
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{image.media_type};base64,{image.base64()}"},
+    }
 
 
 def _message(message: Message) -> dict[str, Any]:
@@ -226,13 +260,7 @@ def _message(message: Message) -> dict[str, Any]:
             }
         case "user" if message.images:
             parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
-            parts += [
-                {
-                    "type": "image_url",
-                    "image_url": {"url": f"data:{image.media_type};base64,{image.base64()}"},
-                }
-                for image in message.images
-            ]
+            parts += [_image_part(image) for image in message.images]
             return {"role": "user", "content": parts}
         case _:
             return {"role": message.role, "content": message.content}

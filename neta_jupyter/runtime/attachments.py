@@ -23,6 +23,7 @@ from pydantic.alias_generators import to_camel
 from ..events import AttachmentData, EventType, StatusCode
 from ..events.redact import Redactor
 from ..providers.base import Image
+from ..providers.images import ImageLimits, fit
 from ..store import AttachmentRecord, RecordStore, new_id
 from .config import RuntimeConfig
 from .emitter import RunEmitter
@@ -343,9 +344,12 @@ def url_file_name(ref: AttachmentRef) -> str:
 class Shown:
     """What the model is shown of attachments, read from disk once per run activation."""
 
-    def __init__(self, records: RecordStore, *, images: bool) -> None:
+    def __init__(
+        self, records: RecordStore, *, images: bool, limits: ImageLimits | None = None
+    ) -> None:
         self._records = records
         self._images = images
+        self._limits = limits or ImageLimits()
         self._seen: dict[str, tuple[str, Image | None]] = {}
 
     async def of(self, items: list[dict[str, Any]]) -> tuple[str, list[Image]]:
@@ -378,9 +382,11 @@ class Shown:
         if data is None:
             return f"{label}\n(the file is no longer stored)", None
         if kind in _IMAGE_TYPES:
-            if self._images:
-                return f"{label} (shown as an image)", Image(kind, data)
-            return f"{label}\n(an image; this model cannot be shown images)", None
+            if not self._images:
+                return f"{label}\n(an image; this model cannot be shown images)", None
+            if (fitted := fit(Image(kind, data, name), self._limits).image) is not None:
+                return f"{label} (shown as an image)", fitted
+            return f"{label}\n(an image that could not be read; it is not shown)", None
         if kind.startswith("text/") or kind in _TEXT_TYPES or _looks_like_text(data):
             return f"{label}\n```\n{_inline(data.decode('utf-8', errors='replace'))}\n```", None
         return f"{label}\n(a binary file; its content is not shown)", None

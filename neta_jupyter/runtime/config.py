@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..providers.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE, ImageLimits
 from ..tools.permissions import DEFAULT_RULES, PermissionRule
 from ..tools.registry import DEFAULT_KERNEL_WAIT
 
@@ -96,8 +97,20 @@ class RuntimeConfig:
     """Seconds a run may wait for a person (an approval, an answer, a resume after a pause)
     before it is reclaimed with USER_NO_RESPONSE."""
 
+    image_max_side: int = DEFAULT_MAX_SIDE
+    """Longest side in pixels of a picture shown to a model; larger ones are scaled down."""
+    image_max_bytes: int = DEFAULT_MAX_BYTES
+    """Largest encoded picture shown to a model; larger ones are scaled down (as JPEG)."""
+    max_images: int = 8
+    """Pictures from tool calls sent as images in one request (the latest; older are named)."""
+
     skill_catalogue: Callable[[Path], list[tuple[str, str]]] | None = None
     """(name, description) of the skills available under a root, for the system prompt."""
+
+    @property
+    def image_limits(self) -> ImageLimits:
+        """How large a picture shown to a model may be."""
+        return ImageLimits(max(1, self.image_max_side), max(1, self.image_max_bytes))
 
     @property
     def attachments_dir(self) -> Path:

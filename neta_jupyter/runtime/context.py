@@ -95,12 +95,15 @@ def trimmed(text: str, limit: int = MAX_TOOL_OUTPUT_CHARS) -> str:
 
 
 def messages(
-    path: list[Entry], attached: Mapping[str, tuple[str, list[Image]]] | None = None
+    path: list[Entry],
+    attached: Mapping[str, tuple[str, list[Image]]] | None = None,
+    pictures: Mapping[str, tuple[str, list[Image]]] | None = None,
 ) -> list[Message]:
     """The conversation for the model, tool outputs trimmed at read time.
 
     ``attached``: by entry id, what user messages show of their attachments (text to add and
-    images).
+    images); ``pictures``: by entry id, what tool results show of the pictures their calls
+    produced (a note to add and images).
 
     Tool-call arguments that are not a JSON object (a reply cut off mid-call) go out as ``{}``:
     servers parse the history they are sent and refuse the whole request otherwise (llama.cpp
@@ -118,6 +121,9 @@ def messages(
             message.content = f"{message.content}\n\n{text}" if text else message.content
         if message.role == "tool":
             message.content = trimmed(message.content)
+            if pictures and entry.entry_id in pictures:
+                note, message.images = pictures[entry.entry_id]
+                message.content = f"{message.content}\n{note}" if note else message.content
         elif message.tool_calls:
             message.tool_calls = [
                 replace(call, arguments=_json_object(call.arguments)) for call in message.tool_calls

@@ -28,6 +28,7 @@ from .config import MAX_STEPS_TEXT, RuntimeConfig
 from .decisions import decide_stop, enter, evaluate
 from .emitter import RunEmitter
 from .guards import screen_step
+from .pictures import ToolPictures
 from .retries import stream_with_retries
 from .runs import Run, Runs
 from .steps import (
@@ -88,7 +89,11 @@ class RunLoop:
         self._system_prompt = system_prompt or config.system_prompt
         self._kernel_summary: str | None = None
         self._pause: Callable[[], SuspendReason | None] = lambda: None
-        self._shown = Shown(store.records, images=images)
+        limits = config.image_limits
+        self._shown = Shown(store.records, images=images, limits=limits)
+        self._pictures = ToolPictures(
+            store.records, vision=images, limits=limits, max_images=config.max_images
+        )
         self._text_chars = 0  # of the current step's reply
         runner = ToolRunner(
             run,
@@ -235,7 +240,7 @@ class RunLoop:
             for e in path
             if e.role == "user" and (items := e.message.get(ENTRY_KEY))
         }
-        conversation = context.messages(path, attached)
+        conversation = context.messages(path, attached, await self._pictures.shown(path))
         if reminder := self.state.remind:
             # Injected for this request only: a nudge, not part of the conversation.
             self.state.remind = None

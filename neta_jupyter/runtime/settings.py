@@ -18,6 +18,7 @@ from traitlets import Dict, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from ..providers import ModelRegistry
+from ..providers.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
 from ..store import Store
 from ..tools import PermissionRule, Tool, ToolRegistry, builtin_tools
 from ..tools.kernel_tools import kernel_tools
@@ -95,6 +96,16 @@ class NetaSettings(Configurable):
     attachment_import_timeout = Float(
         30.0, help="Seconds the server waits for an attached URL to download."
     ).tag(config=True)
+    image_max_side = Int(
+        DEFAULT_MAX_SIDE,
+        help="Longest side in pixels of a picture shown to a model (a figure, an MCP image, an "
+        "attached picture); a larger one is scaled down first.",
+    ).tag(config=True)
+    image_max_bytes = Int(
+        DEFAULT_MAX_BYTES,
+        help="Largest encoded picture shown to a model; a larger one is scaled down further "
+        "and sent as JPEG.",
+    ).tag(config=True)
     extra_tools = List(
         Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
     ).tag(config=True)
@@ -120,6 +131,8 @@ class NetaSettings(Configurable):
             suspend_timeout=self.suspend_timeout,
             max_attachment_bytes=max(1, self.max_attachment_bytes),
             attachment_import_timeout=self.attachment_import_timeout,
+            image_max_side=max(16, self.image_max_side),
+            image_max_bytes=max(1024, self.image_max_bytes),
         )
 
 
