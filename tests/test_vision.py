@@ -20,6 +20,7 @@ import pytest
 from PIL import Image
 
 from tests.helpers import ApiClient, types
+from tests.notebook_room import write_notebook
 from tests.provider_server import ProviderServer, Reply, anthropic_stream, openai_stream, serve
 from tests.test_kernel_tools import kernel_of
 
@@ -218,3 +219,69 @@ async def figure_of_python(
         if e["eventType"] == "TOOL_COMPLETED" and e["data"]["toolName"] == "python"
     ]
     return await figure_of(api, python)
+
+
+def cell_calls(endpoint: str, calls: list[tuple[str, str]]) -> list[Reply]:
+    """The model's replies: one ``run_cell`` call per ``(call id, cell id)``, then an answer."""
+    if endpoint == "claude":
+        replies = [
+            Reply(body=anthropic_stream(calls=[(call_id, "run_cell", {"cell_id": cell})]))
+            for call_id, cell in calls
+        ]
+        return [*replies, Reply(body=anthropic_stream(text="Done."))]
+    replies = [
+        Reply(body=openai_stream(calls=[(call_id, "run_cell", [json.dumps({"cell_id": cell})])]))
+        for call_id, cell in calls
+    ]
+    return [*replies, Reply(body=openai_stream(text=["Done."]))]
+
+
+def image_after(received: Any, call_id: str) -> bytes:
+    """The picture of ``call_id``'s result in a request, in either wire format."""
+    for message in received.json["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else []:
+            if block.get("type") == "tool_result" and block["tool_use_id"] == call_id:
+                image = next(b for b in block["content"] if b["type"] == "image")
+                return base64.b64decode(image["source"]["data"])
+            if block.get("type") == "text" and f"call {call_id}" in block["text"]:
+                parts = message["content"]
+                url = parts[parts.index(block) + 1]["image_url"]["url"]
+                return base64.b64decode(url.removeprefix(DATA_URL))
+    raise AssertionError(f"no picture of {call_id} in the request")
+
+
+def result_text(received: Any, call_id: str) -> str:
+    """The text of ``call_id``'s result in a request, in either wire format."""
+    for message in received.json["messages"]:
+        if message.get("tool_call_id") == call_id:
+            return str(message["content"])
+        for block in message["content"] if isinstance(message["content"], list) else []:
+            if block.get("type") == "tool_result" and block["tool_use_id"] == call_id:
+                content = block.get("content", "")
+                return content if isinstance(content, str) else content[0]["text"]
+    raise AssertionError(f"no result of {call_id} in the request")
+
+
+@pytest.mark.parametrize("endpoint", ["local", "claude"])
+async def test_run_cell_figures_and_tracebacks_reach_the_model(
+    api: ApiClient, provider: ProviderServer, jp_serverapp: Any, jp_root_dir: Path, endpoint: str
+) -> None:
+    plot, broken = write_notebook(
+        jp_root_dir / "cells.ipynb", ("code", PLOT), ("code", "print('dividing')\n1 / 0")
+    )
+    provider.reply(*cell_calls(endpoint, [("call_plot", plot), ("call_div", broken)]))
+    async with kernel_of(jp_serverapp) as (kernel_id, _bridge):
+        started = await api.start(
+            "plot, then divide",
+            model=f"{endpoint}:m",
+            kernelId=kernel_id,
+            notebookPath="cells.ipynb",
+            approve="auto",
+        )
+        events = await api.segment(started["requestId"])
+    assert types(events)[-1] == "MESSAGE_COMPLETED", events[-1]
+    _name, original = await figure_of(api, events)
+
+    assert_scaled(size_of(image_after(provider.requests[1], "call_plot")), original)
+    told = result_text(provider.requests[2], "call_div")
+    assert "dividing" in told and "ZeroDivisionError" in told and "Traceback" in told
