@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,151 @@ async def test_edits_merge_with_the_user_typing_in_the_shared_document(
     cells = saved_cells(jp_root_dir / "live.ipynb")
     assert cells[1]["metadata"]["neta"]["requestId"] == started["requestId"]
     assert cells[2]["metadata"]["neta"]["prompt"] == "change b"
+
+
+PLOT_CELL = """import matplotlib.pyplot as plt
+plt.plot([1, 3, 2])
+plt.title("sales")
+plt.show()
+print("plotted")"""
+
+
+async def test_run_cell_writes_outputs_into_the_cell_and_returns_text_errors_and_images(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    printing, failing, plotting = write_notebook(
+        jp_root_dir / "run.ipynb",
+        ("code", "total = 40 + 2\nprint('total is', total)"),
+        ("code", "1 / 0"),
+        ("code", PLOT_CELL),
+    )
+    km = jp_serverapp.kernel_manager
+    kernel_id = await km.start_kernel()
+    try:
+        model = script(
+            runtime,
+            call("run_cell", cell_id=printing),
+            call("run_cell", cell_id=failing),
+            call("run_cell", cell_id=plotting),
+            ScriptedTurn(text="done"),
+        )
+        events = await run_to_end(api, "run them", "run.ipynb", kernelId=kernel_id)
+    finally:
+        await km.shutdown_kernel(kernel_id, now=True)
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    printed, error, plotted = outputs_of(events)
+    assert "total is 42" in printed
+    assert "ZeroDivisionError" in error and "----> 1 1 / 0" in error  # with its traceback
+    assert "plotted" in plotted and "[image:" in plotted
+    completed = [e for e in events if e["eventType"] == "TOOL_COMPLETED"]
+    assert completed[-1]["data"]["images"], "the figure is an image of the call"
+    assert len(model.requests) == 4
+    cells = saved_cells(jp_root_dir / "run.ipynb")
+    first, second, third = cells
+    assert "".join(first["outputs"][0]["text"]) == "total is 42\n"
+    assert first["execution_count"] == 1
+    assert second["outputs"][0]["output_type"] == "error"
+    assert second["outputs"][0]["ename"] == "ZeroDivisionError"
+    assert any("image/png" in o.get("data", {}) for o in third["outputs"])
+    assert third["execution_count"] == 3
+
+
+async def test_a_stale_edit_is_refused_with_the_current_source_and_the_retry_lands(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    path = jp_root_dir / "stale.ipynb"
+    (cell,) = write_notebook(path, ("code", "rate = 0.1"))
+    read_hash = source_hash("rate = 0.1")
+    # The user changes the cell after the agent read it.
+    write_notebook_source(path, 0, "rate = 0.25  # the user's value")
+    fresh = source_hash("rate = 0.25  # the user's value")
+    script(
+        runtime,
+        call("read_notebook", cell_id=cell),
+        call("edit_cell", cell_id=cell, source="rate = 0.2", source_hash=read_hash),
+        call("read_notebook", cell_id=cell),
+        call("edit_cell", cell_id=cell, source="rate = 0.25 * 2", source_hash=fresh),
+        ScriptedTurn(text="done"),
+    )
+    events = await run_to_end(api, "double the rate", "stale.ipynb")
+    _, refused, _, landed = outputs_of(events)
+    assert "cell changed since you read it" in refused
+    assert "rate = 0.25  # the user's value" in refused and fresh in refused
+    assert "applied" in landed
+    assert [
+        e["eventType"]
+        for e in events
+        if e["eventType"].startswith("TOOL_")
+        and e["eventType"] in ("TOOL_COMPLETED", "TOOL_FAILED")
+    ][1] == "TOOL_FAILED"
+    assert saved_cells(path)[0]["source"] == "rate = 0.25 * 2"
+    assert len(edits_of(events)) == 1
+
+
+def write_notebook_source(path: Path, index: int, source: str) -> None:
+    """The user saves a change to one cell."""
+    nb = json.loads(path.read_text())
+    nb["cells"][index]["source"] = source
+    path.write_text(json.dumps(nb))
+
+
+async def test_two_notebooks_with_runs_at_once_never_touch_each_others_cells(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    (left,) = write_notebook(jp_root_dir / "left.ipynb", ("code", "side = 'left'"))
+    (right,) = write_notebook(jp_root_dir / "right.ipynb", ("code", "side = 'right'"))
+    # Each run is told to edit the other notebook's cell: it is not in its notebook.
+    script(
+        runtime,
+        call(
+            "edit_cell", cell_id=right, source="hijacked", source_hash=source_hash("side = 'right'")
+        ),
+        call(
+            "edit_cell", cell_id=left, source="hijacked", source_hash=source_hash("side = 'left'")
+        ),
+        ScriptedTurn(text="done"),
+        ScriptedTurn(text="done"),
+    )
+    one = await api.start("a", model="scripted", notebookPath="left.ipynb", approve="auto")
+    two = await api.start("b", model="scripted", notebookPath="right.ipynb", approve="auto")
+    for started in (one, two):
+        events = await api.segment(started["requestId"])
+        assert any("no cell with id" in o for o in outputs_of(events))
+        assert not edits_of(events)
+    assert saved_cells(jp_root_dir / "left.ipynb")[0]["source"] == "side = 'left'"
+    assert saved_cells(jp_root_dir / "right.ipynb")[0]["source"] == "side = 'right'"
+
+
+async def test_writing_asks_with_a_diff_and_reading_does_not(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    (cell,) = write_notebook(jp_root_dir / "ask.ipynb", ("code", "n = 1"))
+    script(
+        runtime,
+        ScriptedTurn(
+            tool_calls=[
+                ScriptedToolCall("read_notebook", {}),
+                ScriptedToolCall(
+                    "edit_cell",
+                    {"cell_id": cell, "source": "n = 2", "source_hash": source_hash("n = 1")},
+                ),
+            ]
+        ),
+    )
+    started = await api.start("bump n", model="scripted", notebookPath="ask.ipynb")
+    events = await api.segment(started["requestId"])
+    asks = [e["data"] for e in events if e["eventType"] == "PERMISSION_ASK"]
+    assert [a["toolName"] for a in asks] == ["edit_cell"]
+    assert asks[0]["preview"]["kind"] == "diff"
+    assert "-n = 1\n+n = 2\n" in asks[0]["preview"]["text"]
+    assert types(events)[-1] == "MESSAGE_SUSPENDED"
+
+
+async def test_without_a_notebook_the_tools_are_not_offered(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    model = script(runtime, ScriptedTurn(text="done"))
+    started = await api.start("hi", model="scripted")
+    await api.segment(started["requestId"])
+    offered = {t.name for t in model.requests[0].tools}
+    assert "read_notebook" not in offered and "edit_cell" not in offered

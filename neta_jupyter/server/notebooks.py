@@ -9,6 +9,7 @@ through the server's contents manager and save it after each change.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import uuid
@@ -133,10 +134,17 @@ def checked_path(path: str) -> str:
 class ServerNotebook:
     """:class:`~neta_jupyter.tools.notebook_doc.NotebookHost` for one notebook of the server."""
 
-    def __init__(self, serverapp: Any, path: str, records: RecordStore) -> None:
+    def __init__(
+        self,
+        serverapp: Any,
+        path: str,
+        records: RecordStore,
+        locks: dict[str, asyncio.Lock] | None = None,
+    ) -> None:
         self._app = serverapp
         self._path = checked_path(path)
         self._records = records
+        self._locks = locks if locks is not None else {}
         self._via: Via = "shared"
 
     @property
@@ -172,13 +180,15 @@ class ServerNotebook:
             return
         self._via = "file"
         contents = self._app.contents_manager
-        try:
-            model = await ensure_async(contents.get(self._path, content=True, type="notebook"))
-        except Exception as exc:
-            raise NotebookError(f"cannot read the notebook {self._path}: {exc}") from exc
-        yield FileCells(model["content"])
-        body = {"type": "notebook", "format": "json", "content": model["content"]}
-        await ensure_async(contents.save(body, self._path))
+        # One read-change-save of a file at a time, or one would save over another's change.
+        async with self._locks.setdefault(self._path, asyncio.Lock()):
+            try:
+                model = await ensure_async(contents.get(self._path, content=True, type="notebook"))
+            except Exception as exc:
+                raise NotebookError(f"cannot read the notebook {self._path}: {exc}") from exc
+            yield FileCells(model["content"])
+            body = {"type": "notebook", "format": "json", "content": model["content"]}
+            await ensure_async(contents.save(body, self._path))
 
     async def record(self, edit: NotebookEdit) -> None:
         """Keep the edit (and later its reverted state) in the store."""
@@ -191,10 +201,12 @@ class ServerNotebooks:
     def __init__(self, serverapp: Any, records: RecordStore) -> None:
         self._app = serverapp
         self._records = records
+        self._locks: dict[str, asyncio.Lock] = {}
+        """One per notebook file: its read-change-save through the contents API."""
 
     def host(self, path: str) -> ServerNotebook:
         """The notebook at ``path`` (a :class:`NotebookError` for a path outside the root)."""
-        return ServerNotebook(self._app, path, self._records)
+        return ServerNotebook(self._app, path, self._records, self._locks)
 
     def __call__(self, run: Run) -> RunNotebook | None:
         """The run's notebook; None when the run names none (or one outside the root)."""

@@ -41,11 +41,11 @@ class CellChanged(NotebookError):
         self.cell_id = cell_id
         self.source = source
         if source is None:
-            super().__init__(f"cell {cell_id} changed since you read it: it is no longer there")
+            super().__init__(f"cell changed since you read it: {cell_id} is no longer there")
             return
         super().__init__(
-            f"cell {cell_id} changed since you read it; its current source "
-            f"(hash {source_hash(source)}) is:\n{source}"
+            f"cell changed since you read it: cell {cell_id} now has hash {source_hash(source)} "
+            f"and this source:\n{source}"
         )
 
 

@@ -100,9 +100,9 @@ class CellOutputs:
             return
 
     async def close(self) -> None:
-        """The execution ended: the last outputs go in."""
-        if self._flushing is not None and not self._flushing.done():
-            self._flushing.cancel()
+        """The execution ended: the last outputs go in (after a write under way)."""
+        if self._flushing is not None:
+            await asyncio.gather(self._flushing, return_exceptions=True)
         self._dirty = True
         await self.flush()
 
