@@ -15,6 +15,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path, PurePath
 from typing import Any
 
 from jupyter_core.utils import ensure_async
@@ -213,6 +214,20 @@ class ServerNotebooks:
         if not run.options.notebook_path:
             return None
         try:
-            return RunNotebook(self.host(run.options.notebook_path), run.prompt)
+            return RunNotebook(self.host(self.under_root(run.options.notebook_path)), run.prompt)
         except NotebookError:
             return None
+
+    def under_root(self, path: str) -> str:
+        """``path`` relative to the server root when it is an absolute path inside it.
+
+        A kernel JupyterLab started names its notebook by its absolute path (the session name
+        the server gives it); the tools address notebooks under the root.
+        """
+        if not PurePath(path).is_absolute():
+            return path
+        root = Path(self._app.root_dir).expanduser().resolve()
+        try:
+            return Path(path).resolve().relative_to(root).as_posix()
+        except ValueError:  # outside the root: checked_path refuses it
+            return path

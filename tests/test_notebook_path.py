@@ -1,0 +1,52 @@
+"""A run names its notebook as the kernel knows it: the tools find it under the server root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neta_jupyter.providers import ScriptedToolCall, ScriptedTurn
+from neta_jupyter.runtime import Runtime
+from tests.helpers import ApiClient, script
+from tests.notebook_room import collaboration_config, write_notebook
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def jp_server_config(jp_root_dir: Path, tmp_path: Path) -> dict[str, Any]:
+    return collaboration_config(jp_root_dir, tmp_path)
+
+
+async def read_output(api: ApiClient, runtime: Runtime, notebook_path: str) -> str:
+    script(
+        runtime,
+        ScriptedTurn(tool_calls=[ScriptedToolCall("read_notebook", {})]),
+        ScriptedTurn(text="done"),
+    )
+    started = await api.start("read it", model="scripted", notebookPath=notebook_path)
+    events = await api.segment(started["requestId"])
+    ended = [e for e in events if e["eventType"] in ("TOOL_COMPLETED", "TOOL_FAILED")]
+    return str(ended[0]["data"].get("output") or ended[0]["data"].get("errorMessage"))
+
+
+async def test_an_absolute_path_under_the_root_is_the_notebook_there(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    # A kernel JupyterLab started knows its notebook by its absolute path (its session name).
+    (jp_root_dir / "work").mkdir()
+    write_notebook(jp_root_dir / "work" / "sales.ipynb", ("code", "units = [3, 5, 7]"))
+    output = await read_output(api, runtime, str(jp_root_dir / "work" / "sales.ipynb"))
+    assert "units = [3, 5, 7]" in output, output
+
+
+async def test_an_absolute_path_outside_the_root_gets_no_notebook_tools(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write_notebook(outside / "secret.ipynb", ("code", "password = 1"))
+    output = await read_output(api, runtime, str(outside / "secret.ipynb"))
+    assert "password" not in output and "unknown tool 'read_notebook'" in output, output
