@@ -1,7 +1,7 @@
 /** Reading what a run waits for: a permission ask or a clarify question (its own, or a child's). */
 import type { ClarifyData, PermissionAskData } from "./events";
-import type { ClarifyRequest, PermissionAsk } from "./state";
-import { id, str, strList, type Loose } from "./wire";
+import type { AskPreview, ClarifyRequest, PermissionAsk } from "./state";
+import { bool, id, isRecord, str, strList, type Loose } from "./wire";
 
 export function readPermission(data: Loose<PermissionAskData>): PermissionAsk | null {
   const askId = id(data.askId);
@@ -13,7 +13,17 @@ export function readPermission(data: Loose<PermissionAskData>): PermissionAsk | 
     arguments: str(data.arguments) ?? "",
     ruleDescription: str(data.ruleDescription),
     rulePattern: str(data.rulePattern),
+    preview: readPreview((data as Record<string, unknown>)["preview"]),
   };
+}
+
+/** A notebook tool's preview (`diff` or `code`); anything else is ignored. */
+function readPreview(value: unknown): AskPreview | undefined {
+  if (!isRecord(value)) return undefined;
+  const kind = value["kind"];
+  const text = str(value["text"]);
+  if ((kind !== "diff" && kind !== "code") || text === undefined) return undefined;
+  return { kind, text, cellId: str(value["cellId"]), stale: bool(value["stale"]) ?? false };
 }
 
 export function readClarify(data: Loose<ClarifyData>): ClarifyRequest | null {

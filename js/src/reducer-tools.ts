@@ -1,10 +1,10 @@
 /** Tool cards: TOOL_CALL_GENERATING → TOOL_START → TOOL_RUNNING → TOOL_COMPLETED | TOOL_FAILED, plus TOOL_EVENT. */
 import type { ToolData, ToolSideData } from "./events";
-import { upsert, type RunState, type ToolCard } from "./state";
+import { upsert, type NotebookEdit, type RunState, type ToolCard } from "./state";
 import { bool, id, isRecord, num, str, strList, type Loose } from "./wire";
 
 function newCard(toolCallId: string): ToolCard {
-  return { toolCallId, toolName: "", argsText: "", status: "generating", truncated: false, images: [], notices: [], streamed: "" };
+  return { toolCallId, toolName: "", argsText: "", status: "generating", truncated: false, images: [], notices: [], streamed: "", edits: [] };
 }
 
 function isFinished(card: ToolCard): boolean {
@@ -85,6 +85,7 @@ export function applyToolSide(state: RunState, data: Loose<ToolSideData>): RunSt
       }),
     };
   }
+  if (category === "notebook_edit") return applyEdit(state, toolCallId, data);
   if (category === "tool_stream_data") {
     const payload = isRecord(data.payload) ? data.payload : {};
     const chunk = str(payload["text"]) ?? str(payload["chunk"]) ?? str(payload["data"]) ?? "";
@@ -98,4 +99,21 @@ export function applyToolSide(state: RunState, data: Loose<ToolSideData>): RunSt
     };
   }
   return state;
+}
+
+/** An applied notebook edit, kept on its call's card (a repeat of the same edit is dropped). */
+function applyEdit(state: RunState, toolCallId: string, data: Loose<ToolSideData>): RunState {
+  const payload = isRecord(data.payload) ? data.payload : {};
+  const editId = id(payload["editId"]);
+  const card = state.tools.byId[toolCallId];
+  if (!editId || !card || card.edits.some((e) => e.editId === editId)) return state;
+  const edit: NotebookEdit = {
+    editId,
+    path: str(payload["path"]) ?? "",
+    cellId: str(payload["cellId"]) ?? "",
+    kind: str(payload["kind"]) ?? "edit",
+    diff: str(payload["diff"]) ?? "",
+    message: str(data.userMessage),
+  };
+  return { ...state, tools: upsert(state.tools, toolCallId, () => ({ ...card, edits: [...card.edits, edit] })) };
 }

@@ -22,6 +22,27 @@ export interface ToolNotice {
   readonly message: string;
 }
 
+/** An edit a notebook tool applied (TOOL_EVENT `notebook_edit`); revertible by its id. */
+export interface NotebookEdit {
+  readonly editId: string;
+  readonly path: string;
+  readonly cellId: string;
+  /** `insert`, `edit`, `delete`, `move`, or a kind a newer server added. */
+  readonly kind: string;
+  /** Unified diff of the cell's source (a one-line text for a move). Model text: shown as text. */
+  readonly diff: string;
+  readonly message?: string;
+}
+
+/** What a notebook tool waiting for approval would do: the edit's diff, or the cell it would run. */
+export interface AskPreview {
+  readonly kind: "diff" | "code";
+  readonly text: string;
+  readonly cellId?: string;
+  /** The cell changed since the agent read it: the edit will be refused. */
+  readonly stale: boolean;
+}
+
 export interface ToolCard {
   readonly toolCallId: string;
   readonly toolName: string;
@@ -40,6 +61,8 @@ export interface ToolCard {
   readonly notices: readonly ToolNotice[];
   /** Text streamed by the tool (TOOL_EVENT category tool_stream_data). */
   readonly streamed: string;
+  /** Notebook edits the call applied, in order. */
+  readonly edits: readonly NotebookEdit[];
 }
 
 export interface PermissionAsk {
@@ -49,6 +72,7 @@ export interface PermissionAsk {
   readonly arguments: string;
   readonly ruleDescription?: string;
   readonly rulePattern?: string;
+  readonly preview?: AskPreview;
 }
 
 export interface ClarifyRequest {

@@ -12,6 +12,7 @@
 import type { RunAction } from "./actions";
 import type { TraitName, WidgetTraits } from "./comm";
 import { childLifetime, onAbort } from "./lifetime";
+import { serverNotebookEdits, type NotebookEdits } from "./notebook";
 import { browserNotifications, labToast, liveEnd, tell, type NotifyEnv } from "./notify";
 import { reduceAll } from "./reducer";
 import { SnapshotWriter, stateFromSnapshot } from "./snapshot";
@@ -102,6 +103,15 @@ class Connections {
   }
 
   resolveUrl = (path: string): string | null => attachmentUrl(path, this.config);
+
+  /** The server's notebook edits, for a run on the server; none in embedded mode. */
+  get notebook(): NotebookEdits | undefined {
+    if (this.model.get("mode") !== "server" || !this.config) return undefined;
+    this.edits ??= serverNotebookEdits(this.config);
+    return this.edits;
+  }
+
+  private edits: NotebookEdits | undefined;
 }
 
 /**
@@ -114,6 +124,7 @@ function showChildRun(connections: Connections, requestId: string, container: HT
   const view = new RunView(container, {
     onAction: (action) => send(transport, action),
     resolveUrl: connections.resolveUrl,
+    notebook: connections.notebook,
     showRun: (id, el, s) => showChildRun(connections, id, el, s),
     signal,
   });
@@ -155,6 +166,7 @@ class RunWidget {
       prompt: stringTrait(model, "prompt"),
       onAction: (action) => send(this.transport, action),
       resolveUrl: this.connections.resolveUrl,
+      notebook: this.connections.notebook,
       showRun: (id, container, signal) => showChildRun(this.connections, id, container, signal),
       signal: lifetime,
       notifications: this.notify.notifications,

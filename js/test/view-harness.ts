@@ -1,6 +1,7 @@
 /** A run view in an empty page, with the prompts' visibility and hit checks as a test sets them. */
 import { vi } from "vitest";
 import type { RunAction } from "../src/actions";
+import type { NotebookEdits } from "../src/notebook";
 import type { BrowserNotifications } from "../src/notify";
 import type { RunState } from "../src/state";
 import { ARM_DELAY_MS, type PromptGuard } from "../src/view/guard";
@@ -25,6 +26,7 @@ export interface Harness {
 export interface HarnessOptions {
   readonly onAction?: (action: RunAction) => Promise<void>;
   readonly notifications?: BrowserNotifications;
+  readonly notebook?: NotebookEdits;
 }
 
 export function harness(options: HarnessOptions = {}): Harness {
@@ -40,7 +42,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     },
     deliberate: () => h.deliberate,
   };
-  const view = new RunView(container, { onAction, resolveUrl: () => null, clock, guard, notifications: options.notifications });
+  const view = new RunView(container, { onAction, resolveUrl: () => null, clock, guard, notifications: options.notifications, notebook: options.notebook });
   const h: Harness = {
     container,
     clock,

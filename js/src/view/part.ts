@@ -1,6 +1,7 @@
 /** The pieces the run view is made of, and what they may use. */
 import type { Action } from "../actions";
 import type { RunState } from "../state";
+import type { EditsAccess } from "./edits";
 import type { PromptGuard } from "./guard";
 
 /** Mounts a live view of run `requestId` (a child run) in `container` until `signal` aborts. */
@@ -20,6 +21,8 @@ export interface ViewContext {
   readonly guard: PromptGuard;
   /** The view of a child run, where the page can follow one; absent otherwise. */
   readonly showRun?: ShowRun;
+  /** Reverting the run's notebook edits, where the page can (a Jupyter server); absent otherwise. */
+  readonly edits?: EditsAccess;
   /** The view's lifetime: aborted when the view is disposed. */
   readonly signal: AbortSignal;
 }

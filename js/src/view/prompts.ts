@@ -3,12 +3,13 @@
  * buttons answer only a deliberate click once the prompt has been in view a moment (guard.ts).
  */
 import type { Action } from "../actions";
-import type { ClarifyRequest, PermissionAsk, RunState } from "../state";
+import type { AskPreview, ClarifyRequest, PermissionAsk, RunState } from "../state";
 import { button, h, setVisible, textarea } from "./dom";
 import { toolLabel } from "./format";
 import { ArmedControls } from "./guard";
 import type { Part, ViewContext } from "./part";
-import { argsBlock } from "./tools";
+import { diffBlock } from "./diff";
+import { argsBlock, showArgs } from "./tools";
 
 /**
  * Sends an action with the prompt's controls disabled; they come back only if sending failed. On
@@ -83,7 +84,10 @@ export class PermissionPart extends PromptPart<PermissionAsk> {
 
     const parts: HTMLElement[] = [permissionTitle(ask.toolName)];
     const args = argsBlock(ask.arguments, "neta-pre neta-permission-args");
-    if (args) parts.push(args);
+    if (ask.preview) parts.push(...previewBlocks(ask.preview));
+    // The preview says what the call does; its raw arguments stay at hand, folded.
+    if (args && ask.preview) parts.push(h("details", { className: "neta-permission-more" }, [h("summary", { text: "Arguments" }), args]));
+    else if (args) parts.push(args);
     if (ask.ruleDescription || ask.rulePattern) {
       const rule = h("div", { className: "neta-permission-rule", text: ask.ruleDescription ?? "" });
       if (ask.rulePattern) rule.append(" ", h("code", { text: ask.rulePattern }));
@@ -92,6 +96,25 @@ export class PermissionPart extends PromptPart<PermissionAsk> {
     parts.push(row);
     return parts;
   }
+}
+
+/** What a notebook tool would do: the edit as a diff, or the source of the cell it would run. */
+function previewBlocks(preview: AskPreview): HTMLElement[] {
+  const blocks: HTMLElement[] = [];
+  if (preview.stale) {
+    const text = "The cell changed since the agent read it: this edit will be refused.";
+    blocks.push(h("div", { className: "neta-permission-stale", testid: "neta-permission-stale", text }));
+  }
+  if (preview.kind === "diff") {
+    blocks.push(diffBlock(preview.text, "neta-permission-preview"));
+    return blocks;
+  }
+  const code = h("code");
+  showArgs(code, { kind: "code", text: preview.text });
+  const where = preview.cellId ? `Runs cell ${preview.cellId}:` : "Runs this cell:";
+  blocks.push(h("div", { className: "neta-permission-where", text: where }));
+  blocks.push(h("pre", { className: "neta-pre neta-permission-code", testid: "neta-permission-preview" }, [code]));
+  return blocks;
 }
 
 /** "Allow `tool` to run?", naming the MCP server that offers the tool when one does. */

@@ -10,9 +10,11 @@
  */
 import type { Action, RunAction } from "../actions";
 import { childLifetime, onAbort } from "../lifetime";
+import type { NotebookEdits } from "../notebook";
 import type { BrowserNotifications } from "../notify";
 import type { RunState } from "../state";
 import { h, isolateKeys, setData } from "./dom";
+import type { EditsAccess } from "./edits";
 import { browserGuard, type PromptGuard } from "./guard";
 import { NotifyPart } from "./notify-control";
 import { AttachmentsPart, AuthNoticePart, FooterPart, HeaderPart, InputPart, TodoPart, ToastPart } from "./panels";
@@ -42,6 +44,8 @@ export interface RunViewOptions {
   readonly clock?: FrameClock;
   /** Tests replace the browser's visibility and hit checks of the prompts. */
   readonly guard?: PromptGuard;
+  /** The server's notebook edits, for the tool cards' Revert buttons (absent: no button). */
+  readonly notebook?: NotebookEdits;
   /** The browser's notifications, for the "notify me" control (absent: no control). */
   readonly notifications?: BrowserNotifications | null;
 }
@@ -85,6 +89,7 @@ export class RunView {
       clearTimeout: (handle) => this.clock.clearTimeout(handle),
       guard: options.guard ?? browserGuard,
       showRun: options.showRun,
+      edits: options.notebook ? this.editsAccess(options.notebook) : undefined,
       signal: this.lifetime.signal,
     };
     this.header = new HeaderPart(ctx, options.prompt ?? "");
@@ -173,6 +178,20 @@ export class RunView {
     this.wait = null;
     for (const part of this.parts) part.dispose?.();
     this.root.remove();
+  }
+
+  /** The edits of the view's run: which are reverted is read once per run the view shows. */
+  private editsAccess(notebook: NotebookEdits): EditsAccess {
+    let known: { requestId: string; ids: Promise<ReadonlySet<string>> } | null = null;
+    return {
+      revert: (editId) => notebook.revert(editId),
+      reverted: () => {
+        const requestId = this.state?.requestId;
+        if (!requestId) return Promise.resolve(new Set());
+        if (known?.requestId !== requestId) known = { requestId, ids: notebook.reverted(requestId) };
+        return known.ids;
+      },
+    };
   }
 
   private async act(action: Action, target?: string): Promise<boolean> {

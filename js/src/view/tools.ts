@@ -3,6 +3,7 @@ import { highlightCode } from "../highlight";
 import { sanitizeHtml } from "../sanitize";
 import type { RunState, ToolCard } from "../state";
 import { h, setData, setText, setVisible } from "./dom";
+import { EditsView } from "./edits";
 import { argsView, formatDuration, toolLabel, type ArgsView } from "./format";
 import type { Part, ViewContext } from "./part";
 
@@ -34,17 +35,20 @@ class ToolCardView {
   private readonly output = h("div", { className: "neta-tool-output-box" });
   private readonly images = h("div", { className: "neta-tool-images" });
   private readonly error = h("div", { className: "neta-tool-error" });
+  private readonly edits: EditsView;
   private shownArgs: string | null = null;
   private waiting = false;
   private shownOutput: string | null = null;
 
   constructor(private readonly ctx: ViewContext, card: ToolCard) {
+    this.edits = new EditsView(ctx);
     const head = h("div", { className: "neta-tool-head" }, [this.status, this.name, this.server, this.title, this.duration]);
     this.element = h("div", { className: "neta-tool", testid: "neta-tool-card" }, [
       head,
       this.args,
       this.notices,
       this.streamed,
+      this.edits.element,
       this.output,
       this.images,
       this.error,
@@ -75,6 +79,7 @@ class ToolCardView {
     }
     if (card.output !== prev?.output || card.outputRef !== prev?.outputRef) this.renderOutput(card);
     if (card.images !== prev?.images) this.renderImages(card);
+    if (card.edits !== prev?.edits) this.edits.render(card.edits);
     setText(this.error, card.status === "failed" ? card.errorMessage || "The tool failed" : "");
     setVisible(this.error, card.status === "failed");
   }
