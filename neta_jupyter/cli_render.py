@@ -42,6 +42,7 @@ from .terminal.text import (
     clean,
     compact_arguments,
     duration,
+    edit_words,
     one_line,
     tool_words,
 )
@@ -229,6 +230,11 @@ class TerminalRenderer(BodyRenderer):
         if side.category == "auth_required":
             message = one_line(side.user_message or "credentials are missing", 2000)
             self._line(self.style.bold(self.style.yellow("🔑 credentials needed: ")) + message)
+        elif side.category == "notebook_edit" and side.payload:
+            diff = side.payload.get("diff")
+            words = one_line(edit_words(side.payload, side.user_message))
+            self._line(self.style.bold(f"  ✎ {words}"))
+            self._diff(diff if isinstance(diff, str) else "")
         elif side.category == "tool_stream_data" and side.payload:
             text = side.payload.get("text")
             shown = self._streamed_lines.get(side.tool_call_id, 0)
@@ -239,6 +245,19 @@ class TerminalRenderer(BodyRenderer):
                 elif shown == _STREAMED_LINES + 1:
                     self._line(self.style.dim("  ┆ … (more output: see the result)"))
             self._streamed_lines[side.tool_call_id] = shown
+
+    def _diff(self, diff: str) -> None:
+        """A unified diff under its call, added lines green and removed ones red."""
+        for line in clean(diff).rstrip("\n").splitlines():
+            if line.startswith(("+++", "---", "@@")):
+                painted = self.style.dim(line)
+            elif line.startswith("+"):
+                painted = self.style.green(line)
+            elif line.startswith("-"):
+                painted = self.style.red(line)
+            else:
+                painted = line
+            self._line("    " + painted)
 
     def _preview(self, data: ToolData) -> None:
         """The first lines of a tool's output, and where the rest is."""

@@ -46,12 +46,13 @@ from ..events import (
     decode_event,
 )
 from .dispatch import BodyRenderer
-from .text import CUT_OFF_NOTE, clean, one_line, phase_text
+from .text import CUT_OFF_NOTE, clean, edit_words, one_line, phase_text
 from .views import (
     StatusLine,
     Tail,
     ToolCard,
     Trimmed,
+    edit_panel,
     markdown,
     output_view,
     process_done,
@@ -348,6 +349,10 @@ class LiveRenderer(BodyRenderer):
             message = Text(one_line(side.user_message or "credentials are missing", 2000))
             title = Text("🔑 credentials needed", style="bold yellow")
             self._print(Panel(message, title=title, title_align="left", border_style="yellow"))
+        elif side.category == "notebook_edit" and side.payload:
+            diff = side.payload.get("diff")
+            words = edit_words(side.payload, side.user_message)
+            self._print(edit_panel(words, diff if isinstance(diff, str) else ""))
         elif side.category == "tool_stream_data" and side.payload:
             card = self._cards.get(side.tool_call_id)
             text = side.payload.get("text")

@@ -105,3 +105,11 @@ def phase_text(phase: str | None, tool_names: list[str] | None = None) -> str | 
     if text is None or phase != "running_tools" or not tool_names:
         return text
     return f"{text}: {', '.join(clean(n) for n in dict.fromkeys(tool_names))}"
+
+
+def edit_words(payload: dict[str, object], message: str | None) -> str:
+    """What a notebook edit changed: the server's words, else its kind, cell and notebook."""
+    if message:
+        return message
+    where = f" in {payload['path']}" if payload.get("path") else ""
+    return f"{payload.get('kind', 'edit')} of cell {payload.get('cellId', '?')}{where}"

@@ -204,6 +204,17 @@ class ToolCard:
         return Panel(content, title=title, title_align="left", border_style=style)
 
 
+def diff_view(diff: str) -> Syntax:
+    """A unified diff, coloured: added lines green, removed red (pygments' diff lexer)."""
+    return Syntax(clean(diff).rstrip("\n"), "diff", theme=_CODE_THEME, word_wrap=True)
+
+
+def edit_panel(words: str, diff: str) -> Panel:
+    """A notebook edit a tool applied: what it changed, and the diff."""
+    title = Text(f"✎ {one_line(words)}", style="bold magenta")
+    return Panel(diff_view(diff), title=title, title_align="left", border_style="magenta")
+
+
 def process_row(table: Table, data: ProcessData) -> None:
     """One operation's progress: its stage, a bar (or a spinner), percent and message."""
     percent = data.percent

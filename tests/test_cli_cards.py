@@ -1,10 +1,11 @@
-"""The terminal client names the MCP server of a tool: on its cards and when it asks to run it."""
+"""What the terminal client shows of a tool: the MCP server it comes from, the notebook edit it made."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import json
+import re
 
 from rich.console import Console
 
@@ -103,3 +104,51 @@ def test_the_question_names_server_tool_and_arguments() -> None:
         'Allow run_query from the MCP server warehouse {"table": "sales", "limit": 5}? '
         "[y]es / [a]lways / [n]o: "
     ]
+
+
+DIFF = "--- cell ab12 (before)\n+++ cell ab12 (after)\n@@ -1 +1 @@\n-df.head()\n+df.describe()\n"
+
+
+def notebook_edit() -> list[str]:
+    """An edit_cell call that applied an edit."""
+    tool = {"type": "tool", "toolCallId": "c1", "toolName": "edit_cell"}
+    payload = {"editId": "ed_1", "path": "a.ipynb", "cellId": "ab12", "kind": "edit", "diff": DIFF}
+    side = {"type": "tool_side", "toolCallId": "c1", "toolName": "edit_cell"}
+    message = "edit of cell ab12 in a.ipynb"
+    return [
+        envelope(0, "TOOL_START", **tool, arguments='{"cell_id": "ab12"}'),
+        envelope(
+            1, "TOOL_EVENT", **side, category="notebook_edit", userMessage=message, payload=payload
+        ),
+        envelope(2, "TOOL_COMPLETED", **tool, output="edited"),
+    ]
+
+
+def test_the_plain_log_shows_a_notebook_edit_as_a_coloured_diff() -> None:
+    out = io.StringIO()
+    renderer = TerminalRenderer(out, color=True)
+    for payload in notebook_edit():
+        renderer.feed(payload)
+    text = out.getvalue()
+    assert "✎ edit of cell ab12 in a.ipynb" in text
+    assert "\x1b[31m-df.head()\x1b[0m" in text
+    assert "\x1b[32m+df.describe()\x1b[0m" in text
+
+
+def test_the_live_display_shows_a_notebook_edit_as_a_coloured_diff() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=100, height=40, force_terminal=True, color_system="truecolor")
+    renderer = LiveRenderer(out, console=console)
+    for payload in notebook_edit():
+        renderer.feed(payload)
+    renderer.close()
+    shown = out.getvalue()
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    assert "✎ edit of cell ab12 in a.ipynb" in plain
+    assert "-df.head()" in plain and "+df.describe()" in plain
+    removed = shown[shown.index("df.head") - 40 : shown.index("df.head")]
+    added = shown[shown.index("df.describe") - 40 : shown.index("df.describe")]
+    assert "\x1b[" in removed and "\x1b[" in added
+    assert removed[removed.rindex("\x1b[") :] != added[added.rindex("\x1b[") :], (
+        "- and + in one colour"
+    )
