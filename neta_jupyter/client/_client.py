@@ -233,6 +233,15 @@ class RunClient:
             "problems": list(answer.get("problems", [])),
         }
 
+    def revert_edit(
+        self, *, edit_id: str | None = None, notebook_path: str | None = None
+    ) -> dict[str, Any]:
+        """Revert a notebook edit (or the last one of the latest run from a notebook)."""
+        body = {"editId": edit_id} if edit_id is not None else {"notebookPath": notebook_path}
+        answer = self.transport.send_blocking(Call("POST", "notebook/revert", body=body))
+        edit: dict[str, Any] = answer.get("edit", {})
+        return edit
+
     def _query(self, path: str, **params: str) -> dict[str, Any]:
         return self.transport.send_blocking(Call("GET", path, params=params))
 

@@ -130,6 +130,13 @@ class Host:
         """``{"default": name, "models": [names]}``."""
         return self.client.models()
 
+    def undo(self, notebook_path: str) -> dict[str, Any]:
+        """Revert the last notebook edit of the latest run from ``notebook_path``; the edit."""
+        raise HostError(
+            "runs change notebooks only on a Jupyter server, so there is nothing to undo here",
+            code="NOT_AVAILABLE",
+        )
+
     def mcp(self) -> dict[str, Any]:
         """The MCP servers, their state and their tools (``GET /neta/api/mcp``)."""
         return self.client.mcp()

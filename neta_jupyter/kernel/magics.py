@@ -57,6 +57,7 @@ Subcommands:
   %neta models               models you can choose
   %neta mcp                  MCP servers, their state and their tools
   %neta compact [instructions]     summarise this conversation's older turns now
+  %neta undo                 revert the last change the latest run made to this notebook
   %neta help                 this text
 
 From Python: run = neta_jupyter.ask("...", approve="auto"); await run.wait()
@@ -262,6 +263,8 @@ class NetaMagics(Magics):
                 self._guarded(self._show, ids[0])
             case "compact":
                 self._guarded(self._compact, " ".join(args) or None)
+            case "undo" if not args:
+                self._guarded(self._undo, None)
             case "history" if not args or (args[0].startswith("--session") and len(args) <= 2):
                 self._guarded(self._history, _session_argument(args))
             case _:
@@ -305,6 +308,13 @@ class NetaMagics(Magics):
             mark = "*" if s.get("name") == current else " "
             tokens = int(s.get("inputTokens") or 0) + int(s.get("outputTokens") or 0)
             print(f"{mark} {s.get('name')}  ({s.get('sessionId')}, {tokens:,} tokens)")
+
+    def _undo(self, _: None) -> None:
+        path = notebook_path(self.context.shell.user_ns)
+        if path is None:
+            raise UsageError("this kernel does not know its notebook, so there is nothing to undo")
+        edit = self.context.host.undo(path)
+        print(f"reverted the {edit.get('kind')} of cell {edit.get('cellId')} in {path}")
 
     def _stop(self, request_id: str | None) -> None:
         request_id = request_id or self._last_id()

@@ -40,6 +40,10 @@ class ServerHost(Host):
         """The same, synchronously: the run exists before the cell that asked for it returns."""
         return self.client.start_blocking(self._in_this_kernel(request), files)
 
+    def undo(self, notebook_path: str) -> dict[str, Any]:
+        """``POST notebook/revert`` with the notebook: its latest run's last edit is reverted."""
+        return self.client.revert_edit(notebook_path=notebook_path)
+
     def describe(self) -> dict[str, Any]:
         """Where runs go."""
         return {

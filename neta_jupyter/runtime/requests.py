@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from ..providers.base import ThinkingLevel
@@ -30,6 +30,7 @@ __all__ = [
     "LeafRequest",
     "RequestRef",
     "ResumeRequest",
+    "RevertRequest",
     "RunRequest",
     "SessionRef",
     "SessionSubscription",
@@ -94,6 +95,23 @@ class RunRequest(_Body):
                 a.model_dump(by_alias=True, exclude_none=True) for a in self.attachments
             ]
         return options
+
+
+class RevertRequest(_Body):
+    """``POST /neta/api/notebook/revert``: undo one notebook edit.
+
+    Name the edit, or a notebook: then the last edit not yet reverted of the caller's latest run
+    started from it (``%neta undo``).
+    """
+
+    edit_id: str | None = Field(default=None, min_length=1, max_length=200)
+    notebook_path: str | None = Field(default=None, min_length=1, max_length=4096)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> RevertRequest:
+        if (self.edit_id is None) == (self.notebook_path is None):
+            raise ValueError("give exactly one of editId and notebookPath")
+        return self
 
 
 class ThinkingLevelRequest(_Body):

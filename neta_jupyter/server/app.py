@@ -20,6 +20,7 @@ from ..store.health import DB_NAME, recovery_steps
 from . import handlers
 from .kernels import ServerKernels, kernels_for
 from .mcp import McpHandler, mcp_servers
+from .notebook_api import EditsHandler, RevertHandler
 from .notebooks import ServerNotebooks
 from .principals import KernelOwners
 from .redaction import install_redaction
@@ -87,6 +88,7 @@ class NetaApp(ExtensionApp, NetaSettings):
     runtime: Runtime
     store: Store
     kernels: ServerKernels | None = None
+    notebooks: ServerNotebooks | None = None
     store_failure: StorageError | None = None
     """Why the store could not be opened (then every route answers 503)."""
 
@@ -132,15 +134,16 @@ class NetaApp(ExtensionApp, NetaSettings):
             logger=self.log,
         )
         self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None
+        self.notebooks = (
+            ServerNotebooks(self.serverapp, self.store.records) if self.serverapp else None
+        )
         self.runtime = build_runtime(
             self,
             self.store,
             root_dir=root,
             data_dir=data_dir,
             kernels=self.kernels,
-            notebooks=ServerNotebooks(self.serverapp, self.store.records)
-            if self.serverapp is not None
-            else None,
+            notebooks=self.notebooks,
             logger=self.log,
         )
         try:
@@ -160,6 +163,7 @@ class NetaApp(ExtensionApp, NetaSettings):
         self.settings.update(
             neta_mcp=self.mcp,
             neta_runtime=self.runtime,
+            neta_notebooks=self.notebooks,
             neta_kernel_owners=owners,
             neta_redactor=self.store.redactor,
         )
@@ -197,6 +201,8 @@ class NetaApp(ExtensionApp, NetaSettings):
                 (rf"{api}/sessions/tree", handlers.SessionTreeHandler),
                 (rf"{api}/sessions/leaf", handlers.SessionLeafHandler),
                 (rf"{api}/sessions/compact", handlers.CompactHandler),
+                (rf"{api}/notebook/revert", RevertHandler),
+                (rf"{api}/notebook/edits", EditsHandler),
                 (rf"{api}/models", handlers.ModelsHandler),
                 (rf"{api}/mcp", McpHandler),
                 (rf"{api}/openapi.json", handlers.OpenApiHandler),

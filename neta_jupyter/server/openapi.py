@@ -16,6 +16,7 @@ from .schemas import (
     LeafRequest,
     RequestRef,
     ResumeRequest,
+    RevertRequest,
     RunRequest,
 )
 
@@ -166,6 +167,28 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "/neta/api/sessions/compact", (Operation("post", "Compact a session now", CompactRequest),)
+    ),
+    Route(
+        "/neta/api/notebook/revert",
+        (
+            Operation(
+                "post",
+                "Revert a notebook edit of a run (editId), or the last one of the latest run "
+                "from a notebook (notebookPath); 409 when the cell changed after the edit",
+                RevertRequest,
+                extra_errors=(409,),
+            ),
+        ),
+    ),
+    Route(
+        "/neta/api/notebook/edits",
+        (
+            Operation(
+                "get",
+                "A run's notebook edits, each with whether it was reverted",
+                query=(("requestId", True, "string"),),
+            ),
+        ),
     ),
     Route("/neta/api/models", (Operation("get", "Configured models"),)),
     Route("/neta/api/mcp", (Operation("get", "MCP servers, their state and their tools"),)),

@@ -143,7 +143,12 @@ async def revert(host: NotebookHost, edit: NotebookEdit) -> NotebookEdit:
     async with host.open() as cells:
         match edit.kind:
             case "insert" | "edit" | "move":
-                index, _ = _check(cells, edit.cell_id, edit.after_hash)
+                try:
+                    index, _ = _check(cells, edit.cell_id, edit.after_hash)
+                except CellChanged:
+                    raise
+                except NotebookError:  # the user deleted the cell since
+                    raise CellChanged(edit.cell_id, None) from None
                 _undo_present(cells, edit, index)
             case "delete":
                 if any(cells.cell(i).get("id") == edit.cell_id for i in range(len(cells))):

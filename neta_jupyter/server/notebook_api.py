@@ -1,0 +1,107 @@
+"""The notebook edits of runs: listed for the widget, reverted by its button and ``%neta undo``.
+
+An edit is reverted after its run may have ended, so its state lives in the store (not the run's
+closed event log): ``GET …/notebook/edits?requestId=`` shows each edit with whether it was
+reverted, and ``POST …/notebook/revert`` undoes one.
+"""
+
+from __future__ import annotations
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..runtime import Runtime
+from ..runtime.errors import RunNotFound
+from ..runtime.requests import RevertRequest
+from ..tools.notebook_doc import CellChanged, NotebookEdit, NotebookError, source_hash
+from ..tools.notebook_ops import revert
+from .base import NetaHandler
+from .errors import ApiError
+from .notebooks import ServerNotebooks, checked_path
+
+
+async def _owned(runtime: Runtime, principal: str, edit: NotebookEdit) -> NotebookEdit:
+    try:
+        await runtime.get_run(principal, edit.request_id)
+    except RunNotFound:
+        raise ApiError(404, "EDIT_NOT_FOUND", f"no notebook edit {edit.edit_id!r}") from None
+    return edit
+
+
+async def _latest_edit(runtime: Runtime, principal: str, path: str) -> NotebookEdit:
+    """The last edit not yet reverted of the principal's latest run from the notebook ``path``."""
+    for run in await runtime.list_runs(principal):
+        notebook = run.options.notebook_path
+        if notebook is None or notebook.replace("\\", "/").strip("/") != path:
+            continue
+        edits = await runtime.store.records.notebook_edits(run.request_id)
+        pending = [e for e in map(NotebookEdit.from_json, edits) if not e.reverted]
+        if not pending:
+            break
+        return pending[-1]
+    raise ApiError(404, "NOTHING_TO_UNDO", f"the latest run of {path} left no edit to revert")
+
+
+async def find_edit(runtime: Runtime, principal: str, body: RevertRequest) -> NotebookEdit:
+    """The edit the request names (404 when it is not the principal's)."""
+    if body.notebook_path is not None:
+        try:
+            path = checked_path(body.notebook_path)
+        except NotebookError as exc:
+            raise ApiError(400, "INVALID_FIELDS", str(exc)) from exc
+        return await _latest_edit(runtime, principal, path)
+    assert body.edit_id is not None
+    found = await runtime.store.records.get_notebook_edit(body.edit_id)
+    if found is None:
+        raise ApiError(404, "EDIT_NOT_FOUND", f"no notebook edit {body.edit_id!r}")
+    return await _owned(runtime, principal, NotebookEdit.from_json(found))
+
+
+async def revert_edit(notebooks: ServerNotebooks, edit: NotebookEdit) -> NotebookEdit:
+    """Undo the edit in its notebook; 409 when it cannot be undone as it stands."""
+    if edit.reverted:
+        raise ApiError(409, "ALREADY_REVERTED", f"edit {edit.edit_id} was already reverted")
+    try:
+        return await revert(notebooks.host(edit.path), edit)
+    except CellChanged as exc:
+        now = f" (its source now has hash {source_hash(exc.source)})" if exc.source else ""
+        raise ApiError(
+            409,
+            "CELL_CHANGED",
+            f"cell {edit.cell_id} changed after the edit{now}, so it was not reverted",
+        ) from exc
+    except NotebookError as exc:
+        raise ApiError(409, "CELL_CHANGED", str(exc)) from exc
+
+
+class NotebookHandler(NetaHandler):
+    """The notebook factory of the server, for the handlers below."""
+
+    @property
+    def notebooks(self) -> ServerNotebooks:
+        """Reaches a run's notebook as its tools do."""
+        notebooks: ServerNotebooks = self.settings["neta_notebooks"]
+        return notebooks
+
+
+class RevertHandler(NotebookHandler):
+    """``POST /neta/api/notebook/revert``: ``{editId}`` or ``{notebookPath}`` (its latest run)."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        edit = await find_edit(self.runtime, self.principal, self.parse_body(RevertRequest))
+        done = await revert_edit(self.notebooks, edit)
+        self.reply({"edit": done.payload()})
+
+
+class EditsHandler(NotebookHandler):
+    """``GET /neta/api/notebook/edits?requestId=``: a run's edits and whether each is reverted."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        request_id = self.query("requestId") or ""
+        await self.runtime.get_run(self.principal, request_id)
+        edits = await self.runtime.store.records.notebook_edits(request_id)
+        self.reply({"edits": [NotebookEdit.from_json(e).payload() for e in edits]})
