@@ -38,12 +38,14 @@ from .terminal.dispatch import BodyRenderer
 from .terminal.text import (
     CUT_OFF_NOTE,
     PREVIEW_WIDTH,
+    STALE_WORDS,
     ask_words,
     clean,
     compact_arguments,
     duration,
     edit_words,
     one_line,
+    read_preview,
     tool_words,
 )
 from .terminal.words import (
@@ -275,7 +277,17 @@ class TerminalRenderer(BodyRenderer):
     def _ask(self, ask: PermissionAskData) -> None:
         rule = f" ({one_line(ask.rule_description)})" if ask.rule_description else ""
         self._line(self.style.yellow(f"? {ask_words(ask.tool_name)} needs approval{rule}"))
-        self._line(self.style.dim(f"  arguments: {compact_arguments(ask.arguments)}"))
+        preview = read_preview(ask.preview)
+        if preview is None:
+            self._line(self.style.dim(f"  arguments: {compact_arguments(ask.arguments)}"))
+            return
+        if preview.stale:
+            self._line(self.style.red(f"  {STALE_WORDS}"))
+        if preview.kind == "diff":
+            self._diff(preview.text)
+            return
+        for line in preview.text.rstrip("\n").splitlines():
+            self._line(self.style.dim("    │ ") + line)
 
     def _resolved(self, data: PermissionResolvedData) -> None:
         paint = self.style.green if data.approved else self.style.red

@@ -152,3 +152,42 @@ def test_the_live_display_shows_a_notebook_edit_as_a_coloured_diff() -> None:
     assert removed[removed.rindex("\x1b[") :] != added[added.rindex("\x1b[") :], (
         "- and + in one colour"
     )
+
+
+def edit_ask(preview: dict[str, object]) -> list[str]:
+    """A notebook tool asking for approval, with what it would do."""
+    tool = {"type": "tool", "toolCallId": "c1", "toolName": "edit_cell"}
+    ask = {"askId": "a1", "toolName": "edit_cell", "toolCallId": "c1", "arguments": "{}"}
+    return [
+        envelope(0, "TOOL_START", **tool, arguments='{"cell_id": "ab12"}'),
+        envelope(1, "PERMISSION_ASK", type="permission_ask", **ask, preview=preview),
+    ]
+
+
+def test_the_plain_log_shows_what_a_notebook_tool_asks_to_do() -> None:
+    out = io.StringIO()
+    renderer = TerminalRenderer(out, color=False)
+    for payload in edit_ask({"kind": "diff", "text": DIFF, "cellId": "ab12", "stale": True}):
+        renderer.feed(payload)
+    text = out.getvalue()
+    assert "the cell changed since the agent read it: this edit will be refused" in text
+    assert "    -df.head()\n    +df.describe()\n" in text
+    assert "arguments:" not in text
+    out = io.StringIO()
+    renderer = TerminalRenderer(out, color=False)
+    for payload in edit_ask({"kind": "code", "text": "df.plot()\nplt.show()", "cellId": "cd34"}):
+        renderer.feed(payload)
+    assert "    │ df.plot()\n    │ plt.show()\n" in out.getvalue()
+
+
+def test_the_live_display_shows_what_a_notebook_tool_asks_to_do() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=100, height=40, force_terminal=True, color_system=None)
+    renderer = LiveRenderer(out, console=console)
+    for payload in edit_ask({"kind": "diff", "text": DIFF, "cellId": "ab12"}):
+        renderer.feed(payload)
+    renderer.close()
+    shown = out.getvalue()
+    assert "? edit_cell needs approval" in shown
+    assert "-df.head()" in shown and "+df.describe()" in shown
+    assert "will be refused" not in shown

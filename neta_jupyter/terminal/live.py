@@ -46,7 +46,7 @@ from ..events import (
     decode_event,
 )
 from .dispatch import BodyRenderer
-from .text import CUT_OFF_NOTE, clean, edit_words, one_line, phase_text
+from .text import CUT_OFF_NOTE, clean, edit_words, one_line, phase_text, read_preview
 from .views import (
     StatusLine,
     Tail,
@@ -363,7 +363,7 @@ class LiveRenderer(BodyRenderer):
         card = self._cards.pop(ask.tool_call_id, None) or ToolCard(ask.tool_call_id)
         card.name, card.arguments = ask.tool_name, ask.arguments
         self._asked.add(ask.tool_call_id)
-        self._print(card.asking(ask.rule_description))
+        self._print(card.asking(ask.rule_description, read_preview(ask.preview)))
 
     def _resolved(self, data: PermissionResolvedData) -> None:
         self._print(Text(resolution_words(data), style="green" if data.approved else "red"))

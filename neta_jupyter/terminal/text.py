@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from ..events import Usage
 
@@ -113,3 +115,26 @@ def edit_words(payload: dict[str, object], message: str | None) -> str:
         return message
     where = f" in {payload['path']}" if payload.get("path") else ""
     return f"{payload.get('kind', 'edit')} of cell {payload.get('cellId', '?')}{where}"
+
+
+STALE_WORDS = "the cell changed since the agent read it: this edit will be refused"
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a notebook tool asking for approval would do (``PERMISSION_ASK.preview``)."""
+
+    kind: str
+    """``diff`` (a cell change) or ``code`` (a cell to run)."""
+    text: str
+    stale: bool
+
+
+def read_preview(preview: dict[str, Any] | None) -> Preview | None:
+    """The preview of an ask, or None when there is none this client knows."""
+    if not preview or preview.get("kind") not in ("diff", "code"):
+        return None
+    text = preview.get("text")
+    if not isinstance(text, str):
+        return None
+    return Preview(str(preview["kind"]), clean(text), preview.get("stale") is True)

@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..events import ProcessData
-from .text import ask_words, clean, duration, one_line, tool_words
+from .text import STALE_WORDS, Preview, ask_words, clean, duration, one_line, tool_words
 
 PREVIEW_LINES = 8
 """Lines of a tool's output shown in its card."""
@@ -175,13 +175,13 @@ class ToolCard:
         title = Text(tool_words(self.name), style="bold cyan")
         return Panel(Group(head, body), title=title, title_align="left", border_style="cyan")
 
-    def asking(self, rule: str | None) -> Panel:
-        """The card of a call that waits for the user's approval."""
+    def asking(self, rule: str | None, preview: Preview | None = None) -> Panel:
+        """The card of a call that waits for the user's approval (what it would do, if known)."""
         why = f" ({one_line(rule)})" if rule else ""
         title = Text(f"? {ask_words(self.name)} needs approval{why}", style="bold yellow")
         self.arguments_shown = True
         return Panel(
-            arguments_view(self.name, self.arguments),
+            preview_view(preview) if preview else arguments_view(self.name, self.arguments),
             title=title,
             title_align="left",
             border_style="yellow",
@@ -213,6 +213,18 @@ def edit_panel(words: str, diff: str) -> Panel:
     """A notebook edit a tool applied: what it changed, and the diff."""
     title = Text(f"✎ {one_line(words)}", style="bold magenta")
     return Panel(diff_view(diff), title=title, title_align="left", border_style="magenta")
+
+
+def preview_view(preview: Preview) -> RenderableType:
+    """A notebook tool's preview: the edit's diff, or the cell it would run."""
+    shown: RenderableType = (
+        diff_view(preview.text)
+        if preview.kind == "diff"
+        else Syntax(preview.text.rstrip("\n"), "python", theme=_CODE_THEME, word_wrap=True)
+    )
+    if not preview.stale:
+        return shown
+    return Group(Text(STALE_WORDS, style="bold red"), shown)
 
 
 def process_row(table: Table, data: ProcessData) -> None:
