@@ -20,6 +20,7 @@ from tests.notebook_room import (
     until,
     write_notebook,
 )
+from tests.test_kernel_tools import SETUP, kernel_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -271,3 +272,29 @@ async def test_without_a_notebook_the_tools_are_not_offered(
     await api.segment(started["requestId"])
     offered = {t.name for t in model.requests[0].tools}
     assert "read_notebook" not in offered and "edit_cell" not in offered
+
+
+async def test_the_demo_model_adds_a_plot_cell_runs_it_and_answers_from_its_output(
+    api: ApiClient, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    write_notebook(jp_root_dir / "demo.ipynb", ("markdown", "# Prices"))
+    async with kernel_of(jp_serverapp) as (kernel_id, bridge):
+        await bridge.execute(SETUP)
+        started = await api.start(
+            "add a cell that plots the x column of df",
+            model="demo",
+            notebookPath="demo.ipynb",
+            kernelId=kernel_id,
+            approve="auto",
+        )
+        events = await api.segment(started["requestId"])
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    calls = [e["data"]["toolName"] for e in events if e["eventType"] == "TOOL_START"]
+    assert calls[-3:] == ["read_notebook", "insert_cell", "run_cell"]
+    answer = "".join(e["data"]["text"] for e in events if e["eventType"] == "TEXT_DELTA")
+    assert "I added cell" in answer and "I ran it" in answer
+    assert "I was shown the picture it made" in answer
+    cells = saved_cells(jp_root_dir / "demo.ipynb")
+    assert len(cells) == 2 and "plot" in cells[1]["source"]
+    assert cells[1]["metadata"]["neta"]["prompt"] == "add a cell that plots the x column of df"
+    assert any("image/png" in o.get("data", {}) for o in cells[1]["outputs"])

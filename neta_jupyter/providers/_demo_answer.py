@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from . import _demo_delegate
+from . import _demo_delegate, _demo_notebook
 from ._demo_reading import (
     _COMPUTE,
     _DATA,
@@ -30,6 +30,7 @@ _IDEAS = {
     "inspect_variable": '"plot the column with the most missing values"',
     "python": '"plot a histogram of df", or another calculation',
     "delegate": '"summarise one of those files"',
+    "run_cell": '"add a cell that plots a histogram of df"',
 }
 _ABILITIES = {
     "list_files": 'list the files next to your notebook: "what files are here?"',
@@ -38,6 +39,7 @@ _ABILITIES = {
     "inspect_variable": 'inspect a dataframe: "which columns of df have missing values?"',
     "python": 'run Python in your kernel, with your permission: "what is 17*23?"',
     "delegate": 'hand independent parts to sub-agents: "compare notes.txt and data.csv"',
+    "insert_cell": 'write and run cells in this notebook: "add a cell that plots df"',
 }
 _DIRECT_ANSWER = """### Hello from the demo model
 
@@ -141,6 +143,8 @@ def _fenced(text: str, language: str = "text", limit: int = 15) -> list[str]:
 def _facts(done: _Done) -> list[str]:
     """Bullet points with what one successful call returned."""
     alone = _Turn("", (), (done,))
+    if (notebook := _demo_notebook.facts(done)) is not None:
+        return notebook
     match done.name:
         case "list_files":
             entries = _entries(alone)

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
-from . import _demo_delegate
+from . import _demo_delegate, _demo_notebook
 from ._demo_answer import _answer, _reasoning
 from ._demo_reading import (
     _COMPUTE,
@@ -129,7 +129,11 @@ def _candidates(turn: _Turn) -> Iterator[_Call]:
         # do, and python (which asks first) queues behind the cell.
         if not _kernel_busy(turn) and (name := _variable_to_inspect(turn)):
             yield _Call("inspect_variable", {"name": name}, f"inspect `{name}` in detail")
-    if python := _python_call(turn):
+    python = _python_call(turn)
+    if _demo_notebook.wants_cells(turn):
+        # The code goes into a cell of the notebook, where the user sees and keeps it.
+        yield from _demo_notebook.notebook_calls(turn, python)
+    elif python is not None:
         yield python
 
 
