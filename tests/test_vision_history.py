@@ -8,6 +8,7 @@ them again, and says so when a file is gone.
 from __future__ import annotations
 
 import base64
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
-from neta_jupyter.providers.base import Image, Message, ModelRequest, ToolCall
+from neta_jupyter.providers.base import (
+    Image,
+    Message,
+    ModelRequest,
+    ProviderInvalidRequest,
+    ToolCall,
+)
 from neta_jupyter.providers.openai_compat import OpenAIChatModel
 from tests.helpers import ApiClient, types
 from tests.provider_server import ProviderServer, Reply, guarded_client, openai_stream, serve
@@ -125,4 +132,65 @@ async def test_a_figure_is_shown_again_after_a_resume_and_named_once_its_file_is
     tool = next(m for m in after_deletion.json["messages"] if m.get("tool_call_id") == "call_plot")
     assert tool["content"].endswith(
         "[image call_plot-figure-1.png: not shown, its file is no longer stored]"
+    )
+
+
+async def test_a_text_only_server_sent_a_picture_says_to_turn_vision_off(
+    provider: ProviderServer, client: httpx.AsyncClient
+) -> None:
+    """llama.cpp without a vision projector fails the request; retrying cannot help."""
+    message = (
+        "image input is not supported - hint: if this is unexpected, you may need to provide "
+        "the mmproj"
+    )
+    provider.reply(Reply.error(500, {"error": {"code": 500, "message": message}}))
+    request = ModelRequest(
+        system="", messages=[Message("user", "see", images=[Image("image/png", PIXEL)])], tools=[]
+    )
+    model = OpenAIChatModel("m", base_url=f"{provider.url}/v1", api_key="", client=client)
+    with pytest.raises(ProviderInvalidRequest) as refused:
+        _ = [part async for part in model.stream(request)]
+    assert message in str(refused.value)
+    assert str(refused.value).endswith(
+        '(the model takes no images: set "vision": false on its endpoint)'
+    )
+
+
+def big_png() -> bytes:
+    from PIL import Image as Pillow
+
+    buffer = io.BytesIO()
+    Pillow.new("RGB", (800, 600), (30, 120, 200)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+async def upload(api: ApiClient, content: bytes) -> dict[str, Any]:
+    response = await api.http.post(
+        "neta/api/agent/attachment/upload",
+        params={"fileName": "big.png"},
+        content=content,
+        headers={"Content-Type": "image/png"},
+    )
+    assert response.status_code == 200, response.text
+    uploaded: dict[str, Any] = response.json()
+    return uploaded
+
+
+async def test_an_attached_picture_is_scaled_and_the_demo_model_says_what_it_got(
+    api: ApiClient, provider: ProviderServer
+) -> None:
+    picture = await upload(api, big_png())
+    attach = [{"attachmentId": picture["attachmentId"]}]
+    provider.reply(Reply(body=openai_stream(text=["Blue."])))
+    rid = (await api.start("what colour?", model="local:m", attachments=attach))["requestId"]
+    assert types(await api.segment(rid))[-1] == "MESSAGE_COMPLETED"
+    [shown] = pictures_in(provider.requests[0])
+    assert size_of(shown) == (200, 150)
+
+    rid = (await api.start("what colour?", model="demo", attachments=attach))["requestId"]
+    events = await api.segment(rid)
+    answer = "".join(e["data"]["text"] for e in events if e["eventType"] == "TEXT_DELTA")
+    assert (
+        "I was shown the picture you attached: big.png (800x600 PNG, shown scaled to 200x150 "
+        "PNG), received as a 200x150 PNG image." in answer
     )

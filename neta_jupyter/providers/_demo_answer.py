@@ -97,11 +97,13 @@ def _reasoning(turn: _Turn, call: _Call | None, unavailable: list[str]) -> str:
 
 
 def _answer(turn: _Turn, unavailable: list[str]) -> str:
+    seen = [f"- I was shown the picture you attached: {p}." for p in turn.attached]
     if not turn.done and not unavailable:
         abilities = [f"- {_ABILITIES[n]} (`{n}`)" for n in turn.offered if n in _ABILITIES]
         abilities = abilities or ["- only talk: no tools are enabled in this run."]
-        return _DIRECT_ANSWER.format(prompt=_quote(turn.prompt), abilities="\n".join(abilities))
-    lines = [_lead(turn), ""]
+        direct = _DIRECT_ANSWER.format(prompt=_quote(turn.prompt), abilities="\n".join(abilities))
+        return "\n".join([direct, *seen, ""]) if seen else direct
+    lines = [_lead(turn), "", *seen]
     for done in turn.done:
         lines += _failure(done) if done.failed else _facts(done)
         lines += [f"- I was shown the picture it made: {p}." for p in done.pictures]

@@ -57,6 +57,7 @@ _SHAPE = re.compile(r"\((\d+),\s*(\d+)\)|(\d+)\s*rows?\D{1,12}?(\d+)\s*col", re.
 _READ_HEADER = re.compile(r"^(?:Contents of |Only lines? \d).*:$|^.+ is empty \(0 bytes\)\.$")
 _READ_TOTALS = re.compile(r"([\d,]+) lines?(?: or more)?(?:, | \()([\d,]+) bytes?")
 _NOTHING_PRINTED = re.compile(r"^\(the code ran and printed nothing")
+_SHOWN_PICTURE = re.compile(r"\s*\[Attached file [^\]\n]*\] \(shown as an image\)")
 _READ_SPAN = re.compile(r"^Only lines? (\d+)(?:-(\d+))?")
 
 
@@ -92,6 +93,8 @@ class _Turn:
     prompt: str
     offered: tuple[str, ...]
     done: tuple[_Done, ...]
+    attached: tuple[str, ...] = ()
+    """What it shows of each picture attached to the prompt (as :attr:`_Done.pictures`)."""
     plain: str = field(init=False)  # without file names, which read as data words otherwise
     files: list[str] = field(init=False)
     expr: str | None = field(init=False)
@@ -156,8 +159,10 @@ def _read_turn(request: ModelRequest) -> _Turn:
                 replies.remove(reply)
             output, pictures = (reply.content, _pictures(reply)) if reply else ("", ())
             done.append(_Done(call.name, _loads(call.arguments), output, pictures))
-    prompt = messages[start].content if start >= 0 else ""
-    return _Turn(prompt, tuple(t.name for t in request.tools), tuple(done))
+    # A picture it is shown is no file to read: its label is not part of the question.
+    prompt = _SHOWN_PICTURE.sub("", messages[start].content) if start >= 0 else ""
+    attached = _pictures(messages[start]) if start >= 0 else ()
+    return _Turn(prompt, tuple(t.name for t in request.tools), tuple(done), attached)
 
 
 def _pictures(reply: Message) -> tuple[str, ...]:

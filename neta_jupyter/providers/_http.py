@@ -56,6 +56,9 @@ _BAD_REQUEST = re.compile(
     r"|invalid (?:json|argument|param|request|value|base64|tool)",
     re.IGNORECASE,
 )
+# llama.cpp without a vision projector: "image input is not supported - hint: … mmproj"; vLLM
+# and others say a text-only model takes no "image" content.
+_NO_IMAGES = re.compile(r"image input is not supported|image.{0,40}not supported|mmproj", re.I)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TRANSIENT_STATUSES = frozenset({408, 409, 502, 503, 504, 529})
 """Statuses that say "later": overload, gateways, timeouts. Other 5xx may repeat every time."""
@@ -176,6 +179,8 @@ def error_for_status(
 ) -> ProviderError:
     """The typed error for an HTTP error status (or the status a stream error stands for)."""
     detail = scrub(error.message, secret) or f"HTTP {status}"
+    if _NO_IMAGES.search(error.message):
+        detail += ' (the model takes no images: set "vision": false on its endpoint)'
     where = f"{vendor.label} (HTTP {status})"
     if status == 429:
         if error.code in _QUOTA_CODES or error.type in _QUOTA_CODES:

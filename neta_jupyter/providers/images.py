@@ -64,6 +64,14 @@ def describe(data: bytes, media_type: str) -> str:
     return f"{size[0]}x{size[1]} {kind}" if size else kind
 
 
+def labelled(name: str, original: Image, fitted: Image) -> Image:
+    """``fitted`` named ``name (2400x1600 PNG, shown scaled to 1568x1045 PNG)``."""
+    label = f"{name} ({describe(original.data, original.media_type)}"
+    if fitted.data is not original.data:
+        label += f", shown scaled to {describe(fitted.data, fitted.media_type)}"
+    return Image(fitted.media_type, fitted.data, f"{label})")
+
+
 def fit(image: Image, limits: ImageLimits) -> Fitted:
     """``image`` within ``limits``: as it is when it fits, else scaled and re-encoded."""
     try:

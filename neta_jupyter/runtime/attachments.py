@@ -23,7 +23,7 @@ from pydantic.alias_generators import to_camel
 from ..events import AttachmentData, EventType, StatusCode
 from ..events.redact import Redactor
 from ..providers.base import Image
-from ..providers.images import ImageLimits, fit
+from ..providers.images import ImageLimits, fit, labelled
 from ..store import AttachmentRecord, RecordStore, new_id
 from .config import RuntimeConfig
 from .emitter import RunEmitter
@@ -384,8 +384,9 @@ class Shown:
         if kind in _IMAGE_TYPES:
             if not self._images:
                 return f"{label}\n(an image; this model cannot be shown images)", None
-            if (fitted := fit(Image(kind, data, name), self._limits).image) is not None:
-                return f"{label} (shown as an image)", fitted
+            original = Image(kind, data)
+            if (fitted := fit(original, self._limits).image) is not None:
+                return f"{label} (shown as an image)", labelled(name, original, fitted)
             return f"{label}\n(an image that could not be read; it is not shown)", None
         if kind.startswith("text/") or kind in _TEXT_TYPES or _looks_like_text(data):
             return f"{label}\n```\n{_inline(data.decode('utf-8', errors='replace'))}\n```", None

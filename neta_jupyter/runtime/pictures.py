@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..providers.base import Image
-from ..providers.images import ImageLimits, describe, fit
+from ..providers.images import ImageLimits, describe, fit, labelled
 from ..store import AttachmentRecord, Entry, RecordStore
 from .tree import CALL_META
 
@@ -98,12 +98,9 @@ class ToolPictures:
         what = describe(data, kind)
         if not self._vision:
             return f"[image {name}: {what}, not shown: this model does not accept images]", None
-        fitted = fit(Image(kind, data), self._limits)
-        if fitted.image is None:
+        original = Image(kind, data)
+        fitted = fit(original, self._limits).image
+        if fitted is None:
             return f"[image {name}: {what}, not shown: not a picture format models take]", None
-        label = f"{name} ({what}"
-        if fitted.image.data is not data:
-            label += f", shown scaled to {describe(fitted.image.data, fitted.image.media_type)}"
-        label += ")"
         older = f"[image {name}: {what}, shown in an earlier request, not repeated here]"
-        return older, Image(fitted.image.media_type, fitted.image.data, label)
+        return older, labelled(name, original, fitted)
