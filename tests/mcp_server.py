@@ -1,7 +1,9 @@
 """An MCP server written with the SDK, for the tests: ``python tests/mcp_server.py [http PORT]``.
 
 Its tools: a read-only lookup, a note writer that changes things, one that fails, one that shows
-the token it was given (to prove it is redacted), an image and a structured result.
+the token it was given (to prove it is redacted), an image, a structured result and a binary
+resource. ``--delay SECONDS`` makes it wait that long before it answers at all (a slow start);
+``PID_FILE`` in its environment names a file it writes its process id to.
 """
 
 from __future__ import annotations
@@ -9,12 +11,13 @@ from __future__ import annotations
 import base64
 import os
 import sys
+import time
 from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import BlobResourceContents, EmbeddedResource, ToolAnnotations
 
 # A 1x1 PNG.
 PIXEL = base64.b64decode(
@@ -85,6 +88,14 @@ def header(ctx: Context) -> str:
     return f"token header is {headers.get('x-token')}"
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def export(name: str) -> EmbeddedResource:
+    """A small CSV report, as a binary resource."""
+    blob = base64.b64encode(b"region,rain\nnorth,12\n").decode()
+    contents = BlobResourceContents(uri=f"file:///reports/{name}", mime_type="text/csv", blob=blob)
+    return EmbeddedResource(type="resource", resource=contents)
+
+
 def _mark(marker: str, text: str) -> None:
     Path(marker).write_text(text)
 
@@ -101,7 +112,18 @@ async def wait(marker: str) -> str:
     return "waited"
 
 
+def _prelude(argv: list[str]) -> list[str]:
+    """Write the pid file, wait out ``--delay``; the arguments left."""
+    if pid_file := os.environ.get("PID_FILE"):
+        Path(pid_file).write_text(str(os.getpid()))
+    if argv[:1] == ["--delay"]:
+        time.sleep(float(argv[1]))
+        return argv[2:]
+    return argv
+
+
 if __name__ == "__main__":
+    sys.argv[1:] = _prelude(sys.argv[1:])
     print(f"starting with token {os.environ.get('MCP_TEST_TOKEN', 'none')}", file=sys.stderr)
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

@@ -71,7 +71,11 @@ def neta_config(
         json.dumps(
             {
                 "mcpServers": {
-                    "web": {"url": http_mcp, "headers": {"X-Token": "${NETA_MCP_HTTP_TOKEN}"}},
+                    "web": {
+                        "url": http_mcp,
+                        "headers": {"X-Token": "${NETA_MCP_HTTP_TOKEN}"},
+                        "startup": True,
+                    },
                     "nameless": {"args": ["x"]},
                     "off": {"command": sys.executable, "args": [SERVER], "disabled": True},
                 }
@@ -87,11 +91,12 @@ def neta_config(
                     "NOTES_FILE": str(tmp_path / "notes.txt"),
                     "MCP_TEST_TOKEN": "${NETA_MCP_TEST_TOKEN}",
                 },
+                "startup": True,
             },
-            "slow": {"command": sys.executable, "args": [SERVER], "timeout": 1},
+            "slow": {"command": sys.executable, "args": [SERVER], "timeout": 1, "startup": True},
             "typo": {"command": ["python"], "args": []},
             "unset": {"command": "x", "env": {"K": "${NETA_MCP_NEVER_SET}"}},
-            "gone": {"command": str(tmp_path / "no-such-server")},
+            "gone": {"command": str(tmp_path / "no-such-server"), "startup": True},
         },
         "permission_rules": [
             {"tool": "web__header", "action": "allow"},
@@ -279,7 +284,15 @@ async def test_a_server_that_exits_mid_call_fails_the_call_and_is_started_for_th
     failed = next(e["data"] for e in events if e["eventType"] == "TOOL_FAILED")
     assert failed["toolName"] == "cat__crash" and "exited during the call" in failed["errorMessage"]
     done = next(e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED")
-    assert done["output"] == "the value of after is 42"
+    # The restart is part of the next call, in its timeline (and so its process log is named).
+    assert done["output"].splitlines()[0] == "the value of after is 42"
+    restart = [
+        e["data"]
+        for e in events
+        if e["eventType"] == "PROCESS_EVENT" and e["data"].get("toolCallId") == done["toolCallId"]
+    ]
+    assert restart[0]["message"] == "MCP server cat exited; starting it again"
+    assert restart[-1]["status"] == "completed" and "cat is ready" in restart[-1]["message"]
     assert {s["name"]: s["state"] for s in (await listing(api))["servers"]}["cat"] == "ready"
 
 

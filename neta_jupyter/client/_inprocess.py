@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..mcp import servers_of
 from ..runtime import RunApiError, Runtime
 from ..runtime.answers import (
     models_json,
@@ -203,7 +204,8 @@ class InProcessTransport:
         return models_json(self.runtime)
 
     async def _mcp(self, _call: Call) -> Answer:
-        return {"servers": [], "problems": []}  # MCP servers belong to the Jupyter server
+        servers = servers_of(self.runtime.tools)
+        return servers.as_json() if servers else {"servers": [], "problems": []}
 
     # --- the stream
 

@@ -1,7 +1,17 @@
 """Tools from MCP servers: their configuration, one held session per server, their results."""
 
-from .config import CONFIG_FILE, Entries, HttpServer, ServerEntry, StdioServer, parse, read_file
-from .servers import McpServer, McpServers, McpTool, neta_name
+from .config import (
+    CONFIG_FILE,
+    Entries,
+    HttpServer,
+    ServerEntry,
+    StdioServer,
+    configured,
+    parse,
+    read_file,
+)
+from .fleet import McpServers, build, servers_of
+from .servers import McpServer, McpTool, neta_name
 
 __all__ = [
     "CONFIG_FILE",
@@ -12,7 +22,10 @@ __all__ = [
     "McpTool",
     "ServerEntry",
     "StdioServer",
+    "build",
+    "configured",
     "neta_name",
     "parse",
     "read_file",
+    "servers_of",
 ]

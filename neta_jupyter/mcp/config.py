@@ -34,6 +34,10 @@ class StdioServer(BaseModel):
     cwd: str | None = None
     timeout: float | None = Field(default=None, gt=0)
     """Seconds one call may take (default: ``c.NetaApp.mcp_call_timeout``)."""
+    startup: bool = False
+    """Started with the Jupyter server (else when a run first may use its tools)."""
+    start_timeout: float | None = Field(default=None, gt=0, alias="startTimeout")
+    """Seconds a start may take (default: ``c.NetaApp.mcp_start_timeout``)."""
 
 
 class HttpServer(BaseModel):
@@ -46,6 +50,10 @@ class HttpServer(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout: float | None = Field(default=None, gt=0)
     """Seconds one call may take (default: ``c.NetaApp.mcp_call_timeout``)."""
+    startup: bool = False
+    """Started with the Jupyter server (else when a run first may use its tools)."""
+    start_timeout: float | None = Field(default=None, gt=0, alias="startTimeout")
+    """Seconds a start may take (default: ``c.NetaApp.mcp_start_timeout``)."""
 
 
 ServerSpec = StdioServer | HttpServer
@@ -87,6 +95,21 @@ def read_file(path: Path) -> tuple[dict[str, Any], str | None]:
     if not isinstance(servers, dict):
         return {}, f"{path}: 'mcpServers' must be an object of server name → settings"
     return servers, None
+
+
+def configured(
+    traits: dict[str, Any], config_dir: Path, environ: dict[str, str] | None = None
+) -> tuple[Entries, list[str]]:
+    """The servers of ``mcp.json`` in ``config_dir``, with ``traits`` over them.
+
+    ``traits`` is ``c.NetaApp.mcp_servers``. Also returned: the problems that belong to no one
+    server (an unreadable file).
+    """
+    raw, problem = read_file(config_dir / CONFIG_FILE)
+    chosen = dict(traits)
+    if set(chosen) == {"mcpServers"}:  # the file's shape, pasted whole
+        chosen = dict(chosen["mcpServers"])
+    return parse({**raw, **chosen}, environ), [problem] if problem else []
 
 
 def parse(raw: dict[str, Any], environ: dict[str, str] | None = None) -> Entries:

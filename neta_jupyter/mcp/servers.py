@@ -1,8 +1,10 @@
-"""One session per configured MCP server, held for the server's lifetime, and its tools.
+"""One configured MCP server: its held session, its lifecycle and its tools.
 
 Each session lives in a task of its own: the SDK's transports are anyio task groups, which must be
-entered and left by the same task. Calls from runs go through the held session; a server that
-cannot start is kept with its error, and its tools are simply not offered.
+entered and left by the same task. A server starts when a run first may use its tools (or with
+the Jupyter server, ``"startup": true``); one that exits is started again when next needed, after
+a pause that grows while it keeps crashing; one that cannot start keeps its error, its tools are
+not offered, and a later run tries again once a growing pause has passed.
 """
 
 from __future__ import annotations
@@ -10,12 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
-import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
@@ -24,12 +25,19 @@ from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import BaseModel, ConfigDict
 
 from ..providers.base import ToolDefinition
-from ..tools import Tool, ToolContext, ToolError, ToolRegistry, ToolResult
-from ..tools.registry import json_arguments
-from .config import Entries, HttpServer, ServerEntry, ServerSpec
+from ..tools import Tool, ToolContext, ToolError, ToolResult
+from ..tools.registry import (
+    ProcessSink,
+    ProcessSource,
+    ProcessStatus,
+    ProcessTarget,
+    json_arguments,
+)
+from .config import HttpServer, ServerEntry, ServerSpec
 from .results import tool_result
+from .stderr import StderrLog
 
-State = Literal["starting", "ready", "failed", "exited", "stopped", "invalid", "disabled"]
+State = Literal["idle", "starting", "ready", "failed", "exited", "stopped", "invalid", "disabled"]
 SEPARATOR = "__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -72,36 +80,89 @@ class McpServer:
         logger: logging.Logger,
         start_timeout: float,
         call_timeout: float | None,
+        on_ready: Callable[[McpServer], None] = lambda server: None,
     ) -> None:
         self.entry = entry
         self.name = entry.name
-        self.state: State = (
-            "invalid" if entry.spec is None else "disabled" if entry.disabled else "stopped"
-        )
+        spec = entry.spec
+        self.state: State = "invalid" if spec is None else "disabled" if entry.disabled else "idle"
         self.error: str | None = entry.error
         self.tools: list[types.Tool] = []
+        self.attempts = 0
+        """Starts begun so far (each names its own operation in a run's timeline)."""
         self._redact = redact
         self._log = logger
-        self._start_timeout = start_timeout
-        self._call_timeout = (entry.spec.timeout if entry.spec else None) or call_timeout
+        self.start_timeout = (spec.start_timeout if spec else None) or start_timeout
+        self._call_timeout = (spec.timeout if spec else None) or call_timeout
+        self._on_ready = on_ready
         self._session: ClientSession | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._restart = asyncio.Lock()
+        self._starting: asyncio.Task[None] | None = None
         self._crashes = 0
+        self._failed_starts = 0
+        self._retry_at = 0.0
+
+    @property
+    def prefix(self) -> str:
+        """What the names of its tools begin with."""
+        return f"{self.name}{SEPARATOR}"
+
+    @property
+    def at_startup(self) -> bool:
+        """Started with the Jupyter server rather than on first use."""
+        spec = self.entry.spec
+        return spec is not None and spec.startup and not self.entry.disabled
+
+    def claims(self, name: str) -> bool:
+        """Whether ``name`` may be one of its tools (it is configured and enabled)."""
+        return name.startswith(self.prefix) and self.state not in ("invalid", "disabled")
+
+    def ensure_started(self) -> asyncio.Task[None] | None:
+        """The start under way, or one begun now; ``None`` when there is none to wait for.
+
+        Nothing starts for a running, invalid or disabled server, nor for one whose last start
+        failed less than its pause ago.
+        """
+        if self._starting is not None and not self._starting.done():
+            return self._starting
+        if self.state not in ("idle", "exited", "failed", "stopped"):
+            return None
+        if self.state == "failed" and time.monotonic() < self._retry_at:
+            return None
+        self.attempts += 1
+        self._starting = asyncio.create_task(self._start(), name=f"mcp-start-{self.name}")
+        return self._starting
+
+    @property
+    def pause(self) -> float:
+        """Seconds the next start waits: none after one crash, then 1, 2, 4 … 30 s."""
+        return 0.0 if self._crashes <= 1 else min(30.0, 2.0 ** (self._crashes - 2))
+
+    async def _start(self) -> None:
+        if self.state == "exited" and self.pause:
+            await asyncio.sleep(self.pause)
+        await self.start()
+        if self.state == "ready":
+            self._failed_starts = 0
+            self._on_ready(self)
+        elif self.state == "failed":
+            self._failed_starts += 1
+            wait = min(300.0, 5.0 * 2.0 ** (self._failed_starts - 1))
+            self._retry_at = time.monotonic() + wait
 
     async def start(self) -> None:
         """Start the server and list its tools; on failure the error is kept, never raised."""
         if self.entry.spec is None or self.entry.disabled:
             return
-        self.state = "starting"
+        self.state, self.error = "starting", None
         self._ready, self._stop = asyncio.Event(), asyncio.Event()
         self._task = asyncio.create_task(self._hold(), name=f"mcp-{self.name}")
         try:
-            await asyncio.wait_for(self._ready.wait(), self._start_timeout)
+            await asyncio.wait_for(self._ready.wait(), self.start_timeout)
         except TimeoutError:
-            self._fail(f"did not start within {self._start_timeout:g} s")
+            self._fail(f"did not start within {self.start_timeout:g} s")
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
@@ -140,7 +201,7 @@ class McpServer:
         params = StdioServerParameters(
             command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=spec.cwd
         )
-        errlog = stack.enter_context(_StderrLog(self.name, self._log, self._redact))
+        errlog = stack.enter_context(StderrLog(self.name, self._log, self._redact))
         streams = await stack.enter_async_context(stdio_client(params, errlog=errlog.file))
         errlog.started()
         return streams
@@ -151,13 +212,21 @@ class McpServer:
         self._log.warning("neta: MCP server %s: %s", self.name, self.error)
 
     async def close(self) -> None:
-        """End the session and the server."""
+        """End the session and the server (and a start under way)."""
+        if self._starting is not None and self._starting is not asyncio.current_task():
+            self._starting.cancel()
         self._stop.set()
-        if self._task is not None:
+        task = self._task
+        if task is not None and not task.done():
+            if self._session is None:
+                task.cancel()  # still connecting: there is no session to end politely
             try:
-                await asyncio.wait_for(asyncio.shield(self._task), 10)
+                await asyncio.wait_for(asyncio.shield(task), 10)
+            except asyncio.CancelledError:
+                if not task.cancelled():
+                    raise  # this close itself was cancelled
             except (TimeoutError, Exception):  # closing must not fail the shutdown
-                self._task.cancel()
+                task.cancel()
         if self.state in ("ready", "starting"):
             self.state = "stopped"
 
@@ -167,8 +236,8 @@ class McpServer:
         The server's progress notifications become the call's process events and card title;
         a cancelled call (the run was stopped) is cancelled on the server too, by the SDK.
         """
-        if self.state == "exited":
-            await self._start_again()
+        if self.state != "ready" and (starting := self.ensure_started()) is not None:
+            await watch_start(self, starting, ctx.process, target="tool")
         session = self._session
         if session is None:
             raise ToolError(f"MCP server {self.name} is not running ({self.error or self.state})")
@@ -213,16 +282,6 @@ class McpServer:
         self.state, self.error = "exited", "exited; started again on the next call"
         self._crashes += 1
         self._log.warning("neta: MCP server %s exited", self.name)
-
-    async def _start_again(self) -> None:
-        """Start an exited server: at once, then after 1, 2, 4 … 30 s while it keeps crashing."""
-        async with self._restart:
-            if self.state != "exited":
-                return  # another call started it meanwhile
-            if self._crashes > 1:
-                await asyncio.sleep(min(30.0, 2.0 ** (self._crashes - 2)))
-            self.error = None
-            await self.start()
 
     def neta_tools(self) -> list[McpTool]:
         """The server's tools as neta tools."""
@@ -273,85 +332,47 @@ class McpServer:
         return out
 
 
-class McpServers:
-    """Every configured server: started with the extension, closed at shutdown."""
+async def watch_start(
+    server: McpServer,
+    starting: asyncio.Task[None],
+    progress: ProcessSink,
+    *,
+    target: ProcessTarget = "runtime",
+) -> None:
+    """Wait for ``starting``, reporting it each second as an operation of ``progress``.
 
-    def __init__(
-        self,
-        entries: Entries,
-        *,
-        redact: Callable[[str], str],
-        logger: logging.Logger,
-        start_timeout: float = 30.0,
-        call_timeout: float | None = None,
-        problems: list[str] | None = None,
-    ) -> None:
-        self.servers = [
-            McpServer(
-                e,
-                redact=redact,
-                logger=logger,
-                start_timeout=start_timeout,
-                call_timeout=call_timeout,
-            )
-            for e in entries.servers
-        ]
-        self.problems = [redact(p) for p in problems or []]
-        """Configuration problems that belong to no one server (an unreadable file)."""
-        for entry in entries.servers:
-            if entry.error:
-                logger.warning("neta: %s", redact(entry.error))
+    A run stopped meanwhile leaves the start going: the next run that needs the server has it.
+    """
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    source: ProcessSource = "runtime" if target == "runtime" else "tool"
+    operation = f"op_mcp_{server.name}_{server.attempts}"
 
-    async def start(self, registry: ToolRegistry) -> None:
-        """Start every server at once; each one's tools join ``registry`` once it is up."""
-
-        async def start(server: McpServer) -> None:
-            await server.start()
-            for t in server.neta_tools():
-                registry.register(t)
-
-        await asyncio.gather(*(start(s) for s in self.servers))
-
-    async def close(self) -> None:
-        """Close every session."""
-        await asyncio.gather(*(s.close() for s in self.servers))
-
-    def as_json(self) -> dict[str, Any]:
-        """What ``GET /neta/api/mcp`` answers."""
-        return {"servers": [s.as_json() for s in self.servers], "problems": self.problems}
-
-
-class _StderrLog:
-    """A stdio server's stderr, line by line into the server log with secrets cut out."""
-
-    def __init__(self, name: str, logger: logging.Logger, redact: Callable[[str], str]) -> None:
-        read_end, write_end = os.pipe()
-        self.file: TextIO = os.fdopen(write_end, "w")
-        self._reader = threading.Thread(
-            target=self._pump,
-            args=(os.fdopen(read_end, encoding="utf-8", errors="replace"),),
-            name=f"mcp-{name}-stderr",
-            daemon=True,
+    def say(status: ProcessStatus, message: str, **more: Any) -> None:
+        progress.report(
+            status=status,
+            stage=server.name,
+            message=message,
+            operation_id=operation,
+            target_type=target,
+            source=source,
+            **more,
         )
-        self._name, self._log, self._redact = name, logger, redact
-        self._reader.start()
 
-    def _pump(self, lines: TextIO) -> None:
-        with lines:
-            for line in lines:
-                if text := line.rstrip():
-                    self._log.info("neta: MCP server %s: %s", self._name, self._redact(text))
-
-    def started(self) -> None:
-        """The server has its own copy of the pipe: ours closes, so its exit ends the reader."""
-        self.file.close()
-
-    def __enter__(self) -> _StderrLog:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if not self.file.closed:
-            self.file.close()
+    what = f"MCP server {server.name}"
+    if server.state == "exited":
+        pause = f" in {server.pause:g} s" if server.pause else ""
+        say("started", f"{what} exited; starting it again{pause}")
+    else:
+        say("started", f"starting {what}")
+    while not (await asyncio.wait({starting}, timeout=1.0))[0]:
+        waited = round(loop.time() - began)
+        limit = server.start_timeout
+        say("running", f"starting {what} ({waited} s)", current=waited, total=limit)
+    if server.state == "ready":
+        say("completed", f"{what} is ready ({len(server.tools)} tools)")
+    else:
+        say("failed", f"{what}: {server.error or server.state}", level="error")
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:

@@ -29,6 +29,7 @@ from .toolstream import model_auth_event
 from .waiting import PAUSED, deadline_of
 
 LoopFactory = Callable[[Run, RunEmitter], RunLoop]
+Preparation = Callable[[Run, RunEmitter], Awaitable[None]]
 CancelReason = Literal["user", "timeout", "shutdown"]
 """Why an activation is cancelled: the user stopped it (USER_CANCELLED), the run that delegated
 to it ran out of time (TASK_TIMEOUT), or the server shuts down (suspended, resumable)."""
@@ -45,6 +46,7 @@ class Activations:
         loop_of: LoopFactory,
         log: logging.Logger,
         on_suspended: Callable[[Run], None] = lambda run: None,
+        prepare: Preparation | None = None,
     ) -> None:
         self._store = store
         self._runs = runs
@@ -55,6 +57,7 @@ class Activations:
         self._cancel_reason: dict[str, CancelReason] = {}
         self._pauses: set[str] = set()
         self._on_suspended = on_suspended
+        self._prepare = prepare
         self._stopping = False
 
     async def emitter(self, run: Run) -> RunEmitter:
@@ -210,9 +213,11 @@ class Activations:
     async def _activate(self, run: Run, step: Step) -> None:
         emitter = await self.emitter(run)
         try:
-            loop = self._loop_of(run, emitter)
             deadline = asyncio.get_running_loop().time() + self._config.task_timeout
             async with asyncio.timeout_at(deadline):
+                if self._prepare is not None:  # e.g. start the MCP servers the run may use
+                    await self._prepare(run, emitter)
+                loop = self._loop_of(run, emitter)
                 outcome = await loop.drive(
                     step, lambda: self._paused(run.request_id), deadline=deadline
                 )

@@ -6,12 +6,14 @@ tools and a shorter prompt), then the runtime's configuration.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from ..providers import ModelProfile
 from .config import COMPACT_TOOLS
 from .emitter import RunEmitter
 from .loop import RunLoop
+from .process import ProcessLog, ProcessReporter
 from .runs import Run
 from .snapshots import SnapshotInvalid, snapshot_problem
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 
 def assemble_loop(runtime: Runtime, run: Run, emitter: RunEmitter) -> RunLoop:
     """A loop over ``run`` publishing through ``emitter``; refuses a snapshot it cannot run."""
-    if problem := snapshot_problem(run, runtime.tools.names()):
+    if problem := snapshot_problem(run, runtime.tools.known()):
         raise SnapshotInvalid(problem)
     kernel = runtime.kernels(run) if runtime.kernels is not None else None
     notebook = runtime.notebooks(run) if runtime.notebooks is not None else None
@@ -56,3 +58,24 @@ def tool_names(run: Run, profile: ModelProfile) -> list[str] | None:
     if profile.tools is not None:
         return list(profile.tools)
     return list(COMPACT_TOOLS) if profile.compact else None
+
+
+async def prepare_tools(runtime: Runtime, run: Run, emitter: RunEmitter) -> None:
+    """Start the tool sources (MCP servers) the run may use; their start-up is in its timeline."""
+    sources = runtime.tools.sources
+    if not sources:
+        return
+    names = tool_names(run, runtime.models.profile(run.model))
+    progress = ProcessReporter(
+        emitter,
+        ProcessLog(runtime.config.data_dir, emitter.redactor),
+        session_id=run.session_id,
+        tool_call_id=None,
+    )
+    try:
+        for source in sources:
+            await source.prepare(names, progress)
+    except asyncio.CancelledError:
+        progress.close("cancelled")
+        raise
+    progress.close("completed")

@@ -7,6 +7,7 @@ event.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -19,7 +20,7 @@ from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge, RunNotebook
 from .activations import Activations, CancelReason
 from .admission import StartGate
-from .assembly import assemble_loop
+from .assembly import assemble_loop, prepare_tools
 from .attachments import ENTRY_KEY, announce, requested
 from .config import RuntimeConfig
 from .emitter import RunEmitter
@@ -69,7 +70,13 @@ class Runtime:
         self.log = logger or logging.getLogger("neta_jupyter")
         self._admit_start = StartGate()
         self._active = Activations(
-            store, self.runs, config, self._loop, self.log, lambda run: self.waiting.watch(run)
+            store,
+            self.runs,
+            config,
+            self._loop,
+            self.log,
+            lambda run: self.waiting.watch(run),
+            prepare=lambda run, emitter: prepare_tools(self, run, emitter),
         )
         self.waiting = Waiting(self, self._active)
         """Pauses, and the deadlines of runs that wait for a person."""
@@ -274,7 +281,7 @@ class Runtime:
                 raise RunConflict(
                     f"run {request_id} is {run.status}, not suspended", code="RUN_NOT_SUSPENDED"
                 )
-            await self._active.refuse_invalid(run, self.tools.names())
+            await self._active.refuse_invalid(run, self.tools.known())
             ask = run.state.ask
             if ask is not None and ask.kind == "question":
                 answer_question(run, ask, ask_id=ask_id, approved=approved, answer=answer)
@@ -301,7 +308,7 @@ class Runtime:
     async def retry(self, principal: str, request_id: str) -> Run:
         """Continue a run that failed recoverably, from its last completed step."""
         run = await self.get_run(principal, request_id)
-        await self._active.refuse_invalid(run, self.tools.names(), retrying=True)
+        await self._active.refuse_invalid(run, self.tools.known(), retrying=True)
         if run.status != "failed" or not run.state.recoverable:
             raise RunConflict(
                 f"run {request_id} is {run.status} and cannot be retried", code="RUN_NOT_RETRYABLE"
@@ -427,6 +434,8 @@ class Runtime:
         await self.waiting.close()
         await self._active.shutdown()
         self.store.commit()
+        # Tool sources (MCP servers) stop with the runtime, once no run can call them.
+        await asyncio.gather(*(source.aclose() for source in self.tools.sources))
 
     # --- internals
 

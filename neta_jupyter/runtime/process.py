@@ -252,7 +252,10 @@ class Emitter(Protocol):
 
 
 class ProcessReporter:
-    """The :class:`~neta_jupyter.tools.registry.ProcessSink` of one tool call."""
+    """The :class:`~neta_jupyter.tools.registry.ProcessSink` of one tool call.
+
+    Without a call (``tool_call_id=None``) it reports a run's preparation of its tools.
+    """
 
     def __init__(
         self,
@@ -260,7 +263,7 @@ class ProcessReporter:
         log: ProcessLog,
         *,
         session_id: str,
-        tool_call_id: str,
+        tool_call_id: str | None,
         interval: float = DEFAULT_INTERVAL,
     ) -> None:
         self._emitter = emitter
@@ -275,8 +278,8 @@ class ProcessReporter:
 
     @property
     def operation_id(self) -> str:
-        """The call's own operation."""
-        return f"op_{self._tool_call_id}"
+        """The call's own operation (a run's preparation, without a call)."""
+        return f"op_{self._tool_call_id or 'tools'}"
 
     @property
     def references(self) -> list[str]:

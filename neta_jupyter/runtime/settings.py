@@ -14,9 +14,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from jupyter_core.paths import jupyter_config_dir
 from traitlets import Dict, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
+from ..mcp import build as mcp_build
 from ..providers import ModelRegistry
 from ..providers.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
 from ..store import Store
@@ -109,6 +111,18 @@ class NetaSettings(Configurable):
     extra_tools = List(
         Unicode(), help="Import strings 'module:attribute' of extra Tool objects to offer."
     ).tag(config=True)
+    mcp_servers = Dict(
+        help="MCP servers whose tools runs may use, in the mcpServers shape of mcp.json: {name: "
+        "{command, args, env, cwd}} or {name: {url, headers}}; '${VAR}' is read from the "
+        "environment. Merged over mcp.json in the Jupyter config dir.",
+    ).tag(config=True)
+    mcp_start_timeout = Float(
+        30.0,
+        help="Seconds an MCP server may take to start (a server's 'startTimeout' overrides it).",
+    ).tag(config=True)
+    mcp_call_timeout = Float(
+        600.0, help="Seconds one MCP tool call may take (a server's 'timeout' overrides it)."
+    ).tag(config=True)
 
     def runtime_config(self, *, root_dir: Path, data_dir: Path) -> RuntimeConfig:
         """The settings as the runtime takes them, for runs reading files under ``root_dir``."""
@@ -145,8 +159,13 @@ def build_runtime(
     kernels: KernelFactory | None = None,
     notebooks: NotebookFactory | None = None,
     logger: logging.Logger | None = None,
+    mcp_config_dir: Path | None = None,
 ) -> Runtime:
-    """A runtime with every built-in tool (kernel tools run through ``kernels``) and skills.
+    """A runtime with every built-in tool, skills and the tools of the configured MCP servers.
+
+    Kernel tools run through ``kernels``. MCP servers come from ``mcp.json`` in
+    ``mcp_config_dir`` (by default the Jupyter config dir) and ``c.NetaApp.mcp_servers``; each
+    starts when a run first may use it.
 
     Raises ``ValueError`` for settings that cannot be used (a malformed endpoint or rule) and
     ``ImportError``/``TypeError`` for an extra tool that cannot be loaded.
@@ -158,7 +177,7 @@ def build_runtime(
         + notebook_tools()
         + [import_tool(s) for s in settings.extra_tools]
     )
-    return Runtime(
+    runtime = Runtime(
         store,
         config,
         models=ModelRegistry(demo_pace=config.demo_pace, endpoints=settings.endpoints),
@@ -167,6 +186,15 @@ def build_runtime(
         notebooks=notebooks,
         logger=logger,
     )
+    mcp_build(
+        settings.mcp_servers,
+        Path(mcp_config_dir or jupyter_config_dir()),
+        redactor=store.redactor,
+        logger=runtime.log,
+        start_timeout=settings.mcp_start_timeout,
+        call_timeout=settings.mcp_call_timeout,
+    ).attach(tools)
+    return runtime
 
 
 def import_tool(spec: str) -> Tool:

@@ -62,12 +62,12 @@ def missing_tool(run: Run, known: Collection[str]) -> str | None:
     step = run.state.next
     if not isinstance(step, RunTools):
         return None
-    offered = set(known) | {v.name for v in run.options.virtual_tools}
+    virtual = {v.name for v in run.options.virtual_tools}
     waiting = {step.waiting, step.resumed.tool_call_id if step.resumed else None}
     if run.state.ask is not None:
         waiting.add(run.state.ask.tool_call_id)
     for call in step.calls:
-        if call.id in waiting and call.name not in offered:
+        if call.id in waiting and call.name not in known and call.name not in virtual:
             return (
                 f"its stored step waits on a call of the tool {call.name!r}, which this server "
                 "no longer offers"

@@ -117,9 +117,9 @@ class Subagents:
                 rt.models.resolve(model)
             except UnknownModel as exc:
                 raise ToolError(str(exc)) from exc
-        known = set(rt.tools.names())
+        known = rt.tools.known()
         for task in tasks:
-            if unknown := sorted(set(task.tools or []) - known):
+            if unknown := sorted(t for t in set(task.tools or []) if t not in known):
                 raise ToolError(
                     f"unknown tools {', '.join(unknown)}; available: {', '.join(sorted(known))}"
                 )

@@ -11,15 +11,16 @@ from pathlib import Path
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
-from traitlets import Dict, Float, Int, List, Unicode, default
+from traitlets import Float, Int, List, Unicode, default
 
+from ..mcp import McpServers, servers_of
 from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
 from ..store import StorageDamaged, StorageError, Store
 from ..store.health import DB_NAME, recovery_steps
 from . import handlers
 from .kernels import ServerKernels, kernels_for
-from .mcp import McpHandler, mcp_servers
+from .mcp import McpHandler
 from .notebook_api import EditsHandler, RevertHandler
 from .notebooks import ServerNotebooks
 from .principals import KernelOwners
@@ -73,22 +74,11 @@ class NetaApp(ExtensionApp, NetaSettings):
         "includes subdomains); other remote images wait for a click, since an image URL can "
         "carry data to its host.",
     ).tag(config=True)
-    mcp_servers = Dict(
-        help="MCP servers whose tools runs may use, in the mcpServers shape of mcp.json: {name: "
-        "{command, args, env, cwd}} or {name: {url, headers}}; '${VAR}' is read from the "
-        "environment. Merged over mcp.json in the Jupyter config dir.",
-    ).tag(config=True)
-    mcp_start_timeout = Float(30.0, help="Seconds an MCP server may take to start.").tag(
-        config=True
-    )
-    mcp_call_timeout = Float(
-        600.0, help="Seconds one MCP tool call may take (a server's 'timeout' overrides it)."
-    ).tag(config=True)
-
     runtime: Runtime
     store: Store
     kernels: ServerKernels | None = None
     notebooks: ServerNotebooks | None = None
+    mcp: McpServers | None = None
     store_failure: StorageError | None = None
     """Why the store could not be opened (then every route answers 503)."""
 
@@ -157,7 +147,7 @@ class NetaApp(ExtensionApp, NetaSettings):
         owners = KernelOwners(self.store.redactor)
         if self.serverapp is not None:
             owners.install(self.serverapp.kernel_manager)
-        self.mcp = mcp_servers(self, self.store.redactor)
+        self.mcp = servers_of(self.runtime.tools)
         # Started once the event loop runs (servers that are slow to start delay no request).
         IOLoop.current().add_callback(self._start_mcp)
         self.settings.update(
@@ -169,7 +159,8 @@ class NetaApp(ExtensionApp, NetaSettings):
         )
 
     def _start_mcp(self) -> None:
-        self._mcp_start = asyncio.ensure_future(self.mcp.start(self.runtime.tools))
+        if self.mcp is not None:
+            self._mcp_start = asyncio.ensure_future(self.mcp.start_at_startup())
 
     def _share_with_pages(self) -> None:
         """Settings the widget reads from the page (JupyterLab's and Notebook's page config)."""
@@ -221,8 +212,7 @@ class NetaApp(ExtensionApp, NetaSettings):
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""
         if self.store_failure is None:
-            await self.runtime.shutdown()
-            await self.mcp.close()
+            await self.runtime.shutdown()  # and the MCP servers
         if self.kernels is not None:
             await self.kernels.close()
         if self.store_failure is None:

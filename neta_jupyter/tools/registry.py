@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_type_hints
@@ -295,13 +295,65 @@ def tool(
     return wrap
 
 
+class ToolSource(Protocol):
+    """Tools that come from elsewhere (an MCP server) and may need starting before a run sees them.
+
+    A source registers its tools in the registry once they are known; until then it *claims* the
+    names it may offer, so a stored run waiting on one of them can still be continued.
+    """
+
+    def claims(self, name: str) -> bool:
+        """Whether ``name`` is a tool this source may offer once started."""
+        ...
+
+    async def prepare(self, names: list[str] | None, progress: ProcessSink) -> None:
+        """Have the tools a run may use (``names``; ``None``: any) registered, reporting progress.
+
+        Never raises for a source that cannot start: its tools are then simply not offered.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Stop whatever the source started."""
+        ...
+
+
+class KnownNames(Collection[str]):
+    """The registered tool names, and the names a tool source not yet started may offer."""
+
+    def __init__(self, names: list[str], sources: list[ToolSource]) -> None:
+        self._names = names
+        self._set = set(names)
+        self._sources = sources
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._set or (
+            isinstance(name, str) and any(s.claims(name) for s in self._sources)
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 class ToolRegistry:
-    """The tools a runtime offers, by name."""
+    """The tools a runtime offers, by name, and the sources that add tools when they start."""
 
     def __init__(self, tools: list[Tool] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        self.sources: list[ToolSource] = []
         for t in tools or []:
             self.register(t)
+
+    def add_source(self, source: ToolSource) -> None:
+        """Have runs prepare ``source`` before they see the registry's tools."""
+        self.sources.append(source)
+
+    def known(self) -> KnownNames:
+        """Names a run may rely on: registered, or claimed by a source not yet started."""
+        return KnownNames(self.names(), self.sources)
 
     def register(self, t: Tool) -> None:
         """Add or replace a tool."""
