@@ -245,8 +245,9 @@ def test_the_terminal_client_offers_mcp_tools_under_the_permission_rules(workdir
     )
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert "✓ cat__lookup" in out and "the value of rain is 42" in out
+    assert "starting MCP server cat" in out and "MCP server cat is ready" in out
+    assert "✓ lookup from cat" in out and "the value of rain is 42" in out
     # Not read-only: it asks, and off a terminal the answer is no.
-    assert "? cat__write_note needs approval" in out and "denied" in out
+    assert "? write_note from the MCP server cat needs approval" in out and "denied" in out
     assert not notes.exists()
     assert _gone(_pid(pid_file))  # it stopped when the command ended
