@@ -317,6 +317,31 @@ class StoreContract:
         await quiet.aclose()  # type: ignore[attr-defined]
         store.close()
 
+    async def test_notebook_edits_keep_their_order_and_reverted_state_across_a_restart(
+        self, place: Place
+    ) -> None:
+        store = place.open()
+        records = store.records
+        await records.create_run(run_record("r_nb", "bob"))
+        await records.create_run(run_record("r_other", "bob"))
+        await records.put_notebook_edit("ed_1", "r_nb", {"editId": "ed_1", "reverted": False})
+        await records.put_notebook_edit("ed_2", "r_nb", {"editId": "ed_2", "reverted": False})
+        await records.put_notebook_edit("ed_3", "r_other", {"editId": "ed_3"})
+        await records.put_notebook_edit("ed_1", "r_nb", {"editId": "ed_1", "reverted": True})
+        place.crash(store)
+
+        store = place.open()
+        records = store.records
+        edits = await records.notebook_edits("r_nb")
+        assert edits == [
+            {"editId": "ed_1", "reverted": True},
+            {"editId": "ed_2", "reverted": False},
+        ]
+        assert await records.get_notebook_edit("ed_3") == {"editId": "ed_3"}
+        assert await records.get_notebook_edit("ed_none") is None
+        assert await records.notebook_edits("r_none") == []
+        store.close()
+
     async def test_runs_and_sessions_of_one_principal_are_not_anothers(self, place: Place) -> None:
         store = place.open()
         records = store.records
