@@ -1,7 +1,8 @@
 """The notebook edits and MCP tools of a run in a real JupyterLab with collaboration, in headless
 Chromium: the permission prompt shows the edit's diff, the tool card its diff and a Revert button
 that restores the cell in the open notebook (and refuses when the user changed the cell since),
-the reverted state survives a reload; an MCP tool's card and prompt name its server.
+the reverted state survives a reload; an MCP tool's card and prompt name its server; a run that
+ends while the page is hidden raises a notification and JupyterLab's toast, and its replay does not.
 
 Locally these tests skip when Chromium is missing; under ``CI=true`` they fail instead.
 """
@@ -181,3 +182,53 @@ def test_an_mcp_tool_names_its_server_on_the_card_and_in_the_prompt(
     page.wait_for_selector("[data-testid=neta-tool-card][data-status=completed]", timeout=60_000)
     assert card.locator("[data-testid=neta-tool-server]").inner_text() == "from warehouse"
     assert (tmp_path / "notes.txt").read_text() == "quarterly numbers"
+
+
+# The page is hidden (another tab in front) and the user allowed notifications: a recorder stands
+# in for the browser's Notification, which headless Chromium does not show.
+HIDDEN_PAGE = """
+Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
+window.__netaShown = [];
+window.Notification = class {
+  static permission = "granted";
+  static requestPermission() { return Promise.resolve("granted"); }
+  constructor(title, options) { window.__netaShown.push([title, options.body]); }
+  close() {}
+};
+"""
+
+
+def test_a_run_ending_while_the_page_is_hidden_notifies_and_puts_up_jupyterlabs_toast(
+    tmp_path: Path, browser: Any
+) -> None:
+    lab = ServerProcess(tmp_path, app="jupyterlab", args=["--LabApp.expose_app_in_browser=True"])
+    words = [f"w{i} " for i in range(30)] + ["done."]
+    model = scripted(tmp_path / "slow.json", {"text": words, "delay": 0.1})
+    write_notebook(lab.root / "n.ipynb", "%load_ext neta_jupyter", f"%neta --model {model} go")
+    try:
+        lab.start()
+        page = open_notebook(browser, lab, "n.ipynb", init_script=HIDDEN_PAGE)
+        run_cells(page, 2)
+        page.wait_for_function(
+            "document.querySelector('[data-testid=neta-run]')?.dataset.status === 'completed'",
+            timeout=90_000,
+        )
+        page.wait_for_function("window.__netaShown.length > 0", timeout=30_000)
+        shown = page.evaluate("window.__netaShown")
+        assert shown == [["neta: the run finished", " ".join(words).replace("  ", " ").strip()]]
+        toast = page.locator(".jp-toast-message", has_text="neta: the run finished")
+        toast.wait_for(timeout=30_000)
+        assert page.locator("[data-testid=neta-page-toast]").count() == 0
+        shot(page, "browser-run-ended-hidden")
+
+        # A reload replays the run: nothing is told again.
+        page.reload()
+        page.wait_for_function(
+            "document.querySelector('[data-testid=neta-run]')?.dataset.status === 'completed'",
+            timeout=90_000,
+        )
+        # The view tells of an end in the same step that shows it: "completed" means it decided.
+        assert page.evaluate("window.__netaShown") == []
+        assert page.locator(".jp-toast-message", has_text="neta: the run").count() == 0
+    finally:
+        lab.stop()
