@@ -7,6 +7,7 @@
  * they are evaluated; all in that one task made it a long one.
  */
 import "./styles.css";
+import "./styles-workspace.css";
 import type { WidgetModel } from "./widget";
 
 export type { WidgetModel } from "./widget";

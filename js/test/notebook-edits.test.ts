@@ -74,6 +74,7 @@ describe("the edit in its tool card", () => {
     const classes = [...diff.children].map((line) => line.className.replace("neta-diff-line ", ""));
     expect(classes).toEqual(["neta-diff-meta", "neta-diff-meta", "neta-diff-hunk", "neta-diff-context", "neta-diff-del", "neta-diff-add"]);
     expect([...diff.querySelectorAll("*")].every((node) => node.tagName === "SPAN" && node.childElementCount === 0)).toBe(true);
+    expect(t.container.querySelector<HTMLDetailsElement>(".neta-tool-args")?.open).toBe(false);
     // Without a server (embedded) there is nothing to revert with.
     expect(t.byTestId("neta-revert").hidden).toBe(true);
   });

@@ -79,7 +79,11 @@ class ToolCardView {
     }
     if (card.output !== prev?.output || card.outputRef !== prev?.outputRef) this.renderOutput(card);
     if (card.images !== prev?.images) this.renderImages(card);
-    if (card.edits !== prev?.edits) this.edits.render(card.edits);
+    if (card.edits !== prev?.edits) {
+      // The diff shows what the call changed: its arguments (the whole new source) fold away.
+      if (card.edits.length > 0 && !prev?.edits.length) this.args.open = false;
+      this.edits.render(card.edits);
+    }
     setText(this.error, card.status === "failed" ? card.errorMessage || "The tool failed" : "");
     setVisible(this.error, card.status === "failed");
   }
