@@ -119,3 +119,26 @@ async def test_neta_undo_reverts_the_last_edit_of_the_notebooks_latest_run(
         said = await k.stdout("%neta undo")
         assert "reverted the edit of cell" in said
     assert json.loads(path.read_text())["cells"][0]["source"] in (BEFORE, BEFORE.splitlines(True))
+
+
+async def test_moves_and_deletes_are_reverted_to_the_same_place(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    path = jp_root_dir / "order.ipynb"
+    one, two, three = write_notebook(path, ("code", "1"), ("code", "2"), ("markdown", "3"))
+    script(
+        runtime,
+        call("move_cell", cell_id=one, position="end"),
+        call("delete_cell", cell_id=two, source_hash=source_hash("2")),
+        call("read_notebook", start=1, end=1),
+        ScriptedTurn(text="done"),
+    )
+    events = await run_to_end(api, "tidy up", "order.ipynb")
+    assert [c["source"] for c in saved_cells(path)] == ["3", "1"]
+    reads = [e["data"]["output"] for e in events if e["eventType"] == "TOOL_COMPLETED"]
+    assert f"cell 1 of 2 · id {three}" in reads[-1] and f"id {one}" not in reads[-1]
+    moved, deleted = edits_of(events)
+    assert (await revert(api, editId=deleted["editId"])).status_code == 200
+    assert [c["source"] for c in saved_cells(path)] == ["2", "3", "1"]
+    assert (await revert(api, editId=moved["editId"])).status_code == 200
+    assert [c["id"] for c in saved_cells(path)] == [one, two, three]

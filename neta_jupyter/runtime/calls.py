@@ -22,7 +22,7 @@ from ..events import (
 )
 from ..providers.base import ToolCall
 from ..store import Entry, new_id
-from ..tools import RunSuspended, Tool, ToolContext, ToolError, decide
+from ..tools import Decision, RunSuspended, Tool, ToolContext, ToolError, decide
 from ..tools.registry import KernelBridge, RunNotebook
 from .config import TOOL_FAILURE_REMINDER
 from .guards import announce_repeats, screen_step
@@ -251,6 +251,13 @@ class ToolStep:
             return self._runner.fail_without_running(
                 call, f"not allowed: {decision.rule_description} ({decision.rule_pattern})"
             )
+        return await self._ask(call, tool, arguments, decision)
+
+    async def _ask(
+        self, call: ToolCall, tool: Tool, arguments: dict[str, Any], decision: Decision
+    ) -> Suspend:
+        """Ask the user about the call (with a preview of what it would do) and suspend."""
+        turn = self._turn
         ask_id = new_id("ask")
         turn.run.state.ask = Ask(
             kind="permission", ask_id=ask_id, tool_call_id=call.id, tool_name=call.name

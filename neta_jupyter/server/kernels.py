@@ -199,13 +199,9 @@ class ServerKernelBridge:
         client = await self._open()
         pid = self._pid()
         queue: asyncio.Queue[dict[str, Any] | _Restarted] = asyncio.Queue()
-        msg_id: str = client.execute(
-            code,
-            silent=silent,
-            store_history=on_message is not None,  # a notebook cell counts, like the user's
-            allow_stdin=False,
-            stop_on_error=False,
-        )
+        cell = on_message is not None  # a notebook cell is in the history, like the user's
+        flags = {"allow_stdin": False, "stop_on_error": False, "store_history": cell}
+        msg_id: str = client.execute(code, silent=silent, **flags)
         self._waiting[msg_id] = queue
         output = KernelOutput(on_stream=on_output)
         started: float | None = None
