@@ -10,7 +10,8 @@ import pytest
 from neta_jupyter.providers import ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from tests.helpers import ApiClient, script
-from tests.notebook_room import collaboration_config, write_notebook
+from tests.notebook_room import collaboration_config, saved_cells, write_notebook
+from tests.test_notebook_revert import BEFORE, edit_run, revert
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,3 +51,19 @@ async def test_an_absolute_path_outside_the_root_gets_no_notebook_tools(
     write_notebook(outside / "secret.ipynb", ("code", "password = 1"))
     output = await read_output(api, runtime, str(outside / "secret.ipynb"))
     assert "password" not in output and "unknown tool 'read_notebook'" in output, output
+
+
+async def test_undo_by_the_absolute_path_reverts_the_latest_run_there(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    # %neta undo sends the notebook's path as the kernel knows it.
+    path = jp_root_dir / "undo.ipynb"
+    (cell,) = write_notebook(path, ("code", BEFORE))
+    await edit_run(api, runtime, str(path), cell)
+    assert len(saved_cells(path)) == 2
+    undone = await revert(api, notebookPath=str(path))
+    assert undone.status_code == 200, undone.text
+    assert undone.json()["edit"]["kind"] == "insert"
+    assert [c["source"] for c in saved_cells(path)] == ["total = 0"]
+    outside = await revert(api, notebookPath=str(jp_root_dir.parent / "undo.ipynb"))
+    assert outside.status_code == 400 and outside.json()["errCode"] == "INVALID_FIELDS"

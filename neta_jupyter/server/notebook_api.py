@@ -28,11 +28,13 @@ async def _owned(runtime: Runtime, principal: str, edit: NotebookEdit) -> Notebo
     return edit
 
 
-async def _latest_edit(runtime: Runtime, principal: str, path: str) -> NotebookEdit:
+async def _latest_edit(
+    runtime: Runtime, principal: str, path: str, notebooks: ServerNotebooks
+) -> NotebookEdit:
     """The last edit not yet reverted of the principal's latest run from the notebook ``path``."""
     for run in await runtime.list_runs(principal):
         notebook = run.options.notebook_path
-        if notebook is None or notebook.replace("\\", "/").strip("/") != path:
+        if notebook is None or notebooks.under_root(notebook).replace("\\", "/").strip("/") != path:
             continue
         edits = await runtime.store.records.notebook_edits(run.request_id)
         pending = [e for e in map(NotebookEdit.from_json, edits) if not e.reverted]
@@ -42,14 +44,16 @@ async def _latest_edit(runtime: Runtime, principal: str, path: str) -> NotebookE
     raise ApiError(404, "NOTHING_TO_UNDO", f"the latest run of {path} left no edit to revert")
 
 
-async def find_edit(runtime: Runtime, principal: str, body: RevertRequest) -> NotebookEdit:
+async def find_edit(
+    runtime: Runtime, principal: str, body: RevertRequest, notebooks: ServerNotebooks
+) -> NotebookEdit:
     """The edit the request names (404 when it is not the principal's)."""
     if body.notebook_path is not None:
         try:
-            path = checked_path(body.notebook_path)
+            path = checked_path(notebooks.under_root(body.notebook_path))
         except NotebookError as exc:
             raise ApiError(400, "INVALID_FIELDS", str(exc)) from exc
-        return await _latest_edit(runtime, principal, path)
+        return await _latest_edit(runtime, principal, path, notebooks)
     assert body.edit_id is not None
     found = await runtime.store.records.get_notebook_edit(body.edit_id)
     if found is None:
@@ -90,7 +94,8 @@ class RevertHandler(NotebookHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        edit = await find_edit(self.runtime, self.principal, self.parse_body(RevertRequest))
+        body = self.parse_body(RevertRequest)
+        edit = await find_edit(self.runtime, self.principal, body, self.notebooks)
         done = await revert_edit(self.notebooks, edit)
         self.reply({"edit": done.payload()})
 
