@@ -13,12 +13,13 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
 from traitlets import Float, Int, List, Unicode, default
 
+from ..crew.manager import Crews
 from ..mcp import McpServers, servers_of
 from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
 from ..store import StorageDamaged, StorageError, Store
 from ..store.health import DB_NAME, recovery_steps
-from . import handlers
+from . import crew, handlers
 from .kernels import ServerKernels, kernels_for
 from .mcp import McpHandler
 from .notebook_api import EditsHandler, RevertHandler
@@ -75,6 +76,7 @@ class NetaApp(ExtensionApp, NetaSettings):
         "carry data to its host.",
     ).tag(config=True)
     runtime: Runtime
+    crews: Crews
     store: Store
     kernels: ServerKernels | None = None
     notebooks: ServerNotebooks | None = None
@@ -136,8 +138,9 @@ class NetaApp(ExtensionApp, NetaSettings):
             notebooks=self.notebooks,
             logger=self.log,
         )
+        self.crews = Crews(self.runtime)
         try:
-            crashed = start_store(self.store, self.runtime.recover, self.log)
+            crashed = start_store(self.store, self._recover, self.log)
         except StorageError:
             self.store.close()
             raise
@@ -154,9 +157,16 @@ class NetaApp(ExtensionApp, NetaSettings):
             neta_mcp=self.mcp,
             neta_runtime=self.runtime,
             neta_notebooks=self.notebooks,
+            neta_crews=self.crews,
             neta_kernel_owners=owners,
             neta_redactor=self.store.redactor,
         )
+
+    async def _recover(self) -> int:
+        """Runs a crash left running end per the crash rules; then the crews they belong to."""
+        crashed = await self.runtime.recover()
+        await self.crews.recover()
+        return crashed
 
     def _start_mcp(self) -> None:
         if self.mcp is not None:
@@ -197,7 +207,13 @@ class NetaApp(ExtensionApp, NetaSettings):
                 (rf"{api}/models", handlers.ModelsHandler),
                 (rf"{api}/mcp", McpHandler),
                 (rf"{api}/openapi.json", handlers.OpenApiHandler),
+                (rf"{api}/crew/run", crew.CrewRunHandler),
+                (rf"{api}/crew/control", crew.CrewControlHandler),
+                (rf"{api}/crew/status", crew.CrewStatusHandler),
+                (rf"{api}/crew/stream", crew.CrewStreamHandler),
+                (rf"{api}/crews", crew.CrewListHandler),
                 (r"/neta/ws", RunSocket),
+                (r"/neta/crew", crew.CrewSocket),
             ]
         )
         if self.store_failure is not None:
@@ -212,6 +228,7 @@ class NetaApp(ExtensionApp, NetaSettings):
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""
         if self.store_failure is None:
+            await self.crews.shutdown()
             await self.runtime.shutdown()  # and the MCP servers
         if self.kernels is not None:
             await self.kernels.close()

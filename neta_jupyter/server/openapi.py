@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..crew.requests import CrewControlRequest, CrewRunRequest
 from ..events import AttachmentData
 from ..events.runs import RunList, RunSummary
 from .schemas import (
@@ -152,6 +153,42 @@ ROUTES: tuple[Route, ...] = (
             ),
         ),
     ),
+    Route("/neta/api/crew/run", (Operation("post", "Start a crew", CrewRunRequest),)),
+    Route(
+        "/neta/api/crew/control",
+        (
+            Operation(
+                "post",
+                "Pause, resume, stop or retry a crew, or decide one of its escalations",
+                CrewControlRequest,
+            ),
+        ),
+    ),
+    Route(
+        "/neta/api/crew/status",
+        (
+            Operation(
+                "get",
+                "A crew's status, its tasks and the decisions it waits for",
+                query=(("requestId", True, "string"),),
+            ),
+        ),
+    ),
+    Route(
+        "/neta/api/crew/stream",
+        (
+            Operation(
+                "get",
+                "Follow a crew's log (crew:run:status, crew:task:status, crew:log, "
+                "crew:escalation) as Server-Sent Events",
+                query=(("requestId", True, "string"), ("lastEventId", False, "integer")),
+                content="text/event-stream",
+                extra_status=(204,),
+                extra_errors=(416,),
+            ),
+        ),
+    ),
+    Route("/neta/api/crews", (Operation("get", "The caller's crews"),)),
     Route("/neta/api/sessions", (Operation("get", "The caller's sessions"),)),
     Route(
         "/neta/api/sessions/tree",

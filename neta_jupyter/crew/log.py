@@ -1,0 +1,239 @@
+"""A crew run's durable log: its four event kinds, and the state they fold back into.
+
+The crew's stream in the event log is keyed by its requestId, numbered and followed like a run's;
+it is the crew's only record. Every ``crew:task:status`` and ``crew:escalation`` event carries the
+whole of what it describes, so folding the log in order (:meth:`CrewState.apply`) gives the
+crew back exactly as it was after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ..store import EventLog, StoredEvent
+from .definition import CrewDefinition
+
+RUN_STATUS = "crew:run:status"
+TASK_STATUS = "crew:task:status"
+LOG = "crew:log"
+ESCALATION = "crew:escalation"
+CREW_EVENT_TYPES = frozenset({RUN_STATUS, TASK_STATUS, LOG, ESCALATION})
+
+INDEX_STREAM = "crews:index"
+"""One ``crew:run:status`` per crew created: how a restarted server finds the crews."""
+
+CrewStatus = Literal["queued", "running", "paused", "waiting", "completed", "failed", "stopped"]
+TaskStatus = Literal[
+    "pending",
+    "ready",
+    "running",
+    "waiting_approval",
+    "retrying",
+    "completed",
+    "failed",
+    "skipped",
+]
+EscalationKind = Literal[
+    "task_failed", "question", "permission", "approval_before", "approval_after"
+]
+Decision = Literal["retry", "skip", "answer", "stop"]
+
+ENDED_CREW: frozenset[str] = frozenset({"completed", "failed", "stopped"})
+DONE_TASK: frozenset[str] = frozenset({"completed", "skipped"})
+"""A task whose output its dependents may use."""
+MAX_LOG_LINE = 500
+MAX_OUTPUT = 100_000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class TaskUsage(_Model):
+    """Tokens of every attempt of a task."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class TaskState(_Model):
+    """Where one task stands."""
+
+    task_id: str
+    agent: str
+    status: TaskStatus = "pending"
+    child_request_id: str | None = None
+    """Its current attempt's child run."""
+    attempt: int = 0
+    """1 for the first attempt; retries count on."""
+    child_request_ids: list[str] = Field(default_factory=list)
+    started: float | None = None
+    duration_ms: int | None = None
+    usage: TaskUsage = Field(default_factory=TaskUsage)
+    output: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    approved: bool = False
+    """Its ``approval: before`` gate was passed."""
+    note: str | None = None
+    """What a person added when they had it retried."""
+
+
+class Escalation(_Model):
+    """A decision the crew waits for: retry, skip with an output, answer, or stop."""
+
+    escalation_id: str
+    task_id: str
+    kind: EscalationKind
+    message: str
+    child_request_id: str | None = None
+    ask_id: str | None = None
+    options: list[str] = Field(default_factory=list)
+    """What may be decided."""
+    state: Literal["open", "resolved"] = "open"
+    decision: Decision | None = None
+    answer: str | None = None
+    output: str | None = None
+    approved: bool | None = None
+
+
+class CrewState(_Model):
+    """A crew run: what it was started with, and where it and each task stand."""
+
+    request_id: str
+    principal: str
+    created: float
+    definition: CrewDefinition
+    inputs: dict[str, str]
+    approve: str = "ask"
+    status: CrewStatus = "queued"
+    message: str | None = None
+    tasks: dict[str, TaskState] = Field(default_factory=dict)
+    escalations: dict[str, Escalation] = Field(default_factory=dict)
+    seq: int = -1
+
+    @property
+    def ended(self) -> bool:
+        """Completed, failed or stopped: nothing more happens unless retried."""
+        return self.status in ENDED_CREW
+
+    def counts(self) -> dict[str, int]:
+        """Tasks per status."""
+        out: dict[str, int] = {}
+        for task in self.tasks.values():
+            out[task.status] = out.get(task.status, 0) + 1
+        return out
+
+    def open_escalations(self) -> list[Escalation]:
+        """The decisions still waited for."""
+        return [e for e in self.escalations.values() if e.state == "open"]
+
+    def apply(self, event: StoredEvent) -> None:
+        """Fold in one event of the crew's log."""
+        self.seq = event.seq
+        data = json.loads(event.payload).get("data") or {}
+        if event.event_type == RUN_STATUS:
+            self.status, self.message = data["status"], data.get("message")
+        elif event.event_type == TASK_STATUS:
+            task = TaskState.model_validate(data)
+            self.tasks[task.task_id] = task
+        elif event.event_type == ESCALATION:
+            escalation = Escalation.model_validate(data)
+            self.escalations[escalation.escalation_id] = escalation
+
+    def summary(self) -> dict[str, Any]:
+        """What a status reply says of the crew."""
+        return {
+            "requestId": self.request_id,
+            "name": self.definition.name,
+            "status": self.status,
+            "message": self.message,
+            "counts": self.counts(),
+            "tasks": [t.model_dump(by_alias=True, exclude={"output"}) for t in self.tasks.values()],
+            "escalations": [e.model_dump(by_alias=True) for e in self.open_escalations()],
+            "lastEventId": self.seq,
+        }
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class CrewLog:
+    """Appends a crew's events: numbered, redacted and durable like a run's."""
+
+    def __init__(self, log: EventLog, state: CrewState) -> None:
+        self._log = log
+        self.state = state
+
+    async def open(self) -> None:
+        """Ready to append (learns where the stream ends)."""
+        await self._log.open(self.state.request_id)
+
+    def _emit(self, event_type: str, data: dict[str, Any]) -> None:
+        rest = json.dumps(
+            {"requestId": self.state.request_id, "data": data, "timestamp": _now()},
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )[1:]
+        self.state.seq = self._log.append_encoded_many(self.state.request_id, event_type, [rest])
+
+    def run_status(self, status: CrewStatus, message: str | None = None, **extra: Any) -> None:
+        """``crew:run:status``: the crew's status, with counts of its tasks."""
+        self.state.status, self.state.message = status, message
+        data = {"status": status, "message": message, "counts": self.state.counts(), **extra}
+        self._emit(RUN_STATUS, {k: v for k, v in data.items() if v is not None})
+
+    def task(self, task: TaskState) -> None:
+        """``crew:task:status``: the whole of one task's state."""
+        if task.output is not None and len(task.output) > MAX_OUTPUT:
+            task.output = task.output[:MAX_OUTPUT]
+        self.state.tasks[task.task_id] = task
+        self._emit(TASK_STATUS, task.model_dump(by_alias=True, exclude_none=True))
+
+    def escalation(self, escalation: Escalation) -> None:
+        """``crew:escalation``: a decision waited for, or how it was decided."""
+        self.state.escalations[escalation.escalation_id] = escalation
+        self._emit(ESCALATION, escalation.model_dump(by_alias=True, exclude_none=True))
+
+    def line(self, text: str, source: str = "crew", level: str = "info") -> None:
+        """``crew:log``: one bounded line, from the orchestrator or a task."""
+        clipped = text if len(text) <= MAX_LOG_LINE else text[: MAX_LOG_LINE - 1] + "…"
+        self._emit(LOG, {"source": source, "level": level, "line": clipped, "at": time.time()})
+
+    async def flush(self) -> None:
+        """Until everything appended is durable."""
+        await self._log.flush()
+
+
+async def load(log: EventLog, request_id: str) -> CrewState | None:
+    """The crew as its log has it (``None``: no such crew)."""
+    first = await log.read_after(request_id, -1, 1)
+    if not first or first[0].event_type != RUN_STATUS:
+        return None
+    data = json.loads(first[0].payload).get("data") or {}
+    if "definition" not in data:
+        return None
+    state = CrewState(
+        request_id=request_id,
+        principal=data["principal"],
+        created=data["created"],
+        definition=CrewDefinition.model_validate(data["definition"]),
+        inputs=data.get("inputs") or {},
+        approve=data.get("approve") or "ask",
+    )
+    after = -1
+    while page := await log.read_after(request_id, after, 4096):
+        for event in page:
+            state.apply(event)
+        after = page[-1].seq
+        if len(page) < 4096:
+            break
+    return state
