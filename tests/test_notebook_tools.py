@@ -298,3 +298,50 @@ async def test_the_demo_model_adds_a_plot_cell_runs_it_and_answers_from_its_outp
     assert len(cells) == 2 and "plot" in cells[1]["source"]
     assert cells[1]["metadata"]["neta"]["prompt"] == "add a cell that plots the x column of df"
     assert any("image/png" in o.get("data", {}) for o in cells[1]["outputs"])
+
+
+SLOW_CELL = """import pathlib, time
+print("first half", flush=True)
+while not pathlib.Path({go!r}).exists():  # until the test has seen the first half
+    time.sleep(0.05)
+print("second half")"""
+
+
+async def test_run_cell_output_appears_in_the_open_notebook_while_the_cell_runs(
+    api: ApiClient,
+    runtime: Runtime,
+    jp_root_dir: Path,
+    jp_serverapp: Any,
+    server_url: str,
+    jp_auth_header: dict[str, str],
+) -> None:
+    go = jp_root_dir / "go"
+    (cell,) = write_notebook(jp_root_dir / "slow.ipynb", ("code", SLOW_CELL.format(go=str(go))))
+    km = jp_serverapp.kernel_manager
+    kernel_id = await km.start_kernel()
+    try:
+        async with joined(api.http, server_url, jp_auth_header, "slow.ipynb") as notebook:
+            script(runtime, call("run_cell", cell_id=cell), ScriptedTurn(text="done"))
+            started = await api.start(
+                "run it", model="scripted", notebookPath="slow.ipynb", kernelId=kernel_id,
+                approve="auto",
+            )  # fmt: skip
+
+            def text() -> str:
+                found = cell_by_id(notebook, cell) or {}
+                return "".join(str(o.get("text", "")) for o in found.get("outputs", []))
+
+            def running_with_first_half() -> bool:
+                found = cell_by_id(notebook, cell) or {}
+                return found.get("execution_state") == "running" and "first half" in text()
+
+            await until(running_with_first_half, "the first output never showed while running")
+            assert "second half" not in text()
+            go.touch()
+            events = await api.segment(started["requestId"])
+            assert types(events)[-1] == "MESSAGE_COMPLETED"
+            await until(lambda: "second half" in text(), "the rest of the output never came")
+            done = cell_by_id(notebook, cell) or {}
+            assert done["execution_state"] == "idle" and done["execution_count"] == 1
+    finally:
+        await km.shutdown_kernel(kernel_id, now=True)

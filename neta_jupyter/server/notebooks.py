@@ -80,6 +80,9 @@ class SharedCells:
     def set_metadata(self, index: int, key: str, value: Any) -> None:
         self._cells[index]["metadata"][key] = value
 
+    def set_running(self, index: int, running: bool) -> None:
+        self._cells[index]["execution_state"] = "running" if running else "idle"
+
 
 class FileCells:
     """:class:`CellList` over a notebook read through the contents API (saved afterwards)."""
@@ -114,6 +117,9 @@ class FileCells:
 
     def set_metadata(self, index: int, key: str, value: Any) -> None:
         self._nb["cells"][index].setdefault("metadata", {})[key] = value
+
+    def set_running(self, index: int, running: bool) -> None:
+        """A file has no running state."""
 
 
 def ydoc_extension(serverapp: Any) -> Any | None:

@@ -96,6 +96,10 @@ class CellList(Protocol):
         """Set one key of a cell's metadata."""
         ...
 
+    def set_running(self, index: int, running: bool) -> None:
+        """Show the cell as running (``[*]``) or idle, where views show that (the shared one)."""
+        ...
+
 
 @dataclass(slots=True)
 class NotebookEdit:

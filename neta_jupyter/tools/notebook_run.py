@@ -87,7 +87,7 @@ class CellOutputs:
         await asyncio.sleep(max(0.0, self._last + FLUSH_EVERY - time.monotonic()))
         await self.flush()
 
-    async def flush(self) -> None:
+    async def flush(self, *, running: bool = True) -> None:
         """Write what arrived into the cell (a cell deleted meanwhile is left alone)."""
         if not self._dirty:
             return
@@ -96,15 +96,21 @@ class CellOutputs:
             async with self._host.open() as cells:
                 index = find(cells, self._cell_id)
                 cells.set_outputs(index, [dict(o) for o in self.outputs], self.count)
+                cells.set_running(index, running)
         except NotebookError:
             return
+
+    async def open(self) -> None:
+        """The execution starts: the cell's old outputs go, and it shows as running."""
+        self._dirty = True
+        await self.flush()
 
     async def close(self) -> None:
         """The execution ended: the last outputs go in (after a write under way)."""
         if self._flushing is not None:
             await asyncio.gather(self._flushing, return_exceptions=True)
         self._dirty = True
-        await self.flush()
+        await self.flush(running=False)
 
 
 async def _cell_source(host: NotebookHost, cell_id: str) -> str:
@@ -133,6 +139,7 @@ async def run_cell(ctx: ToolContext, cell_id: CellId) -> ToolResult:
     ctx.report(title)
     outputs = CellOutputs(host, cell_id)
     timeout = ctx.execution_timeout
+    await outputs.open()
     try:
         async with ExecutionProgress(ctx, title) as progress:
             if isinstance(kernel, CellKernel):
