@@ -1,0 +1,218 @@
+"""Steering a crew: retries and escalations decided from a second client, pause, resume, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import websockets
+
+from neta_jupyter.providers import ProviderInvalidRequest, ScriptedToolCall, ScriptedTurn
+from neta_jupyter.runtime import Runtime
+from tests.crew_helpers import (
+    Events,
+    agent,
+    control,
+    ended,
+    last_task,
+    prompts,
+    start,
+    task_statuses,
+    until,
+)
+from tests.helpers import ApiClient, stored
+
+
+def _failing() -> ScriptedTurn:
+    return ScriptedTurn(error=ProviderInvalidRequest("the model refused the request"))
+
+
+def _graph(**tasks: dict[str, Any]) -> dict[str, Any]:
+    names = {t["agent"] for t in tasks.values()}
+    return {
+        "agents": [{"name": n, "model": f"m-{n}"} for n in sorted(names)],
+        "tasks": [{"id": task_id, **spec} for task_id, spec in tasks.items()],
+        "max_parallel": 2,
+    }
+
+
+async def _watch(api: ApiClient, rid: str, stop: Any) -> Events:
+    """The crew's stream from its start until ``stop(events)`` holds (or the crew ends)."""
+    from httpx_sse import aconnect_sse
+
+    out: Events = []
+    params = {"requestId": rid}
+    async with aconnect_sse(api.http, "GET", "neta/api/crew/stream", params=params) as src:
+        async for event in src.aiter_sse():
+            if event.event != "HEARTBEAT":
+                out.append(json.loads(event.data))
+            if stop(out) or ended(out):
+                return out
+    return out
+
+
+def _open_escalations(events: Events) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e["eventType"] == "crew:escalation":
+            found[e["data"]["escalationId"]] = e["data"]
+    return {k: v for k, v in found.items() if v["state"] == "open"}
+
+
+async def test_retries_then_an_escalation_answered_from_a_second_client(
+    api: ApiClient, runtime: Runtime, server_url: str, jp_auth_header: dict[str, str]
+) -> None:
+    agent(runtime, "flaky", _failing(), _failing(), ScriptedTurn(text="flaky ok"))
+    agent(runtime, "broken", _failing())
+    final = agent(runtime, "final", ScriptedTurn(text="combined"))
+    rid = await start(
+        api,
+        _graph(
+            flaky={"agent": "flaky", "description": "try it", "retries": 1},
+            broken={"agent": "broken", "description": "never works"},
+            final={
+                "agent": "final",
+                "description": "Combine {flaky} and {broken}",
+                "depends_on": ["flaky", "broken"],
+            },
+        ),
+    )
+    # The first client watches until both failed tasks wait for a decision.
+    seen = await _watch(api, rid, lambda events: len(_open_escalations(events)) == 2)
+    escalations = {e["taskId"]: e for e in _open_escalations(seen).values()}
+    assert {e["kind"] for e in escalations.values()} == {"task_failed"}
+    assert task_statuses(seen, "flaky")[-3:] == ["retrying", "running", "failed"]
+    assert last_task(seen, "flaky")["attempt"] == 2
+    waiting = await until(api, rid, lambda s: s["status"] == "waiting")
+    assert len(waiting["escalations"]) == 2 and waiting["counts"]["pending"] == 1
+    watcher = asyncio.create_task(_watch(api, rid, lambda events: False))
+    # The second client decides over the WebSocket: retry one, skip the other with an output.
+    url = server_url.replace("http://", "ws://") + "neta/crew"
+    async with websockets.connect(url, additional_headers=jp_auth_header) as ws:
+        for task_id, fields in (
+            ("flaky", {"decision": "retry"}),
+            ("broken", {"decision": "skip", "output": "no data for broken"}),
+        ):
+            frame = {
+                "type": "crew:control",
+                "requestId": rid,
+                "action": "decide",
+                "escalationId": escalations[task_id]["escalationId"],
+                **fields,
+            }
+            await ws.send(json.dumps(frame))
+            reply = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            assert reply["type"] == "crew:control" and reply["applied"] is True, reply
+    # The same decision again, from a third client: applied once only.
+    again = await control(
+        api,
+        rid,
+        "decide",
+        escalationId=escalations["flaky"]["escalationId"],
+        decision="retry",
+    )
+    assert again["applied"] is False
+    events = seen + await asyncio.wait_for(watcher, 60)
+    assert events[-1]["data"]["status"] == "completed"
+    assert task_statuses(events, "flaky")[-2:] == ["running", "completed"]
+    assert last_task(events, "broken")["status"] == "skipped"
+    assert prompts(final) == ["Combine flaky ok and no data for broken"]
+    resolved = [
+        e["data"]
+        for e in events
+        if e["eventType"] == "crew:escalation" and e["data"]["state"] == "resolved"
+    ]
+    assert sorted(r["decision"] for r in resolved) == ["retry", "skip"]
+
+
+def _slow_step(done: str) -> list[ScriptedTurn]:
+    """A reply with a tool call (a step boundary after it), then the answer."""
+    todo = ScriptedToolCall("todo", {"items": [{"content": "look"}]})
+    return [ScriptedTurn(text="working", tool_calls=[todo], delay=0.1), ScriptedTurn(text=done)]
+
+
+async def test_pause_suspends_running_tasks_and_starts_none_then_resume_finishes(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    agent(runtime, "left", *_slow_step("left done"))
+    agent(runtime, "right", *_slow_step("right done"))
+    agent(runtime, "last", ScriptedTurn(text="all done"))
+    rid = await start(
+        api,
+        _graph(
+            left={"agent": "left", "description": "left side"},
+            right={"agent": "right", "description": "right side"},
+            last={
+                "agent": "last",
+                "description": "{left} {right}",
+                "depends_on": ["left", "right"],
+            },
+        ),
+    )
+    await until(api, rid, lambda s: s["counts"].get("running") == 2)
+    paused = await control(api, rid, "pause")
+    assert paused["status"] == "paused" and paused["applied"] is True
+    assert (await control(api, rid, "pause"))["applied"] is False
+    body = await until(api, rid, lambda s: s["counts"].get("ready") == 2)
+    children = [t["childRequestId"] for t in body["tasks"] if t["taskId"] in ("left", "right")]
+    for child in children:
+        run = await runtime.runs.get(child)
+        assert run is not None and run.status == "suspended"
+        assert any("MANUAL_SUSPEND" in e for e in await stored(runtime, child))
+    await asyncio.sleep(0.3)
+    body = await until(api, rid, lambda s: True)
+    assert {t["taskId"]: t["status"] for t in body["tasks"]}["last"] == "pending"
+    assert body["status"] == "paused"
+    resumed = await control(api, rid, "resume")
+    assert resumed["status"] == "running"
+    body = await until(api, rid, lambda s: s["status"] == "completed")
+    assert body["counts"] == {"completed": 3}
+    for child in children:  # the same runs went on: no task started over
+        run = await runtime.runs.get(child)
+        assert run is not None and run.status == "completed"
+
+
+async def test_stop_ends_every_task_once_with_user_cancelled(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    agent(runtime, "left", *_slow_step("left done"))
+    agent(runtime, "right", *_slow_step("right done"))
+    agent(runtime, "last", ScriptedTurn(text="all done"))
+    rid = await start(
+        api,
+        _graph(
+            left={"agent": "left", "description": "left side"},
+            right={"agent": "right", "description": "right side"},
+            last={
+                "agent": "last",
+                "description": "{left} {right}",
+                "depends_on": ["left", "right"],
+            },
+        ),
+    )
+    body = await until(api, rid, lambda s: s["counts"].get("running") == 2)
+    children = [t["childRequestId"] for t in body["tasks"] if t["childRequestId"]]
+    stopped, twice = await asyncio.gather(control(api, rid, "stop"), control(api, rid, "stop"))
+    assert stopped["status"] == twice["status"] == "stopped"
+    assert sorted([stopped["applied"], twice["applied"]]) == [False, True]
+    events = [json.loads(e) for e in await stored(runtime, rid)]
+    for task_id in ("left", "right", "last"):
+        ends = [
+            e["data"]
+            for e in events
+            if e["eventType"] == "crew:task:status"
+            and e["data"]["taskId"] == task_id
+            and e["data"]["status"] == "failed"
+        ]
+        assert len(ends) == 1 and ends[0]["errorCode"] == "USER_CANCELLED", task_id
+    for child in children:
+        log = [json.loads(e) for e in await stored(runtime, child)]
+        terminal = [e for e in log if e["eventType"] == "MESSAGE_FAILED"]
+        assert len(terminal) == 1 and terminal[0]["data"]["errorCode"] == "USER_CANCELLED"
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert (await control(api, rid, "stop"))["applied"] is False
+    response = await api.http.post(
+        "neta/api/crew/control", json={"requestId": rid, "action": "resume"}
+    )
+    assert response.status_code == 409 and response.json()["errCode"] == "CREW_ENDED"
