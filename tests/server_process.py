@@ -33,9 +33,14 @@ class ServerProcess(JupyterProcess):
         return httpx.Client(base_url=self.url, headers=self.headers, timeout=30, trust_env=False)
 
     def read(
-        self, rid: str, after: int | None = None, limit: int | None = None
+        self,
+        rid: str,
+        after: int | None = None,
+        limit: int | None = None,
+        until_type: str | None = None,
     ) -> list[dict[str, Any]]:
-        """One segment of the run's stream (up to its next terminal event, or ``limit`` events)."""
+        """One segment of the run's stream (up to its next terminal event, ``limit`` events, or
+        the first event of type ``until_type``)."""
         params: dict[str, Any] = {"requestId": rid}
         if after is not None:
             params["lastEventId"] = after
@@ -48,5 +53,7 @@ class ServerProcess(JupyterProcess):
                 if sse.event != "HEARTBEAT":
                     out.append(json.loads(sse.data))
                 if limit is not None and len(out) >= limit:
+                    break
+                if until_type is not None and sse.event == until_type:
                     break
         return out

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -194,4 +195,79 @@ async def test_events_refused_by_the_store_reach_no_one(
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(anext(follower), 0.5)  # nothing was sent to followers
     await follower.aclose()  # type: ignore[attr-defined]
+    store.close()
+
+
+async def lease_store(url: str, ttl: float = 1.0) -> tuple[Store, Any]:
+    """A store on ``url`` holding one running run of alice's (``r_1``)."""
+    from neta_jupyter.store import RedisBackend, RunRecord
+
+    store = Store(url, lease_ttl=ttl)
+    run = RunRecord(
+        request_id="r_1", principal="alice", session_id="s_1", status="running",
+        model="m", created=1.0, prompt="p", state={},
+    )  # fmt: skip
+    await store.backend.insert_run(run)
+    assert isinstance(store.backend, RedisBackend)
+    return store, store.backend
+
+
+async def test_racing_for_a_runs_lease_has_one_winner(url: str, client: Redis) -> None:
+    stores = [await lease_store(url) for _ in range(4)]
+    won = await asyncio.gather(*(store.acquire("r_1") for store, _ in stores))
+    assert sorted(won) == [False, False, False, True]
+    holder = stores[won.index(True)][1]
+    assert await client.get(USER.lease("r_1")) == f"{holder.replica}:1", "fence 1"
+    for store, _ in stores:
+        store.close()
+
+
+async def test_a_writer_whose_lease_lapsed_is_refused_and_the_new_owner_writes(
+    url: str, client: Redis
+) -> None:
+    from tests.store_contract import delta
+
+    old, old_backend = await lease_store(url, ttl=0.3)
+    assert await old.acquire("r_1")
+    old_backend.stop_heartbeat()  # a server that stalls: it renews nothing
+    await old.events.open("r_1")
+    old.events.append_nowait(delta("r_1", "before"))
+    await old.events.flush()
+    await asyncio.sleep(0.6)  # past its lease
+    new, _ = await lease_store(url)
+    assert await new.acquire("r_1"), "a lapsed lease is free"
+    token = await client.get(USER.lease("r_1"))
+    assert token is not None and token.endswith(":2"), "the fence counts the run's leases"
+    old.events.append_nowait(delta("r_1", "stale"))
+    await old.events.flush()
+    assert not old_backend.holds("r_1"), "a refused writer lets go of the run"
+    await new.events.open("r_1")
+    new.events.append_nowait(delta("r_1", "after"))
+    await new.events.flush()
+    payloads = [e.payload for e in await new.events.read_after("r_1", -1)]
+    assert len(payloads) == 2 and "before" in payloads[0] and "after" in payloads[1]
+    old.close()
+    new.close()
+
+
+async def test_the_heartbeat_keeps_a_lease_past_many_lease_times(url: str, client: Redis) -> None:
+    store, backend = await lease_store(url, ttl=0.3)
+    assert await store.acquire("r_1")
+    await asyncio.sleep(1.5)  # five lease times without a write
+    assert backend.holds("r_1")
+    other, _ = await lease_store(url)
+    assert not await other.acquire("r_1"), "still held"
+    store.close()
+    other.close()
+
+
+async def test_a_terminal_status_releases_the_lease(url: str, client: Redis) -> None:
+    store, backend = await lease_store(url)
+    assert await store.acquire("r_1")
+    await store.backend.update_run("r_1", "completed", {}, with_events=True)
+    assert await client.get(USER.lease("r_1")) is None
+    assert not backend.holds("r_1")
+    assert await client.zrange(USER.running, 0, -1) == []
+    assert await client.hget(USER.run("r_1"), "owner") is None
+    assert await store.leases.expired() == [], "an ended run is nobody's to take over"
     store.close()

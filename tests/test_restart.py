@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,35 @@ def test_graceful_shutdown_under_load_suspends_every_run(
             )
     for rid in runs:
         assert server.read(rid, after=ends[rid])[-1]["eventType"] == "MESSAGE_COMPLETED"
+
+
+def test_a_tool_executing_at_a_crash_is_interrupted_and_retry_never_runs_it_again(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    from tests.test_redis_replicas import install_counter, skill_script
+
+    install_counter(server.root)
+    counter = tmp_path / "count.txt"
+    script = tmp_path / "tool.json"
+    rid = start(server, content="count", model=skill_script(script, counter, 3.0), approve="auto")
+    seen = server.read(rid, until_type="TOOL_START")
+    while not counter.exists():
+        time.sleep(0.05)
+    server.kill9()
+    after_restart(script, {"text": "It may have counted; I will not count again."})
+    server.start()
+    log = server.read(rid)
+    assert log[: len(seen)] == seen
+    end = log[-1]
+    assert end["eventType"] == "MESSAGE_FAILED"
+    assert end["data"]["errorCode"] == "SYSTEM_CRASH" and end["data"]["recoverable"] is True
+    with server.client() as http:
+        assert http.post("neta/api/agent/run/retryTask", json={"requestId": rid}).is_success
+        rest = server.read(rid, after=end["seq"])
+        assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
+        session = http.get("neta/api/agent/run/status", params={"requestId": rid}).json()
+        tree = http.get("neta/api/sessions/tree", params={"sessionId": session["sessionId"]})
+    [answered] = [e for e in tree.json()["entries"] if e["role"] == "tool"]
+    assert "may or may not have run" in answered["message"]["content"]
+    time.sleep(3.5)  # the first run of the tool, orphaned by the crash, has finished
+    assert counter.read_text() == "ran\n", "the tool ran once"

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ..events import ErrorCode, EventType, SuspendReason, SuspendType
 from ..providers import ProviderError
 from ..providers.base import AuthenticationRequired, ProviderInvalidRequest
-from ..store import StorageError, Store
+from ..store import LeaseLost, StorageError, Store
 from .attachments import ImportFailed
 from .config import RuntimeConfig
 from .emitter import RunEmitter
@@ -30,9 +30,10 @@ from .waiting import PAUSED, deadline_of
 
 LoopFactory = Callable[[Run, RunEmitter], RunLoop]
 Preparation = Callable[[Run, RunEmitter], Awaitable[None]]
-CancelReason = Literal["user", "timeout", "shutdown"]
+CancelReason = Literal["user", "timeout", "shutdown", "fenced"]
 """Why an activation is cancelled: the user stopped it (USER_CANCELLED), the run that delegated
-to it ran out of time (TASK_TIMEOUT), or the server shuts down (suspended, resumable)."""
+to it ran out of time (TASK_TIMEOUT), the server shuts down (suspended, resumable), or another
+server holds the run now (nothing is written: the run is that server's)."""
 
 
 class Activations:
@@ -261,6 +262,8 @@ class Activations:
                 recoverable=exc.transient,
                 network_error=exc.transient,
             )
+        except LeaseLost:
+            self._log.warning("neta: run %s stopped here: another server holds it", run.request_id)
         except StorageError as exc:  # logged once per spell by the store, not once per run
             await self.fail(
                 run,
@@ -284,7 +287,9 @@ class Activations:
 
     async def _cancelled(self, run: Run, emitter: RunEmitter) -> None:
         reason = self._cancel_reason.pop(run.request_id, "user")
-        if reason == "shutdown":
+        if reason == "fenced":
+            self._log.warning("neta: run %s stopped here: another server holds it", run.request_id)
+        elif reason == "shutdown":
             why = SuspendReason(
                 type=SuspendType.SHUTDOWN_INTERRUPT,
                 message="the server shut down; resume the run to continue",

@@ -9,9 +9,13 @@ from .decisions import decide_ending, decide_failure
 from .emitter import RunEmitter
 from .runs import Run, Runs
 from .steps import BuildRequest, Finish, RunTools, Suspend
-from .tree import SessionTree
+from .tree import CallOutcome, SessionTree
 
 NOT_RUN = "Not run: the run ended before this call was executed."
+INTERRUPTED = (
+    "Interrupted: the server stopped while this call was executing, so it may or may not have "
+    "run. It is not run again; check its effects before repeating it."
+)
 
 
 def usage_snapshot(run: Run) -> Usage:
@@ -49,15 +53,38 @@ async def end_run(runs: Runs, run: Run, emitter: RunEmitter, outcome: Suspend | 
     await runs.save(run, keep=True)
 
 
-async def recover_crashed(runs: Runs, emitter_of: Callable[[Run], Awaitable[RunEmitter]]) -> int:
-    """Runs a crashed process left running end with SYSTEM_CRASH; how many there were."""
-    crashed = await runs.find(status="running", limit=100_000)
-    for run in crashed:
-        code, message = ErrorCode.SYSTEM_CRASH, "the server stopped while this run was executing"
-        if run.snapshot_error:  # what it was doing is lost with its state
-            code, message = ErrorCode.RUN_SNAPSHOT_INVALID, f"{message}; {run.snapshot_error}"
-        await fail_run(runs, run, await emitter_of(run), code, message, recoverable=False)
-    return len(crashed)
+async def recover_crashed(
+    runs: Runs,
+    emitter_of: Callable[[Run], Awaitable[RunEmitter]],
+    take: Callable[[Run], Awaitable[bool]] | None = None,
+) -> int:
+    """Runs a crashed process left running end with SYSTEM_CRASH; how many there were.
+
+    ``take``: whether this process may end the run (another server may be running it).
+    """
+    crashed = 0
+    for run in await runs.find(status="running", limit=100_000):
+        if take is None or await take(run):
+            await end_crashed(runs, run, await emitter_of(run))
+            crashed += 1
+    return crashed
+
+
+async def end_crashed(runs: Runs, run: Run, emitter: RunEmitter) -> None:
+    """MESSAGE_FAILED SYSTEM_CRASH, recoverable: Retry continues from the persisted position.
+
+    Tool calls that were executing are answered as interrupted (they may or may not have run)
+    and never run again: the model, asked again on Retry, sees that.
+    """
+    message = "the server stopped while this run was executing"
+    if run.snapshot_error:  # what it was doing is lost with its state
+        message = f"{message}; {run.snapshot_error}"
+        await fail_run(
+            runs, run, emitter, ErrorCode.RUN_SNAPSHOT_INVALID, message, recoverable=False
+        )
+        return
+    await close_open_calls(runs, run, emitter, INTERRUPTED, "failed")
+    await fail_run(runs, run, emitter, ErrorCode.SYSTEM_CRASH, message, recoverable=True)
 
 
 async def fail_run(
@@ -92,7 +119,13 @@ async def fail_run(
     await runs.save(run, keep=True)
 
 
-async def close_open_calls(runs: Runs, run: Run, emitter: RunEmitter) -> None:
+async def close_open_calls(
+    runs: Runs,
+    run: Run,
+    emitter: RunEmitter,
+    output: str = NOT_RUN,
+    outcome: CallOutcome = "not_run",
+) -> None:
     """Answer unanswered tool calls so the transcript stays valid for the next prompt."""
     state, records = run.state, runs.records
     pending = state.next
@@ -111,8 +144,8 @@ async def close_open_calls(runs: Runs, run: Run, emitter: RunEmitter) -> None:
         entry = await tree.answer(
             reply,
             {"id": call.id, "name": call.name},
-            NOT_RUN,
-            "not_run",
+            output,
+            outcome,
             request_id=run.request_id,
             parent_id=state.leaf,
             run=emitter,

@@ -28,11 +28,12 @@ from .endings import fail_run, recover_crashed
 from .errors import BadRunRequest, RunConflict, RunNotFound
 from .imports import ImportedCalls, import_run
 from .loop import RunLoop
-from .resumes import answer_question, decide_permission
+from .resumes import decide_ask
 from .runs import Run, Runs
 from .state import RunState, check_thinking_level, new_options
 from .steps import Compact, first_step
 from .subagents import Subagents
+from .takeover import Takeover
 from .tree import SessionTree, session_stream
 from .waiting import Waiting
 
@@ -82,6 +83,8 @@ class Runtime:
         """Pauses, and the deadlines of runs that wait for a person."""
         self.subagents = Subagents(self)
         """The child runs of runs that delegate, and the trees they make."""
+        self.takeover = Takeover(self)
+        """Runs other servers may hold: lost ones, a dead server's ones, stopping them."""
         self.register_secrets()
 
     def register_secrets(self) -> None:
@@ -220,6 +223,7 @@ class Runtime:
             state=RunState(assistant_message_id=new_id("e"), next=first_step(imports)),
         )
         await self.runs.create(run)
+        await self.takeover.take(run.request_id, "RUN_NOT_ACTIVE", "the new run is held elsewhere")
         emitter = await self._emitter(run)
         try:
             await self._begin(run, session.leaf_entry_id, emitter, attached)
@@ -277,27 +281,27 @@ class Runtime:
         """Continue a suspended run, with the decision on its pending ask if it has one."""
         with self.waiting.claim(request_id):  # not reclaimed meanwhile
             run = await self.get_run(principal, request_id)
+            refused = f"run {request_id} is {run.status}, not suspended"
             if run.status != "suspended" or self.is_active(request_id):
-                raise RunConflict(
-                    f"run {request_id} is {run.status}, not suspended", code="RUN_NOT_SUSPENDED"
-                )
-            await self._active.refuse_invalid(run, self.tools.known())
-            ask = run.state.ask
-            if ask is not None and ask.kind == "question":
-                answer_question(run, ask, ask_id=ask_id, approved=approved, answer=answer)
-            elif ask is not None:
-                await decide_permission(
+                raise RunConflict(refused, code="RUN_NOT_SUSPENDED")
+            await self.takeover.take(request_id, "RUN_NOT_SUSPENDED", refused)
+            async with self.takeover.releasing(request_id):
+                run = await self.get_run(principal, request_id)  # as it is now the run is ours
+                if run.status != "suspended":
+                    raise RunConflict(refused, code="RUN_NOT_SUSPENDED")
+                await self._active.refuse_invalid(run, self.tools.known())
+                await decide_ask(
                     run,
-                    ask,
                     ask_id=ask_id,
                     approved=approved,
                     always=always,
+                    answer=answer,
                     records=self.store.records,
-                    emitter=await self._emitter(run),
+                    emitter=lambda: self._emitter(run),
                 )
-            run.status, run.state.suspend_deadline = "running", None
-            await self.runs.save(run)
-            self._active.launch(run, run.state.next)
+                run.status, run.state.suspend_deadline = "running", None
+                await self.runs.save(run)
+                self._active.launch(run, run.state.next)
         self.waiting.forget(request_id)
         return run
 
@@ -309,20 +313,26 @@ class Runtime:
         """Continue a run that failed recoverably, from its last completed step."""
         run = await self.get_run(principal, request_id)
         await self._active.refuse_invalid(run, self.tools.known(), retrying=True)
+        refused = f"run {request_id} is {run.status} and cannot be retried"
         if run.status != "failed" or not run.state.recoverable:
-            raise RunConflict(
-                f"run {request_id} is {run.status} and cannot be retried", code="RUN_NOT_RETRYABLE"
-            )
-        run.status = "running"
-        run.state.recoverable = False
-        await self.runs.save(run)
-        self._active.launch(run, run.state.next)
+            raise RunConflict(refused, code="RUN_NOT_RETRYABLE")
+        await self.takeover.take(request_id, "RUN_NOT_RETRYABLE", refused)
+        async with self.takeover.releasing(request_id):
+            run = await self.get_run(principal, request_id)  # as it is now the run is ours
+            if run.status != "failed" or not run.state.recoverable:
+                raise RunConflict(refused, code="RUN_NOT_RETRYABLE")
+            run.status = "running"
+            run.state.recoverable = False
+            await self.runs.save(run)
+            self._active.launch(run, run.state.next)
         return run
 
     async def terminate(self, principal: str, request_id: str) -> Run:
         """Cancel a running or suspended run (USER_CANCELLED), and the children it started."""
         run = await self.get_run(principal, request_id)
         if await self._active.cancel(request_id, "user"):
+            return await self.get_run(principal, request_id)
+        if await self.takeover.stop_elsewhere(run):
             return await self.get_run(principal, request_id)
         # Running without an activation here: a sub-agent waiting for a slot of its batch.
         if run.status not in ("suspended", "running"):
@@ -342,6 +352,8 @@ class Runtime:
 
     async def continue_run(self, run: Run) -> None:
         """Start a stored run's loop from where it stands (a sub-agent, when its batch may)."""
+        if not await self.store.acquire(run.request_id):
+            return  # another server runs it
         run.status = "running"
         await self.runs.save(run)
         self._active.launch(run, run.state.next)
@@ -387,6 +399,7 @@ class Runtime:
             ),
         )
         await self.runs.create(run)
+        await self.takeover.take(run.request_id, "RUN_NOT_ACTIVE", "the new run is held elsewhere")
         (await self._emitter(run)).emit(
             EventType.SESSION_CREATED, SessionData(session_id=session.session_id)
         )
@@ -421,16 +434,23 @@ class Runtime:
     async def recover(self) -> int:
         """At start-up: runs left running by a crashed process end with SYSTEM_CRASH.
 
+        Recoverable: Retry continues from the persisted position; calls that were executing
+        are answered as interrupted, never run again. On a shared store, only the runs no live
+        server executes.
+
         Except in run trees: a parent that waited for its children, and children that had not
         got going, are suspended (resumable), so the tree goes on when resumed.
         """
-        suspended = await self.subagents.recover()
-        crashed = await recover_crashed(self.runs, self._emitter)
+        take = self.takeover.may_recover  # not the runs another live server executes
+        suspended = await self.subagents.recover(take)
+        crashed = await recover_crashed(self.runs, self._emitter, take)
+        self.takeover.recovered()
         await self.waiting.recover()  # runs left waiting past their deadline: USER_NO_RESPONSE
         return suspended + crashed
 
     async def shutdown(self) -> None:
         """Suspend every executing run with SHUTDOWN_INTERRUPT (resumable after restart)."""
+        self.takeover.stop()
         await self.waiting.close()
         await self._active.shutdown()
         self.store.commit()

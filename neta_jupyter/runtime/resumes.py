@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from ..events import EventType, PermissionResolvedData
 from ..store import RecordStore
 from .emitter import RunEmitter
@@ -11,6 +13,32 @@ from .state import Ask
 from .steps import Answer, Approval, RunTools
 
 NO_ANSWER = "The user chose not to answer."
+
+
+async def decide_ask(
+    run: Run,
+    *,
+    ask_id: str | None,
+    approved: bool | None,
+    always: bool,
+    answer: str | None,
+    records: RecordStore,
+    emitter: Callable[[], Awaitable[RunEmitter]],
+) -> None:
+    """The decision on the run's pending ask, if it has one, joins the step it waits in."""
+    ask = run.state.ask
+    if ask is not None and ask.kind == "question":
+        answer_question(run, ask, ask_id=ask_id, approved=approved, answer=answer)
+    elif ask is not None:
+        await decide_permission(
+            run,
+            ask,
+            ask_id=ask_id,
+            approved=approved,
+            always=always,
+            records=records,
+            emitter=await emitter(),
+        )
 
 
 def answer_question(

@@ -24,7 +24,7 @@ from .tree import SessionTree
 if TYPE_CHECKING:
     from .subagents import Subagents
 
-Stop = Literal["user", "timeout", "shutdown"]
+Stop = Literal["user", "timeout", "shutdown", "fenced"]
 
 
 class Batch:
@@ -238,8 +238,8 @@ class Batch:
         for view in self.views:
             if not view.done:
                 await self._owner.stop(view.request_id, how)
-        if how == "shutdown":
-            return  # the parent's stream ends suspended; it attaches again when resumed
+        if how in ("shutdown", "fenced"):
+            return  # the parent's stream ends suspended (or is another server's now)
         for view in self.views:
             if view.done:
                 continue

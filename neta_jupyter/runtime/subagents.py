@@ -15,6 +15,7 @@ had not got going yet, are suspended (resumable) instead of failed; the rest end
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ..events import ErrorCode, EventType, SessionData, SuspendReason, SuspendType
@@ -270,6 +271,8 @@ class Subagents:
                 await rt.cancel(request_id, how)
             await rt.wait(request_id)
             return
+        if how == "fenced":
+            return  # another server holds the tree now: nothing is written here
         if how == "shutdown":
             if run.status == "running":  # queued: it had not started
                 await self._suspend(run, "the server shut down before this sub-agent started")
@@ -294,7 +297,7 @@ class Subagents:
 
     # --- start-up
 
-    async def recover(self) -> int:
+    async def recover(self, take: Callable[[Run], Awaitable[bool]] | None = None) -> int:
         """Runs a crash left running that can go on: suspended, not failed; how many.
 
         A parent waiting for its children goes on waiting once resumed; a child that had not
@@ -303,6 +306,8 @@ class Subagents:
         """
         recovered = 0
         for run in await self.runtime.runs.find(status="running", limit=100_000):
+            if take is not None and not await take(run):
+                continue  # another server executes it
             if run.parent_request_id is not None and await self._untouched(run):
                 await self._suspend(run, "the server stopped before this sub-agent got going")
             elif await self._waiting(run):

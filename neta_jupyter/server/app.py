@@ -68,6 +68,17 @@ class NetaApp(ExtensionApp, NetaSettings):
         "commits are cheap, each is made at once). Longer windows make bigger commits, which cost "
         "less per event when many runs write at once.",
     ).tag(config=True)
+    lease_ttl = Float(
+        15.0,
+        help="With runs in Redis: seconds a server's hold on a run it executes lasts unless "
+        "renewed (renewed every third of it). Once it lapses, because the server died or "
+        "stalled, another server takes the run over.",
+    ).tag(config=True)
+    sweep_interval = Float(
+        5.0,
+        help="With runs in Redis: seconds between looks for runs whose server stopped renewing "
+        "its hold on them; such a run ends as interrupted by a crash (and can be retried).",
+    ).tag(config=True)
     max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
     image_hosts = List(
         Unicode(),
@@ -123,6 +134,7 @@ class NetaApp(ExtensionApp, NetaSettings):
         self.store = Store(
             store_location(self.store_url, self.db_path or data_dir / DB_NAME),
             commit_interval=self.commit_interval,
+            lease_ttl=self.lease_ttl,
             logger=self.log,
         )
         self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None
@@ -224,6 +236,8 @@ class NetaApp(ExtensionApp, NetaSettings):
         """Once the event loop runs: timers for the runs that wait for a person."""
         if self.store_failure is None:
             self.runtime.waiting.watch_stored()
+            self.runtime.takeover.sweep_interval = self.sweep_interval
+            self.runtime.takeover.start()
 
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""

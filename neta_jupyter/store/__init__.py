@@ -9,7 +9,8 @@ from ..events.redact import Redactor
 from .contract import Backend, EventRow, finish_now
 from .db import Database
 from .eventlog import EventLog, StoredEvent
-from .health import StorageDamaged, StorageError, StorageUnavailable
+from .health import LeaseLost, StorageDamaged, StorageError, StorageUnavailable
+from .leases import Leases, LocalLeases
 from .memory import MemoryBackend, MemoryData
 from .records import (
     AttachmentRecord,
@@ -33,21 +34,38 @@ class Store:
         where: str | Path | Backend,
         *,
         commit_interval: float = 0.002,
+        lease_ttl: float = 15.0,
         logger: logging.Logger | None = None,
     ) -> None:
         secret = None
         if isinstance(where, str) and is_redis_url(where):
             secret = url_password(where)
-            where = RedisBackend(where, commit_interval=commit_interval, logger=logger)
+            where = RedisBackend(
+                where, commit_interval=commit_interval, lease_ttl=lease_ttl, logger=logger
+            )
         elif isinstance(where, str | Path):
             where = SqliteBackend(where, commit_interval=commit_interval, logger=logger)
         self.backend: Backend = where
+        self.leases: Leases = where if isinstance(where, RedisBackend) else LocalLeases()
+        """Who may write which run: this server alone, unless the store is shared."""
         self.redactor = Redactor()
         """Shared by the event log, the records and attachments: secrets registered once."""
         self.secrets: tuple[str, ...] = (secret,) if secret else ()
         """The store's own credentials (a Redis password): the runtime redacts them by value."""
         self.events = EventLog(where, redactor=self.redactor)
         self.records = RecordStore(where, redactor=self.redactor)
+
+    async def acquire(self, request_id: str) -> bool:
+        """Take the run's lease for this server; False when another server holds it.
+
+        Once taken, the run's stream is appended to from where the store says it ends: another
+        server may have written it since this one last did.
+        """
+        if not await self.leases.acquire(request_id):
+            return False
+        if self.leases.shared:
+            self.events.forget(request_id)
+        return True
 
     async def start(self) -> None:
         """Check a store across the network before use (a local one needs nothing)."""
@@ -91,6 +109,8 @@ __all__ = [
     "Entry",
     "EventLog",
     "EventRow",
+    "LeaseLost",
+    "Leases",
     "MemoryBackend",
     "MemoryData",
     "RecordStore",

@@ -66,6 +66,10 @@ class EventLog:
             last = await self._backend.last_seq(stream)
             self._next.setdefault(stream, last + 1)
 
+    def forget(self, stream: str) -> None:
+        """Learn where ``stream`` ends again at the next :meth:`open` (another server wrote it)."""
+        self._next.pop(stream, None)
+
     def append_nowait(self, event: AgentEvent) -> int:
         """Assign the next seq and queue the event for the next durable write; its seq."""
         if event.seq is not None:

@@ -5,6 +5,8 @@ Exceptions (who raises → who catches)::
     StorageError            raised by the store; server/ answers 503 with its code and message
     ├── StorageUnavailable  a write failed for a reason that passes (disk full, I/O error, locked)
     └── StorageDamaged      the database file is damaged (``neta-jupyter doctor`` checks, salvages)
+    LeaseLost               raised by a shared store: another server took the run over; the
+                            activation that wrote it stops without writing (runtime/activations)
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ class StorageError(Exception):
         """What the API answers."""
         self.reason = reason or message
         """Why, in a few words (the disk is full)."""
+
+
+class LeaseLost(Exception):
+    """Another server holds the run now: this one must write nothing more of it."""
 
 
 class StorageUnavailable(StorageError):

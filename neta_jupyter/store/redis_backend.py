@@ -17,15 +17,21 @@ from redis.exceptions import RedisError
 
 from .health import StorageUnavailable
 from .redis_conn import check_durable, connect, masked_url
+from .redis_lease import RedisLeases
 from .redis_log import APPEND, RedisEvents
 from .redis_records import RedisRecords
 
 
-class RedisBackend(RedisEvents, RedisRecords):
-    """:class:`~neta_jupyter.store.contract.Backend` on one Redis."""
+class RedisBackend(RedisLeases, RedisRecords):
+    """A :class:`~neta_jupyter.store.contract.Backend` and its leases on one Redis."""
 
     def __init__(
-        self, url: str, *, commit_interval: float = 0.002, logger: logging.Logger | None = None
+        self,
+        url: str,
+        *,
+        commit_interval: float = 0.002,
+        lease_ttl: float = 15.0,
+        logger: logging.Logger | None = None,
     ) -> None:
         self.url = url
         self.shown_url = masked_url(url)
@@ -35,6 +41,7 @@ class RedisBackend(RedisEvents, RedisRecords):
         """The durability the Redis offers (``aof-always``, ``aof-everysec``), once started."""
         RedisEvents.__init__(self, self.client, logger, commit_interval=commit_interval)
         RedisRecords.__init__(self, self.client, self)
+        self.init_leases(lease_ttl)
 
     async def start(self) -> str:
         """Check the Redis keeps what it is given; its durability mode (logged)."""
@@ -51,6 +58,7 @@ class RedisBackend(RedisEvents, RedisRecords):
     def close(self) -> None:
         """Write what is pending (waiting here: the server is stopping) and disconnect."""
         calls = self.pending_calls()
+        self.stop_heartbeat()
         self.stop()
         if calls:
             self._write_now(calls)
@@ -70,6 +78,7 @@ class RedisBackend(RedisEvents, RedisRecords):
 
     def crash(self) -> None:
         """Stop as a killed process would: what is not written yet is lost."""
+        self.stop_heartbeat()
         self.stop()
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(self.client.aclose())

@@ -81,11 +81,28 @@ class UserKeys:
         return f"{self.prefix}ev:{stream}"
 
     def lease(self, stream: str) -> str:
-        """Who may write a run's events (a token; absent: anyone, until leases are built)."""
+        """Who may write a run's events: ``<replica>:<fence>``, expiring unless renewed.
+
+        Absent: nobody holds the run (suspended, ended, or its owner died), and only a writer
+        holding no lease writes it (a session's tree, a suspended run ended).
+        """
         return f"{self.prefix}lease:{stream}"
 
+    @property
+    def running(self) -> str:
+        """Zset of the user's runs whose status is ``running`` (what a sweeper looks through)."""
+        return f"{self.prefix}running"
+
+    def wake(self, replica: str) -> str:
+        """Stream a replica adds to so that its blocked read of this user's streams starts again."""
+        return f"{self.prefix}wake:{replica}"
+
     def run(self, request_id: str) -> str:
-        """A run: ``rec`` (its fixed fields, JSON), ``status``, ``state`` (JSON)."""
+        """A run's hash.
+
+        ``rec`` (its fixed fields, JSON), ``status``, ``state`` (JSON); while a replica holds it
+        ``owner``; ``fence`` (the count of its leases), ``stop`` (asked to terminate).
+        """
         return f"{self.prefix}run:{request_id}"
 
     @property

@@ -25,32 +25,68 @@ from .contract import DurableListener, EventRow, HealthListener
 from .health import Episode, StorageUnavailable
 from .redis_conn import NOBODY, OWNERS, UserKeys
 
-APPEND = """
+FENCE = """
 local held = redis.call('GET', KEYS[2])
-if held and held ~= ARGV[1] then
-  return redis.error_reply('FENCED the run is written by another server')
+local function fenced()
+  if held then return held ~= ARGV[1] end
+  return ARGV[1] ~= '-'
 end
+local function settle(status, state, rid)
+  redis.call('HSET', KEYS[3], 'status', status, 'state', state)
+  if status == 'running' then
+    redis.call('ZADD', KEYS[4], 0, rid)
+  else
+    redis.call('ZREM', KEYS[4], rid)
+    redis.call('HDEL', KEYS[3], 'owner')
+    if held then redis.call('DEL', KEYS[2]) end
+  end
+end
+"""
+"""What the scripts share: whether the caller (token ``ARGV[1]``, ``-`` for none) may write a
+run (``KEYS`` stream, lease, run, running), and a run's status set with its lease released."""
+
+APPEND = (
+    FENCE
+    + """
 local first, n = tonumber(ARGV[2]), tonumber(ARGV[3])
 local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local last = -1
 if #top > 0 then last = tonumber(string.match(top[1][1], '%-(%d+)$')) - 1 end
+if fenced() then
+  -- a batch whose reply was lost after it released the lease is still a replay
+  if not held and n > 0 and first + n - 1 == last then return 0 end
+  return redis.error_reply('FENCED the run is written by another server')
+end
 if n > 0 and first + n - 1 == last then return 0 end
 if n > 0 and first ~= last + 1 then
   return redis.error_reply('SEQ expected ' .. (last + 1))
 end
 for i = 0, n - 1 do
-  redis.call('XADD', KEYS[1], '0-' .. (first + i + 1), 't', ARGV[6 + 2 * i], 'p', ARGV[7 + 2 * i])
+  redis.call('XADD', KEYS[1], '0-' .. (first + i + 1), 't', ARGV[8 + 2 * i], 'p', ARGV[9 + 2 * i])
 end
-if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('HSET', KEYS[3], 'status', ARGV[4], 'state', ARGV[5])
+if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then settle(ARGV[4], ARGV[5], ARGV[6]) end
+if held and ARGV[7] ~= '' and redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[7])
 end
 return n
 """
-"""``KEYS``: stream, lease, run; ``ARGV``: token, first seq, count, status ('' for none), state,
-then type and payload of each event. Replies the count written (0 for a replay)."""
+)
+"""``KEYS``: stream, lease, run, running; ``ARGV``: token, first seq, count, status ('' for
+none), state, run id, lease time in ms ('' : not renewed), then type and payload of each event.
+Replies the count written (0 for a replay). A status other than ``running`` releases the lease."""
+
+UPDATE_RUN = (
+    FENCE
+    + """
+if fenced() then return redis.error_reply('FENCED the run is written by another server') end
+if redis.call('EXISTS', KEYS[3]) == 1 then settle(ARGV[2], ARGV[3], ARGV[4]) end
+return 1
+"""
+)
+"""``KEYS`` as :data:`APPEND`'s; ``ARGV``: token, status, state, run id."""
 
 NO_LEASE = "-"
-"""The token this process writes with until leases are built: refused once a lease is held."""
+"""The token of a writer holding no lease: refused while anyone holds the run's."""
 CHUNK = 2048
 """Events per script call: a long batch is several calls, its run update on the last."""
 
@@ -67,6 +103,8 @@ class Call:
     keys: list[str]
     args: list[str | int]
     done: bool = False
+    releases: bool = False
+    """It ends the run's activation (a status other than running): the lease goes with it."""
 
 
 @dataclass(slots=True)
@@ -78,10 +116,13 @@ class RunUpdate:
     state: str
 
 
-def append_args(token: str, rows: list[EventRow], update: RunUpdate | None) -> list[str | int]:
+def append_args(
+    token: str, rows: list[EventRow], update: RunUpdate | None, ttl_ms: int | None = None
+) -> list[str | int]:
     """The script's ``ARGV`` for ``rows`` (and the run update carried with them)."""
     args: list[str | int] = [token, rows[0][0] if rows else 0, len(rows)]
-    args += [update.status, update.state] if update else ["", ""]
+    args += [update.status, update.state, update.request_id] if update else ["", "", ""]
+    args.append("" if ttl_ms is None or token == NO_LEASE else ttl_ms)
     for _, kind, payload in rows:
         args += [kind, payload]
     return args
@@ -100,8 +141,13 @@ async def fenced_append(
     Raises :class:`ResponseError` ``FENCED`` (another token holds the run's lease) or ``SEQ``
     (the batch does not continue the stream).
     """
-    keys = [user.stream(stream), user.lease(stream), user.run(stream)]
+    keys = script_keys(user, stream)
     return int(await client.eval(APPEND, len(keys), *keys, *append_args(token, rows, update)))
+
+
+def script_keys(user: UserKeys, stream: str) -> list[str]:
+    """The ``KEYS`` of :data:`APPEND` and :data:`UPDATE_RUN` for a run (or any stream)."""
+    return [user.stream(stream), user.lease(stream), user.run(stream), user.running]
 
 
 def is_transient(error: Exception) -> bool:
@@ -130,7 +176,11 @@ class RedisEvents:
         self._interval = commit_interval
         self.log = logger or logging.getLogger("neta_jupyter")
         self._sha: str | None = None
-        self._token = NO_LEASE
+        self._tokens: dict[str, str] = {}
+        """The lease token of each run this process holds (it writes them with it)."""
+        self.lease_ms = 15_000
+        """How long a lease lasts unless renewed (a write renews it too)."""
+        self._lost_listeners: list[Callable[[str], None]] = []
         self._owner: dict[str, str] = {}
         self._pending: dict[str, list[EventRow]] = {}
         self._updates: list[RunUpdate] = []
@@ -150,6 +200,22 @@ class RedisEvents:
         self._stopped = False
 
     # --- whose stream
+
+    def token(self, stream: str) -> str:
+        """The token this process writes ``stream`` with (``-``: it holds no lease on it)."""
+        return self._tokens.get(stream, NO_LEASE)
+
+    def on_lost(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener`` with a run whose lease this process lost: it must write no more."""
+        self._lost_listeners.append(listener)
+
+    def fence_out(self, stream: str) -> None:
+        """The lease on ``stream`` is lost: drop what is queued for it and write it no more."""
+        self._fenced.add(stream)
+        self._pending.pop(stream, None)
+        if self._tokens.pop(stream, None) is not None:
+            for listener in self._lost_listeners:
+                listener(stream)
 
     def remember(self, stream: str, principal: str) -> None:
         """Say whose ``stream`` (a run's, a session's) is, as its record does."""
@@ -277,20 +343,26 @@ class RedisEvents:
         for stream, rows in pending.items():
             if stream in self._fenced:
                 continue  # refused before: writing on would corrupt the run's log
-            keys = await self._script_keys(stream)
+            keys = script_keys(await self.keys(stream), stream)
             for start in range(0, len(rows), CHUNK):
                 chunk = rows[start : start + CHUNK]
                 update = last_update.pop(stream, None) if start + CHUNK >= len(rows) else None
-                calls.append(Call(stream, chunk, keys, append_args(self._token, chunk, update)))
+                calls.append(self._call(stream, chunk, keys, update))
         for rid, update in last_update.items():
-            calls.append(
-                Call(rid, [], await self._script_keys(rid), append_args(self._token, [], update))
-            )
+            calls.append(self._call(rid, [], script_keys(await self.keys(rid), rid), update))
         return calls
 
-    async def _script_keys(self, stream: str) -> list[str]:
-        user = await self.keys(stream)
-        return [user.stream(stream), user.lease(stream), user.run(stream)]
+    def _call(
+        self, stream: str, rows: list[EventRow], keys: list[str], update: RunUpdate | None
+    ) -> Call:
+        args = append_args(self.token(stream), rows, update, self.lease_ms)
+        releases = update is not None and update.status != "running"
+        return Call(stream, rows, keys, args, releases=releases)
+
+    def _released(self, call: Call) -> None:
+        """A written call that ended its run's activation: the lease it held is gone."""
+        if call.releases and self._tokens.get(call.stream) == call.args[0]:
+            del self._tokens[call.stream]
 
     async def _send(self, calls: list[Call]) -> RedisError | None:
         """Send ``calls`` in one pipeline, marking those written; why the rest failed, if so."""
@@ -312,6 +384,7 @@ class RedisEvents:
                 continue  # after a failed chunk of its stream, the next ones are sent again
             if not isinstance(reply, Exception):
                 call.done = True
+                self._released(call)
             elif is_transient(reply):
                 if str(reply).startswith("NOSCRIPT"):
                     self._sha = None  # the Redis restarted without its scripts
@@ -324,8 +397,8 @@ class RedisEvents:
     def _refuse(self, call: Call, error: Exception) -> None:
         """A gap or another writer's lease: this stream is written no more by this process."""
         call.done, call.rows = True, []  # never durable: no follower is told of them
-        self._fenced.add(call.stream)
         self.log.error("neta: the store refused the events of %s: %s", call.stream, error)
+        self.fence_out(call.stream)
 
     def _failed(self, error: Exception) -> None:
         reason = f"the Redis store refuses writes: {error}"
@@ -355,6 +428,8 @@ class RedisEvents:
             try:
                 return await op(self._client)
             except RedisError as error:
+                if not is_transient(error):
+                    raise  # a refusal: the store itself is fine
                 self._failed(error)
                 self.refuse_while_failing()
                 raise
@@ -393,14 +468,12 @@ class RedisEvents:
         for stream, rows in self._pending.items():
             if stream in self._fenced:
                 continue
-            user = UserKeys(self._owner.get(stream, NOBODY))
-            keys = [user.stream(stream), user.lease(stream), user.run(stream)]
-            calls.append((keys, append_args(self._token, rows, last_update.pop(stream, None))))
-        for update in last_update.values():
-            user = UserKeys(self._owner.get(update.request_id, NOBODY))
-            rid = update.request_id
-            keys = [user.stream(rid), user.lease(rid), user.run(rid)]
-            calls.append((keys, append_args(self._token, [], update)))
+            keys = script_keys(UserKeys(self._owner.get(stream, NOBODY)), stream)
+            update = last_update.pop(stream, None)
+            calls.append((keys, append_args(self.token(stream), rows, update, self.lease_ms)))
+        for rid, update in last_update.items():
+            keys = script_keys(UserKeys(self._owner.get(rid, NOBODY)), rid)
+            calls.append((keys, append_args(self.token(rid), [], update, self.lease_ms)))
         return calls
 
     def stop(self) -> None:

@@ -12,8 +12,10 @@ import json
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 
 from .contract import SessionChanges
+from .health import LeaseLost
 from .records import (
     AttachmentRecord,
     Entry,
@@ -23,7 +25,7 @@ from .records import (
     newest_matching,
 )
 from .redis_conn import NOBODY, OWNERS, USERS, UserKeys
-from .redis_log import RedisEvents, RunUpdate
+from .redis_log import UPDATE_RUN, RedisEvents, RunUpdate, script_keys
 
 CREATE_SESSION = """
 local found = redis.call('HGET', KEYS[1], ARGV[1])
@@ -79,6 +81,7 @@ class RedisRecords:
         self._client: Any = client  # replies decoded to str (see RedisEvents)
         self._events = events
         self._create_session = client.register_script(CREATE_SESSION)
+        self._update_run = client.register_script(UPDATE_RUN)
 
     async def _user(self, field: str) -> tuple[str, str]:
         """``(principal, rest)`` of what the owners' hash says of ``field``."""
@@ -105,6 +108,8 @@ class RedisRecords:
                 mapping={"rec": dumps(fixed), "status": run.status, "state": dumps(run.state)},
             )
             pipe.zadd(user.runs, {run.request_id: run.created})
+            if run.status == "running":
+                pipe.zadd(user.running, {run.request_id: 0})
             await pipe.execute()
 
         await self._events.now(write)
@@ -117,13 +122,19 @@ class RedisRecords:
         if with_events:
             await self._events.join(update)
             return
-        user = await self._events.keys(request_id)
+        keys = script_keys(await self._events.keys(request_id), request_id)
 
         async def write(client: Any) -> None:
-            if await client.exists(user.run(request_id)):
-                await client.hset(
-                    user.run(request_id), mapping={"status": status, "state": update.state}
-                )
+            # Fenced like the run's events: a replica that lost the run cannot move it.
+            token = self._events.token(request_id)
+            args = [token, status, update.state, request_id]
+            try:
+                await self._update_run(keys=keys, args=args, client=client)
+            except ResponseError as error:
+                if not str(error).startswith("FENCED"):
+                    raise
+                self._events.fence_out(request_id)
+                raise LeaseLost(f"run {request_id} is written by another server") from None
 
         await self._events.now(write)
 
