@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -78,6 +79,13 @@ async def count(steps: int, ctx: Context) -> str:
 def crash() -> str:
     """Exit the server process mid-call."""
     os._exit(3)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def quit() -> str:
+    """Answer, then exit the server process a moment later (between calls)."""
+    threading.Timer(0.3, os._exit, (0,)).start()
+    return "bye"
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))

@@ -251,3 +251,24 @@ def test_the_terminal_client_offers_mcp_tools_under_the_permission_rules(workdir
     assert "? write_note from the MCP server cat needs approval" in out and "denied" in out
     assert not notes.exists()
     assert _gone(_pid(pid_file))  # it stopped when the command ended
+
+
+async def test_a_server_that_exits_between_calls_is_started_again_for_the_next_one(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    script_model(runtime, call("cat__quit"), ScriptedTurn(text="it quit"))
+    first = await api.segment((await api.start("quit", model="scripted"))["requestId"])
+    assert next(e for e in first if e["eventType"] == "TOOL_COMPLETED")["data"]["output"] == "bye"
+    for _ in range(300):  # noticed while no call runs
+        if (await servers(api))["cat"]["state"] == "exited":
+            break
+        await asyncio.sleep(0.1)
+    assert (await servers(api))["cat"]["error"] == "exited; started again when next needed"
+
+    script_model(runtime, call("cat__lookup", key="rain"), ScriptedTurn(text="back"))
+    rid = (await api.start("rain?", model="scripted", tools=["cat__lookup"]))["requestId"]
+    events = await api.segment(rid)
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    assert starts(events)["cat"][0]["message"] == "MCP server cat exited; starting it again"
+    done = next(e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED")
+    assert done["output"] == "the value of rain is 42"

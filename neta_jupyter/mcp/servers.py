@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -90,6 +92,8 @@ class McpServer:
         self.tools: list[types.Tool] = []
         self.attempts = 0
         """Starts begun so far (each names its own operation in a run's timeline)."""
+        self.restarting = False
+        """The start under way follows an exit (not a first start, nor a failed one)."""
         self._redact = redact
         self._log = logger
         self.start_timeout = (spec.start_timeout if spec else None) or start_timeout
@@ -132,6 +136,7 @@ class McpServer:
         if self.state == "failed" and time.monotonic() < self._retry_at:
             return None
         self.attempts += 1
+        self.restarting = self.state == "exited"
         self._starting = asyncio.create_task(self._start(), name=f"mcp-start-{self.name}")
         return self._starting
 
@@ -171,12 +176,16 @@ class McpServer:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await self._connect(stack)
+                gone = asyncio.Event()
+                read = await _watched(stack, read, gone)
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
                 self.tools = await _list_tools(session)
                 self._session, self.state = session, "ready"
                 self._ready.set()
-                await self._stop.wait()
+                await _first(self._stop, gone)
+                if gone.is_set() and not self._stop.is_set():
+                    self._mark_exited()  # between calls: the next one starts it again
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # any failure is the server's state, not ours
@@ -276,10 +285,13 @@ class McpServer:
 
     async def _exited(self) -> None:
         """The server is gone: end what is left of its session; the next call starts it again."""
-        if self.state != "ready":
-            return
+        self._mark_exited()
         await self.close()
-        self.state, self.error = "exited", "exited; started again on the next call"
+
+    def _mark_exited(self) -> None:
+        if self.state != "ready":
+            return  # already known
+        self.state, self.error = "exited", "exited; started again when next needed"
         self._crashes += 1
         self._log.warning("neta: MCP server %s exited", self.name)
 
@@ -360,7 +372,7 @@ async def watch_start(
         )
 
     what = f"MCP server {server.name}"
-    if server.state == "exited":
+    if server.restarting:
         pause = f" in {server.pause:g} s" if server.pause else ""
         say("started", f"{what} exited; starting it again{pause}")
     else:
@@ -373,6 +385,37 @@ async def watch_start(
         say("completed", f"{what} is ready ({len(server.tools)} tools)")
     else:
         say("failed", f"{what}: {server.error or server.state}", level="error")
+
+
+async def _watched(
+    stack: contextlib.AsyncExitStack, read: MemoryObjectReceiveStream[Any], gone: asyncio.Event
+) -> MemoryObjectReceiveStream[Any]:
+    """``read`` passed on as it is, with ``gone`` set when it ends (the server went away)."""
+    send, received = anyio.create_memory_object_stream[Any](0)
+
+    async def pump() -> None:
+        try:
+            async with read, send:
+                async for item in read:
+                    await send.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # our side closed first: the session is ending
+        gone.set()
+
+    group = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(group.cancel_scope.cancel)  # left before the group waits for the pump
+    group.start_soon(pump)
+    return received
+
+
+async def _first(*events: asyncio.Event) -> None:
+    """Until one of ``events`` is set."""
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:
