@@ -23,7 +23,9 @@ from neta_jupyter.providers.base import (
     ProviderInvalidRequest,
     ToolCall,
 )
+from neta_jupyter.providers.demo import DemoModel
 from neta_jupyter.providers.openai_compat import OpenAIChatModel
+from neta_jupyter.runtime.budget import estimate
 from tests.helpers import ApiClient, types
 from tests.provider_server import ProviderServer, Reply, guarded_client, openai_stream, serve
 from tests.test_kernel_tools import approve_pending, kernel_of
@@ -194,3 +196,14 @@ async def test_an_attached_picture_is_scaled_and_the_demo_model_says_what_it_got
         "I was shown the picture you attached: big.png (800x600 PNG, shown scaled to 200x150 "
         "PNG), received as a 200x150 PNG image." in answer
     )
+
+
+def test_the_budget_counts_what_pictures_cost() -> None:
+    """A picture's input tokens count towards the prompt budget, though it has no text."""
+    text_only = ModelRequest(system="", messages=[Message("user", "see " * 100)], tools=[])
+    picture = Image("image/png", big_png())
+    with_picture = ModelRequest(
+        system="", messages=[Message("user", "see " * 100, images=[picture])], tools=[]
+    )
+    model = DemoModel()
+    assert estimate(model, with_picture).tokens == estimate(model, text_only).tokens + 640

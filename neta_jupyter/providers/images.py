@@ -64,6 +64,16 @@ def describe(data: bytes, media_type: str) -> str:
     return f"{size[0]}x{size[1]} {kind}" if size else kind
 
 
+def input_tokens(image: Image) -> int:
+    """About what a picture costs a model in input tokens.
+
+    A token per 750 pixels (Anthropic's rule; OpenAI's tiles come out close), at least 85;
+    1,600 when its size cannot be read.
+    """
+    size = pixel_size(image.data)
+    return max(85, size[0] * size[1] // 750) if size else 1600
+
+
 def labelled(name: str, original: Image, fitted: Image) -> Image:
     """``fitted`` named ``name (2400x1600 PNG, shown scaled to 1568x1045 PNG)``."""
     label = f"{name} ({describe(original.data, original.media_type)}"

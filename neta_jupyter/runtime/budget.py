@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..events import BudgetData, EventType, LedgerData, TokenUsageData, Usage
 from ..providers.base import Model, ModelRequest, ProviderInvalidRequest
+from ..providers.images import input_tokens
 from ..store import RecordStore
 from .emitter import RunEmitter
 from .streaming import Reply
@@ -55,13 +56,18 @@ def request_text(request: ModelRequest) -> str:
 
 
 def estimate(model: Model, request: ModelRequest) -> Estimate:
-    """The model's own count when it offers one (``count_tokens``), else 4 characters a token."""
+    """The model's own count when it offers one (``count_tokens``), else a heuristic.
+
+    The heuristic: 4 characters a token, and what each picture's pixels cost
+    (:func:`~neta_jupyter.providers.images.input_tokens`).
+    """
     counter = getattr(model, "count_tokens", None)
     if callable(counter):
         counted = counter(request)
         if isinstance(counted, int):
             return Estimate(counted, str(getattr(model, "token_count_source", "tokenizer")))
-    return Estimate(max(1, len(request_text(request)) // 4), "heuristic")
+    pictures = sum(input_tokens(i) for m in request.messages for i in m.images)
+    return Estimate(max(1, len(request_text(request)) // 4) + pictures, "heuristic")
 
 
 def request_hash(request: ModelRequest) -> str:
