@@ -52,7 +52,7 @@ def neta_config(provider: ProviderServer) -> dict[str, Any]:
         },
         "permission_rules": [{"tool": "python", "action": "allow"}],
         "image_max_side": MAX_SIDE,
-        "mcp_servers": {"cat": {"command": sys.executable, "args": [MCP_SERVER]}},
+        "mcp_servers": {"cat": {"command": sys.executable, "args": [MCP_SERVER], "startup": True}},
     }
 
 
