@@ -21,6 +21,7 @@ from neta_jupyter.runtime import Runtime
 from tests.cli_helpers import cli, embedded, script, workdir
 from tests.helpers import ApiClient, types
 from tests.server_process import ServerProcess
+from tests.test_kernel_embedded import REPORT, kernel
 from tests.test_kernel_tools import call
 from tests.test_kernel_tools import script as script_model
 
@@ -272,3 +273,55 @@ async def test_a_server_that_exits_between_calls_is_started_again_for_the_next_o
     assert starts(events)["cat"][0]["message"] == "MCP server cat exited; starting it again"
     done = next(e["data"] for e in events if e["eventType"] == "TOOL_COMPLETED")
     assert done["output"] == "the value of rain is 42"
+
+
+async def test_a_server_that_keeps_crashing_is_started_again_after_a_growing_pause(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    crash = call("cat__crash")
+    script_model(runtime, crash, crash, crash, ScriptedTurn(text="it keeps crashing"))
+    rid = (await api.start("crash it", model="scripted", tools=["cat__crash"]))["requestId"]
+    events = await api.segment(rid)
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    failed = [e["data"]["errorMessage"] for e in events if e["eventType"] == "TOOL_FAILED"]
+    assert len(failed) == 3 and all("exited during the call" in m for m in failed)
+    restarts = [
+        e["data"]["message"]
+        for e in events
+        if e["eventType"] == "PROCESS_EVENT" and e["data"]["status"] == "started"
+    ]
+    assert restarts == [
+        "starting MCP server cat",
+        "MCP server cat exited; starting it again",  # the first time at once
+        "MCP server cat exited; starting it again in 1 s",
+    ]
+
+
+async def test_a_kernel_running_the_agent_itself_offers_the_servers_of_mcp_json(
+    tmp_path: Path,
+) -> None:
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    entry = {"command": sys.executable, "args": [SERVER]}
+    (config_dir / "mcp.json").write_text(json.dumps({"mcpServers": {"cat": entry}}))
+    turns = {
+        "turns": [
+            {"toolCalls": [{"name": "cat__lookup", "arguments": {"key": "rain"}}]},
+            {"text": "found it"},
+        ]
+    }
+    (tmp_path / "script.json").write_text(json.dumps(turns))
+    env = {
+        "JUPYTER_CONFIG_DIR": str(config_dir),
+        "NETA_MODEL": f"scripted:{tmp_path / 'script.json'}",
+        "NETA_DEMO_PACE": "0",
+    }
+    async with kernel(tmp_path, env) as k:
+        await k.run("%load_ext neta_jupyter\nimport neta_jupyter")
+        assert "cat (stdio): idle" in await k.stdout("%neta mcp")
+        await k.run("run = neta_jupyter.ask('rain?', approve='auto')")
+        await k.run("await run.wait(60)", timeout=70)
+        report = await k.json(REPORT)
+        assert report["mode"] == "embedded" and report["status"] == "completed"
+        assert report["tools"] == ["cat__lookup"]
+        assert "cat__lookup  [read-only]" in await k.stdout("%neta mcp")
