@@ -177,9 +177,10 @@ class Crews:
             crew = await self.get(principal, crew_id)
             if crew.state.status in ENDED_CREW:
                 continue
+            # No waiting for durability: at start-up there may be no event loop yet (the store
+            # writes what is queued with the runtime's own recovery).
             async with crew.lock:
                 await recovered(crew)
-            await crew.log.flush()
             count += 1
         return count
 
