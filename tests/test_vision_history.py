@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from neta_jupyter.providers import ModelRegistry
 from neta_jupyter.providers.base import (
     Image,
     Message,
@@ -207,3 +208,17 @@ def test_the_budget_counts_what_pictures_cost() -> None:
     )
     model = DemoModel()
     assert estimate(model, with_picture).tokens == estimate(model, text_only).tokens + 640
+
+
+def test_openai_endpoints_see_pictures_only_at_openai_unless_they_say_so() -> None:
+    """A text-only model behind a stand-in for OpenAI fails a whole request with a picture."""
+    local = "http://127.0.0.1:8080/v1"
+    at_openai = ModelRegistry(environ={})
+    moved = ModelRegistry(environ={"OPENAI_BASE_URL": local})
+    told = ModelRegistry(environ={"OPENAI_BASE_URL": local}, endpoints={"openai": {"vision": True}})
+    proxy = ModelRegistry(environ={}, endpoints={"openai": {"base_url": local}})
+    assert at_openai.profile("openai:gpt-4.1").images
+    assert not moved.profile("openai:qwen2.5-coder-1.5b").images
+    assert told.profile("openai:qwen2.5-vl").images
+    assert not proxy.profile("openai:qwen").images
+    assert ModelRegistry(environ={"ANTHROPIC_BASE_URL": local}).profile("anthropic:c").images

@@ -28,9 +28,11 @@ More come from configuration, ``c.NetaApp.endpoints``, passed to
     }
 
 ``vision`` says whether pictures are sent to the models as images: pictures attached to a prompt
-and those tool calls produce (figures, MCP images). The default is yes for the built-in endpoints
-and the anthropic kind, whose models all take images, and no for other OpenAI-compatible servers:
-a text-only model behind llama.cpp, vLLM or Ollama fails the whole request when sent an image.
+and those tool calls produce (figures, MCP images). The default is yes for the anthropic kind and
+for OpenAI's own API (``api.openai.com``), whose models take images, and no for every other
+OpenAI-compatible server, the built-in ``openai`` endpoint moved there with ``OPENAI_BASE_URL``
+included: a text-only model behind llama.cpp, vLLM or Ollama fails the whole request when sent
+an image.
 With ``vision: false`` the model is told each picture's name and size instead. ``images`` is an
 older name of the same setting.
 
@@ -45,8 +47,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from .base import AuthenticationRequired, Model, ModelProfile, ModelRequest, StreamPart
 
@@ -101,7 +104,10 @@ class Endpoint:
     temperature: float | None = None
     """Sampling temperature sent with every request; None: the server's default."""
     profile: ModelProfile = field(default_factory=ModelProfile)
-    """How runs talk to the endpoint's models (``compact``, ``tools``)."""
+    """How runs talk to the endpoint's models (``compact``, ``tools``, ``vision``)."""
+    vision_set: bool = False
+    """The settings say ``vision``; otherwise an OpenAI-kind endpoint sees pictures only when
+    it is OpenAI's own API."""
 
 
 def builtin_endpoints() -> dict[str, Endpoint]:
@@ -173,6 +179,7 @@ def _endpoint(name: str, settings: Mapping[str, Any], where: str) -> Endpoint:
         thinking_budget=numbers["thinking_budget"],
         temperature=_temperature(settings.get("temperature"), where),
         profile=_profile(settings, where, images=builtin is not None or kind == "anthropic"),
+        vision_set="vision" in settings or "images" in settings,
     )
 
 
@@ -277,7 +284,19 @@ class ModelSelector:
     def profile(self, spec: str) -> ModelProfile | None:
         """The settings of the endpoint ``spec`` names; None when it names none."""
         endpoint = self.endpoints.get(spec.partition(":")[0])
-        return endpoint.profile if endpoint is not None and ":" in spec else None
+        if endpoint is None or ":" not in spec:
+            return None
+        if endpoint.kind == "openai" and not endpoint.vision_set and not self._at_openai(endpoint):
+            # A server standing in for OpenAI (OPENAI_BASE_URL at llama.cpp, say) mostly serves
+            # text-only models, which fail a whole request that carries a picture.
+            return replace(endpoint.profile, images=False)
+        return endpoint.profile
+
+    def _at_openai(self, endpoint: Endpoint) -> bool:
+        from .openai_compat import OPENAI_BASE_URL
+
+        url = endpoint.base_url or self._environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        return urlsplit(url).hostname == "api.openai.com"
 
     def _missing_key(self, endpoint: Endpoint) -> str | None:
         env = endpoint.api_key_env
