@@ -168,11 +168,15 @@ async def test_a_tool_that_changes_things_asks_first_and_runs_once_approved(
     api: ApiClient, runtime: Runtime, tmp_path: Path
 ) -> None:
     await listing(api)
-    script(runtime, call("cat__write_note", text="buy milk"), ScriptedTurn(text="noted"))
+    model = script(runtime, call("cat__write_note", text="buy milk"), ScriptedTurn(text="noted"))
     rid = (await api.start("note it", model="scripted"))["requestId"]
     first = await api.segment(rid)
     ask = next(e["data"] for e in first if e["eventType"] == "PERMISSION_ASK")
     assert ask["toolName"] == "cat__write_note" and "buy milk" in ask["arguments"]
+    # The arguments were streamed to the card while the model wrote them, before the ask.
+    generating = [e for e in first if e["eventType"] == "TOOL_CALL_GENERATING"]
+    assert generating and generating[0]["data"]["toolName"] == "cat__write_note"
+    assert first.index(generating[-1]) < types(first).index("PERMISSION_ASK")
     assert not (tmp_path / "notes.txt").exists()
 
     response = await api.resume(rid, approved=True, askId=ask["askId"])
@@ -181,6 +185,8 @@ async def test_a_tool_that_changes_things_asks_first_and_runs_once_approved(
     done = next(e["data"] for e in second if e["eventType"] == "TOOL_COMPLETED")
     assert done["output"] == "wrote 8 characters"
     assert (tmp_path / "notes.txt").read_text() == "buy milk"
+    answered = [m.content for m in model.requests[1].messages if m.role == "tool"]
+    assert answered == ["wrote 8 characters"]  # the result went back to the model
 
 
 async def test_errors_rules_images_structure_and_secrets(api: ApiClient, runtime: Runtime) -> None:

@@ -71,6 +71,7 @@ async def test_servers_start_when_a_run_first_needs_them_and_their_start_is_in_i
         "hang": "idle",
     }
     assert before["cat"]["tools"] == []  # nothing started yet, so no tool is known
+    assert before["cat"]["startup"] is False
     model = script_model(
         runtime,
         call("cat__lookup", key="rain"),
@@ -214,7 +215,7 @@ def test_a_server_marked_startup_starts_with_the_jupyter_server_and_stops_with_i
                 if listed["state"] != "starting":
                     break
                 time.sleep(0.1)
-        assert listed["state"] == "ready"
+        assert listed["state"] == "ready" and listed["startup"] is True
         process.shutdown()
     finally:
         process.stop()
@@ -318,7 +319,8 @@ async def test_a_kernel_running_the_agent_itself_offers_the_servers_of_mcp_json(
     }
     async with kernel(tmp_path, env) as k:
         await k.run("%load_ext neta_jupyter\nimport neta_jupyter")
-        assert "cat (stdio): idle" in await k.stdout("%neta mcp")
+        shown = await k.stdout("%neta mcp")
+        assert "cat (stdio): idle (starts when a run first may use it)" in shown
         await k.run("run = neta_jupyter.ask('rain?', approve='auto')")
         await k.run("await run.wait(60)", timeout=70)
         report = await k.json(REPORT)

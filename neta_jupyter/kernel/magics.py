@@ -407,6 +407,8 @@ def mcp_listing(answer: dict[str, Any]) -> str:
         head = (
             f"{server['name']} ({server.get('transport') or 'not configured'}): {server['state']}"
         )
+        if server["state"] == "idle":
+            head += " (starts when a run first may use it)"
         lines.append(f"{head} — {server['error']}" if server.get("error") else head)
         for t in server.get("tools", []):
             mark = "read-only" if t.get("readOnly") else "asks first"

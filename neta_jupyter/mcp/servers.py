@@ -328,6 +328,7 @@ class McpServer:
             if isinstance(spec, HttpServer)
             else "stdio",
             "state": self.state,
+            "startup": self.at_startup,
             "tools": [
                 {
                     "name": t.name,
