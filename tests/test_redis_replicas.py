@@ -116,11 +116,11 @@ def terminals(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_a_tool_running_many_lease_times_keeps_its_lease(
     pair: tuple[ServerProcess, ServerProcess], tmp_path: Path
 ) -> None:
-    a, _b = pair
+    a, b = pair
     counter = tmp_path / "count.txt"
     model = skill_script(tmp_path / "tool.json", counter, seconds=4.0)  # four lease times
     rid = start(a, content="count", model=model, approve="auto")
-    log = a.read(rid)
+    log = b.read(rid)  # followed on the other server
     assert log[-1]["eventType"] == "MESSAGE_COMPLETED", log[-1]
     assert len(terminals(log)) == 1
     assert counter.read_text() == "ran\n"
@@ -134,13 +134,17 @@ def test_kill_9_of_the_owner_mid_tool_the_other_takes_over_and_never_runs_it_aga
     counter = tmp_path / "count.txt"
     script = tmp_path / "tool.json"
     rid = start(a, content="count", model=skill_script(script, counter, 3.0), approve="auto")
+    followed: list[dict[str, Any]] = []
+    follower = threading.Thread(target=lambda: followed.extend(b.read(rid)))
+    follower.start()  # a client following the run on the other server
     until(lambda: counter.exists(), "the tool to start")
     seen = a.read(rid, limit=1_000_000, until_type="TOOL_START")
     a.kill9()
     # B had not played the script: on Retry its model starts from the first turn.
     script.write_text(json.dumps({"turns": [{"text": "It may have counted; I will not retry."}]}))
-    log = b.read(rid, after=seen[-1]["seq"])
-    full = seen + log
+    follower.join(60)
+    assert followed[: len(seen)] == seen, "the follower on B saw what A wrote, live"
+    full = followed
     assert [e["seq"] for e in full] == list(range(len(full))), "one contiguous log"
     assert b.read(rid)[: len(seen)] == seen, "everything seen before the kill is unchanged"
     [end] = terminals(full)
@@ -215,3 +219,34 @@ def test_two_servers_resuming_at_once_give_one_200_and_one_409(
     assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
     assert len(terminals(rest)) == 1
     assert counter.read_text() == "ran\n"
+
+
+def test_a_follower_on_another_server_gets_exactly_the_events_after_its_last_event_id(
+    pair: tuple[ServerProcess, ServerProcess], tmp_path: Path
+) -> None:
+    a, b = pair
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [{"repeat": ["word ", 600], "delay": 0.003}]}))
+    rid = start(a, content="write a lot", model=f"scripted:{script}")
+    k = a.read(rid, limit=50)[-1]["seq"]
+    later = b.read(rid, after=k)  # live, from B, while A writes
+    whole = a.read(rid)
+    assert later == whole[k + 1 :]
+    assert later[-1]["eventType"] == "MESSAGE_COMPLETED"
+
+
+def test_terminate_on_one_server_of_a_run_executing_on_the_other_ends_it_once(
+    pair: tuple[ServerProcess, ServerProcess], tmp_path: Path
+) -> None:
+    a, b = pair
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [{"repeat": ["word ", 20000], "delay": 0.003}]}))
+    rid = start(a, content="write a lot", model=f"scripted:{script}")
+    a.read(rid, limit=20)
+    response = post(b, "terminateTask", requestId=rid)
+    assert response.status_code == 200, response.text
+    assert status(b, rid)["status"] == "failed"
+    log = b.read(rid)
+    [end] = terminals(log)
+    assert end["data"]["errorCode"] == "USER_CANCELLED"
+    assert [e["seq"] for e in log] == list(range(len(log)))

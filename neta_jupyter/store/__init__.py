@@ -54,6 +54,8 @@ class Store:
         """The store's own credentials (a Redis password): the runtime redacts them by value."""
         self.events = EventLog(where, redactor=self.redactor)
         self.records = RecordStore(where, redactor=self.redactor)
+        if isinstance(where, RedisBackend):
+            self.events.share(where, where.on_remote)
 
     async def acquire(self, request_id: str) -> bool:
         """Take the run's lease for this server; False when another server holds it.

@@ -8,7 +8,7 @@ durable; a follower sees an event only after that.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from itertools import repeat
 from typing import NamedTuple
 
@@ -16,7 +16,9 @@ from ..events import TERMINAL_EVENT_TYPES, AgentEvent
 from ..events.encoding import envelope_rest
 from ..events.redact import Redactor
 from .contract import EventBackend, EventRow
-from .fanout import Fanout
+from .fanout import Fanout, Watcher
+
+RemoteListener = Callable[[str, list[EventRow]], None]
 
 
 class StoredEvent(NamedTuple):
@@ -65,6 +67,11 @@ class EventLog:
         if stream not in self._next:
             last = await self._backend.last_seq(stream)
             self._next.setdefault(stream, last + 1)
+
+    def share(self, watcher: Watcher, on_remote: Callable[[RemoteListener], None]) -> None:
+        """Followers here also get the events other servers write (a shared store's tailer)."""
+        self._fanout.watcher = watcher
+        on_remote(self._fanout.remote)
 
     def forget(self, stream: str) -> None:
         """Learn where ``stream`` ends again at the next :meth:`open` (another server wrote it)."""

@@ -12,7 +12,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from ..events import AgentEvent, AgentStatusData, EventType, StatusCode, encode_json
+from ..events import (
+    TERMINAL_EVENT_TYPES,
+    AgentEvent,
+    AgentStatusData,
+    EventType,
+    StatusCode,
+    encode_json,
+)
 from .contract import EventRow
 
 TRANSIENT_SEQ = -1
@@ -32,6 +39,18 @@ class Reads(Protocol):
 
     async def read_after(self, stream: str, after: int, limit: int) -> list[EventRow]:
         """Up to ``limit`` durable events with seq > ``after``, in order."""
+        ...
+
+
+class Watcher(Protocol):
+    """Reads streams written by other processes as they grow (a shared store's tailer)."""
+
+    async def watch(self, stream: str, after: int) -> None:
+        """Tell the fan-out the stream's events after seq ``after`` as they become durable."""
+        ...
+
+    def unwatch(self, stream: str) -> None:
+        """Read the stream no more."""
         ...
 
 
@@ -83,6 +102,8 @@ class Fanout:
         self._read_batch = read_batch
         self._unavailable: str | None = None
         self._health_changes = 0
+        self.watcher: Watcher | None = None
+        """Feeds the tails of streams other servers write (:meth:`remote`), when shared."""
 
     # --- told by the log and the backend
 
@@ -90,11 +111,30 @@ class Fanout:
         """The event ``seq`` appended to ``stream`` ends a segment."""
         self._terminal[stream] = seq
 
+    def remote(self, stream: str, rows: list[EventRow]) -> None:
+        """``rows`` read of a stream that another server may write.
+
+        Contiguous, starting at or before the seq after the last this process has.
+        """
+        for seq, kind, _ in reversed(rows):
+            if kind in TERMINAL_EVENT_TYPES:
+                self._terminal[stream] = max(seq, self._terminal.get(stream, -1))
+                break
+        self.durable(stream, rows)
+
     def durable(self, stream: str, rows: list[EventRow]) -> None:
-        """``rows`` (contiguous, after the stream's last) became durable: followers may see them."""
+        """``rows`` (contiguous, after the stream's last) became durable: followers may see them.
+
+        Rows a follower may already have (told both by this process's writer and by the tailer
+        of a shared store) are left out.
+        """
         tail = self._tails.get(stream)
         if tail is None:
             tail = self._tails[stream] = _Tail(rows[0][0] - 1)
+        elif rows[0][0] <= tail.last:
+            rows = rows[tail.last + 1 - rows[0][0] :]
+            if not rows:
+                return
         events = tail.events
         events += rows
         tail.last = rows[-1][0]
@@ -187,6 +227,8 @@ class Fanout:
         tail = self._tails.get(stream)
         if tail is None:
             tail = self._tails[stream] = _Tail(last)
+            if self.watcher is not None:
+                await self.watcher.watch(stream, last)
         return tail
 
     def _leave(self, stream: str, tail: _Tail) -> None:
@@ -196,6 +238,8 @@ class Fanout:
         tail.drop_ended()
         if not tail.events and self._tails.get(stream) is tail:
             del self._tails[stream]  # made again from the store if anyone asks
+            if self.watcher is not None:
+                self.watcher.unwatch(stream)
 
     def _status_row(self, stream: str) -> EventRow:
         event = AgentEvent(

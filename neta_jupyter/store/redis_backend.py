@@ -20,9 +20,10 @@ from .redis_conn import check_durable, connect, masked_url
 from .redis_lease import RedisLeases
 from .redis_log import APPEND, RedisEvents
 from .redis_records import RedisRecords
+from .redis_tail import RedisTail
 
 
-class RedisBackend(RedisLeases, RedisRecords):
+class RedisBackend(RedisLeases, RedisTail, RedisRecords):
     """A :class:`~neta_jupyter.store.contract.Backend` and its leases on one Redis."""
 
     def __init__(
@@ -42,6 +43,7 @@ class RedisBackend(RedisLeases, RedisRecords):
         RedisEvents.__init__(self, self.client, logger, commit_interval=commit_interval)
         RedisRecords.__init__(self, self.client, self)
         self.init_leases(lease_ttl)
+        self.init_tail()
 
     async def start(self) -> str:
         """Check the Redis keeps what it is given; its durability mode (logged)."""
@@ -59,6 +61,7 @@ class RedisBackend(RedisLeases, RedisRecords):
         """Write what is pending (waiting here: the server is stopping) and disconnect."""
         calls = self.pending_calls()
         self.stop_heartbeat()
+        self.stop_tails()
         self.stop()
         if calls:
             self._write_now(calls)
@@ -79,6 +82,7 @@ class RedisBackend(RedisLeases, RedisRecords):
     def crash(self) -> None:
         """Stop as a killed process would: what is not written yet is lost."""
         self.stop_heartbeat()
+        self.stop_tails()
         self.stop()
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(self.client.aclose())

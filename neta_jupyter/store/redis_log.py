@@ -205,6 +205,9 @@ class RedisEvents:
         """The token this process writes ``stream`` with (``-``: it holds no lease on it)."""
         return self._tokens.get(stream, NO_LEASE)
 
+    def read_here(self, stream: str, rows: list[EventRow]) -> None:
+        """Told that ``rows`` of ``stream`` were written here (no tailer reads them again)."""
+
     def on_lost(self, listener: Callable[[str], None]) -> None:
         """Call ``listener`` with a run whose lease this process lost: it must write no more."""
         self._lost_listeners.append(listener)
@@ -324,6 +327,7 @@ class RedisEvents:
             if call.done and call.rows:
                 for listener in self._listeners:
                     listener(call.stream, call.rows)
+                self.read_here(call.stream, call.rows)
         if error is not None:
             self._retry = [call for call in calls if not call.done] + self._retry
             self._waiters = waiters + self._waiters
