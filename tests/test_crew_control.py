@@ -216,3 +216,56 @@ async def test_stop_ends_every_task_once_with_user_cancelled(
         "neta/api/crew/control", json={"requestId": rid, "action": "resume"}
     )
     assert response.status_code == 409 and response.json()["errCode"] == "CREW_ENDED"
+
+
+async def _decide(api: ApiClient, rid: str, kind: str, **fields: Any) -> dict[str, Any]:
+    """Wait for the crew's open escalation of ``kind``, then decide it."""
+    body = await until(api, rid, lambda s: any(e["kind"] == kind for e in s["escalations"]))
+    [escalation] = [e for e in body["escalations"] if e["kind"] == kind]
+    return await control(api, rid, "decide", escalationId=escalation["escalationId"], **fields)
+
+
+async def test_approval_gates_and_the_escalate_tool_wait_for_a_person(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    ask = ScriptedToolCall("escalate", {"reason": "two tables match", "question": "which one?"})
+    planner = agent(
+        runtime, "planner", ScriptedTurn(tool_calls=[ask]), ScriptedTurn(text="plan: sales")
+    )
+    writer = agent(runtime, "writer", ScriptedTurn(text="long draft"), ScriptedTurn(text="short"))
+    rid = await start(
+        api,
+        _graph(
+            plan={"agent": "planner", "description": "plan it", "approval": "before"},
+            draft={
+                "agent": "writer",
+                "description": "draft from {plan}",
+                "depends_on": ["plan"],
+                "approval": "after",
+            },
+        ),
+    )
+    body = await until(api, rid, lambda s: s["status"] == "waiting")
+    assert planner.requests == [], "nothing runs before its approval"
+    assert {t["taskId"]: t["status"] for t in body["tasks"]}["plan"] == "waiting_approval"
+    await _decide(api, rid, "approval_before", decision="answer", approved=True)
+    question = await _decide(api, rid, "question", decision="answer", answer="use sales")
+    assert question["applied"] is True
+    await _decide(api, rid, "approval_after", decision="retry", answer="make it shorter")
+    await _decide(api, rid, "approval_after", decision="answer", approved=True)
+    body = await until(api, rid, lambda s: s["status"] == "completed")
+    tasks = {t["taskId"]: t for t in body["tasks"]}
+    assert tasks["draft"]["attempt"] == 2 and len(tasks["draft"]["childRequestIds"]) == 2
+    events = [json.loads(e) for e in await stored(runtime, rid)]
+    assert last_task(events, "plan")["output"] == "plan: sales"
+    assert last_task(events, "draft")["output"] == "short"
+    tool_results = [m.content for m in planner.requests[1].messages if m.role == "tool"]
+    assert any("use sales" in str(content) for content in tool_results)
+    assert prompts(writer)[0] == "draft from plan: sales"
+    assert "make it shorter" in prompts(writer)[1]
+    kinds = [
+        e["data"]["kind"]
+        for e in events
+        if e["eventType"] == "crew:escalation" and e["data"]["state"] == "open"
+    ]
+    assert kinds == ["approval_before", "question", "approval_after", "approval_after"]

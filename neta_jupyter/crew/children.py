@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..events import EventType, SessionData
 from ..runtime import RunApiError
 from ..runtime.runs import Run
-from ..runtime.state import Delegated, RunOptions, RunState, new_options
+from ..runtime.state import CREW_CALL_PREFIX, Delegated, RunOptions, RunState, new_options
 from ..runtime.subagent_view import ChildView
 from ..runtime.tree import SessionTree
 from ..store import new_id
@@ -58,9 +58,11 @@ async def new_child(rt: Runtime, crew: CrewState, task: CrewTask, note: str | No
     agent = crew.definition.agent(task.agent)
     index = [t.id for t in crew.definition.tasks].index(task.id)
     prompt = prompt_of(crew, task, note)
+    # A crew's agent may always hand a decision to a person.
+    tools = None if agent.tools is None else [*dict.fromkeys([*agent.tools, "escalate"])]
     base = new_options(
         virtual_tools=None,
-        tools=agent.tools,
+        tools=tools,
         max_steps=agent.max_steps,
         approve=crew.approve,
         kernel_id=None,
@@ -73,7 +75,7 @@ async def new_child(rt: Runtime, crew: CrewState, task: CrewTask, note: str | No
         {
             **base.model_dump(),
             "delegated": Delegated(
-                parent_tool_call_id=f"crew:{task.id}",
+                parent_tool_call_id=f"{CREW_CALL_PREFIX}{task.id}",
                 batch_id=crew.request_id,
                 agent_id=agent.name,
                 index=index,

@@ -33,6 +33,10 @@ CallsOf = Callable[[str, str | None], tuple[list[ToolCall], set[str]]]
 Approve = Literal["ask", "auto", "deny"]
 
 
+CREW_CALL_PREFIX = "crew:"
+"""How a crew's task names itself where a sub-agent names its parent's call."""
+
+
 class Delegated(BaseModel):
     """What a sub-agent was asked, by which call of which batch (its parent is on its record)."""
 
@@ -52,6 +56,11 @@ class Delegated(BaseModel):
     """Its ``subagent`` entry in the session tree, above its own entries."""
     depth: int = 1
     """How deep in its tree it is (1: the child of a run a user started)."""
+
+    @property
+    def crew_task(self) -> bool:
+        """It is an attempt at a task of a crew (its parent is the crew run)."""
+        return self.parent_tool_call_id.startswith(CREW_CALL_PREFIX)
 
 
 class RunOptions(BaseModel):

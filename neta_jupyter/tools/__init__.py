@@ -1,6 +1,6 @@
 """Tools the agent can call, their registry and the permission rules that guard them."""
 
-from .agent import clarify, todo
+from .agent import clarify, escalate, todo
 from .delegate import SubTask, delegate
 from .files import list_files, read_file
 from .permissions import DEFAULT_RULES, Decision, PermissionRule, decide
@@ -22,7 +22,7 @@ from .skills import discover_skills, run_skill
 
 def builtin_tools() -> list[Tool]:
     """Tools every runtime offers unless configured otherwise."""
-    return [list_files, read_file, send_file, clarify, todo, run_skill, delegate]
+    return [list_files, read_file, send_file, clarify, todo, run_skill, delegate, escalate]
 
 
 __all__ = [

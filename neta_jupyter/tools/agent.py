@@ -34,6 +34,22 @@ async def clarify(
     return ToolResult(await scope.ask(question, options))
 
 
+@tool(readonly=True, name="escalate", crew_only=True)
+async def escalate(
+    ctx: ToolContext,
+    scope: RunScope,
+    reason: Annotated[str, Field(min_length=1, description="why a person must decide")],
+    question: Annotated[str, Field(description="what they should decide or answer")] = "",
+) -> ToolResult:
+    """Hand a decision you must not make alone to the person steering the crew, and wait.
+
+    Use it when the task cannot be done as described (data missing, instructions that
+    contradict each other, a risky step); the answer comes back as this call's result.
+    """
+    text = f"{reason.strip()}\n\n{question.strip()}".strip()
+    return ToolResult(await scope.ask(f"Escalated: {text}", []))
+
+
 @tool(readonly=True, name="todo")
 async def todo(
     ctx: ToolContext,

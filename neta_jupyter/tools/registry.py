@@ -191,6 +191,8 @@ class Tool:
     """The parameter typed ``RunScope``, filled with the run's scope (not an argument)."""
     preview: PreviewFunction | None = None
     """Shows what a call would change (a diff, the code to run) when it asks permission."""
+    crew_only: bool = False
+    """Offered only to the runs of a crew's tasks."""
 
     @property
     def definition(self) -> ToolDefinition:
@@ -276,6 +278,7 @@ def tool(
     readonly: bool = False,
     host: ToolHost = "server",
     starts_runs: bool = False,
+    crew_only: bool = False,
 ) -> Callable[[ToolFunction], Tool]:
     """Make a :class:`Tool` of an ``async def f(ctx, …)``; its docstring is the description."""
 
@@ -290,6 +293,7 @@ def tool(
             host=host,
             starts_runs=starts_runs,
             scope_parameter=_scope_parameter(function),
+            crew_only=crew_only,
         )
 
     return wrap
@@ -374,6 +378,7 @@ class ToolRegistry:
         kernel_attached: bool,
         may_start_runs: bool = True,
         notebook_attached: bool = False,
+        crew_task: bool = False,
     ) -> list[Tool]:
         """The tools for one run: those named (all when None), with the tools it may use.
 
@@ -391,4 +396,5 @@ class ToolRegistry:
             if (kernel_attached or t.host != "kernel")
             and (notebook_attached or t.host != "notebook")
             and (may_start_runs or not t.starts_runs)
+            and (crew_task or not t.crew_only)
         ]
