@@ -345,3 +345,26 @@ async def test_run_cell_output_appears_in_the_open_notebook_while_the_cell_runs(
             assert done["execution_state"] == "idle" and done["execution_count"] == 1
     finally:
         await km.shutdown_kernel(kernel_id, now=True)
+
+
+async def test_a_huge_edit_keeps_its_event_small_and_its_revert_exact(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    (cell,) = write_notebook(jp_root_dir / "big.ipynb", ("code", "small = 1"))
+    huge = "\n".join(f"row_{i} = {i}" for i in range(20_000))
+    script(
+        runtime,
+        call("edit_cell", cell_id=cell, source=huge, source_hash=source_hash("small = 1")),
+        ScriptedTurn(text="done"),
+    )
+    frames = await api.frames((await api.start(
+        "grow it", model="scripted", notebookPath="big.ipynb", approve="auto"
+    ))["requestId"])  # fmt: skip
+    # (the call's own arguments are the model's; the edit event is ours to keep small)
+    assert max(len(f.data.encode()) for f in frames if f.event == "TOOL_EVENT") < 64 * 1024
+    (edit,) = edits_of([f.json for f in frames if f.event != "HEARTBEAT"])
+    assert "diff truncated" in edit["diff"]
+    assert saved_cells(jp_root_dir / "big.ipynb")[0]["source"] == huge
+    reverted = await api.http.post("neta/api/notebook/revert", json={"editId": edit["editId"]})
+    assert reverted.status_code == 200
+    assert saved_cells(jp_root_dir / "big.ipynb")[0]["source"] == "small = 1"

@@ -28,6 +28,8 @@ EditKind = Literal["insert", "edit", "delete", "move"]
 CellType = Literal["code", "markdown", "raw"]
 Via = Literal["shared", "file"]
 """``shared``: the live document of an open collaboration room; ``file``: the .ipynb on disk."""
+MAX_SHOWN_DIFF = 24_000
+"""Characters of a diff an event carries (events stay under the wire's size limit)."""
 
 
 class NotebookError(Exception):
@@ -52,6 +54,13 @@ class CellChanged(NotebookError):
 def source_hash(source: str) -> str:
     """The short hash of a cell's source the agent passes back with an edit."""
     return hashlib.sha256(source.encode()).hexdigest()[:10]
+
+
+def shown(diff: str) -> str:
+    """A diff cut for an event, saying how long it was."""
+    if len(diff) <= MAX_SHOWN_DIFF:
+        return diff
+    return diff[:MAX_SHOWN_DIFF] + f"\n… [diff truncated: {len(diff):,} characters in all]\n"
 
 
 def unified_diff(before: str, after: str, cell_id: str) -> str:
@@ -134,7 +143,7 @@ class NotebookEdit:
             "path": self.path,
             "cellId": self.cell_id,
             "kind": self.kind,
-            "diff": self.diff,
+            "diff": shown(self.diff),
             "beforeHash": self.before_hash,
             "afterHash": self.after_hash,
             "indexBefore": self.index_before,

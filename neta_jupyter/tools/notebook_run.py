@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .executions import ExecutionProgress
 from .kernel_tools import NOTHING_PRINTED, _kernel_of, _wait_for_kernel
-from .notebook_doc import NotebookError, NotebookHost, find
+from .notebook_doc import NotebookError, NotebookHost, find, shown
 from .notebook_tools import CellId, notebook_of
 from .registry import ToolContext, ToolError, ToolFile, ToolResult, tool
 
@@ -167,4 +167,4 @@ async def run_preview(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, 
     """The code a ``run_cell`` call would run, for its permission prompt."""
     cell_id = str(arguments.get("cell_id"))
     source = await _cell_source(notebook_of(ctx).host, cell_id)
-    return {"kind": "code", "cellId": cell_id, "text": source}
+    return {"kind": "code", "cellId": cell_id, "text": shown(source)}

@@ -15,7 +15,15 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ..events import EventType, ToolSideData
-from .notebook_doc import CellType, NotebookEdit, NotebookError, find, source_hash, unified_diff
+from .notebook_doc import (
+    CellType,
+    NotebookEdit,
+    NotebookError,
+    find,
+    shown,
+    source_hash,
+    unified_diff,
+)
 from .notebook_ops import EditOrigin, NotebookEditor
 from .notebook_read import read_cells
 from .registry import RunNotebook, Tool, ToolContext, ToolError, tool
@@ -153,12 +161,14 @@ async def _edit_preview(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str
     before = str((cell or {}).get("source", ""))
     after = str(arguments.get("source", "")) if "source" in arguments else ""
     stale = source_hash(before) != str(arguments.get("source_hash", "")).strip()
-    preview = {"kind": "diff", "cellId": cell_id, "text": unified_diff(before, after, cell_id)}
+    diff = shown(unified_diff(before, after, cell_id))
+    preview = {"kind": "diff", "cellId": cell_id, "text": diff}
     return preview | ({"stale": True} if stale else {})
 
 
 async def _insert_preview(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any] | None:
-    return {"kind": "diff", "text": unified_diff("", str(arguments.get("source", "")), "new")}
+    diff = unified_diff("", str(arguments.get("source", "")), "new")
+    return {"kind": "diff", "text": shown(diff)}
 
 
 def notebook_tools() -> list[Tool]:
