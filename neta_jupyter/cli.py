@@ -15,11 +15,13 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .cli_render import JsonRenderer, TerminalRenderer, color_enabled
 from .store import doctor
 from .terminal.backends import Backend, CliError, EmbeddedBackend, ServerBackend, default_data_dir
+from .terminal.crew import crew_command
 from .terminal.follow import EXIT_ERROR, EXIT_INTERRUPTED, Renderer, RunFollower
 from .terminal.live import LiveRenderer
 from .terminal.prompts import TerminalAsker
@@ -109,8 +111,45 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_run_options(run)
+    _add_crew_command(commands)
     doctor.add_command(commands)
     return parser
+
+
+def _add_crew_command(commands: Any) -> None:
+    """``crew run FILE``: a crew of agents, followed and steered on the terminal."""
+    crew = commands.add_parser("crew", help="run a crew: several agents working through tasks")
+    actions = crew.add_subparsers(dest="crew_command", required=True, metavar="ACTION")
+    run = actions.add_parser(
+        "run",
+        help="run the crew a YAML or JSON file defines and follow it",
+        description="Run a crew: its tasks run as agent runs in the order their depends_on\n"
+        "gives, a few at a time, each task's output passed to the tasks that use it. Every\n"
+        "status change and log line is printed; a decision the crew waits for (a task that\n"
+        "failed, an agent's question, an approval) is asked at the terminal.",
+        epilog="exit status: 0 completed, 1 stopped or failed, 2 could not start, 3 waits for a\n"
+        "decision and there is no terminal to ask.\n\nexample:\n"
+        "  neta-jupyter crew run crew.yaml --input table=sales.csv --yes",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("file", help="the crew definition (.yaml, .yml or .json)")
+    run.add_argument(
+        "--input",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a value of one of the crew's inputs (repeatable)",
+    )
+    run.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="approve tool calls and approval gates without asking",
+    )
+    run.add_argument("--json", action="store_true", help="print each crew event as a JSON line")
+    run.set_defaults(
+        prompt="(crew)", session=None, model=None, max_steps=None, attach=None, answer=None
+    )
+    _add_where_options(run)
 
 
 def _add_run_options(run: argparse.ArgumentParser) -> None:
@@ -227,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         match args.command:
             case "run":
                 return asyncio.run(run_command(args))
+            case "crew":
+                return asyncio.run(crew_command(args))
         parser.error(f"unknown command {args.command!r}")
     except CliError as exc:
         print(f"neta-jupyter: error: {exc}", file=sys.stderr)
