@@ -250,3 +250,50 @@ def test_terminate_on_one_server_of_a_run_executing_on_the_other_ends_it_once(
     [end] = terminals(log)
     assert end["data"]["errorCode"] == "USER_CANCELLED"
     assert [e["seq"] for e in log] == list(range(len(log)))
+
+
+def test_sigterm_suspends_the_run_and_the_other_server_resumes_it(
+    pair: tuple[ServerProcess, ServerProcess], tmp_path: Path
+) -> None:
+    a, b = pair
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"turns": [{"repeat": ["word ", 3000], "delay": 0.003}]}))
+    rid = start(a, content="write a lot", model=f"scripted:{script}")
+    a.read(rid, limit=50)
+    assert a.proc is not None
+    a.proc.send_signal(signal.SIGTERM)
+    a.proc.wait(60)
+    first = b.read(rid)
+    assert first[-1]["eventType"] == "MESSAGE_SUSPENDED"
+    assert first[-1]["data"]["suspendReason"]["type"] == "SHUTDOWN_INTERRUPT"
+    script.write_text(json.dumps({"turns": [{"text": "The rest."}]}))
+    response = post(b, "resumeTask", requestId=rid)
+    assert response.status_code == 200, response.text
+    rest = b.read(rid, after=first[-1]["seq"])
+    assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
+    log = first + rest
+    assert [e["seq"] for e in log] == list(range(len(log)))
+
+
+def test_a_server_starting_leaves_alone_the_runs_another_live_server_executes(
+    tmp_path: Path, redis_url: str
+) -> None:
+    a = ServerProcess(tmp_path / "a", {"store_url": redis_url, **LEASE})
+    c = ServerProcess(tmp_path / "c", {"store_url": redis_url, **LEASE})
+    a.start()
+    try:
+        script = tmp_path / "slow.json"
+        script.write_text(json.dumps({"turns": [{"repeat": ["word ", 30000], "delay": 0.003}]}))
+        rid = start(a, content="write a lot", model=f"scripted:{script}")
+        a.read(rid, limit=20)
+        c.start()  # its start-up recovery sees the run running
+        time.sleep(1.0)  # several sweeps of C
+        assert status(c, rid)["status"] == "running"
+        assert "interrupted by a crash" not in c.log_text() and "refused" not in c.log_text()
+        assert post(a, "terminateTask", requestId=rid).status_code == 200
+        log = c.read(rid)
+        [end] = terminals(log)
+        assert end["data"]["errorCode"] == "USER_CANCELLED", "A ended it, not C's recovery"
+    finally:
+        a.stop()
+        c.stop()
