@@ -368,3 +368,15 @@ async def test_a_huge_edit_keeps_its_event_small_and_its_revert_exact(
     reverted = await api.http.post("neta/api/notebook/revert", json={"editId": edit["editId"]})
     assert reverted.status_code == 200
     assert saved_cells(jp_root_dir / "big.ipynb")[0]["source"] == "small = 1"
+
+
+async def test_reading_a_closed_notebook_leaves_its_file_as_it_was(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    path = jp_root_dir / "untouched.ipynb"
+    write_notebook(path, ("code", "x = 1"), ("markdown", "notes"))
+    before = path.read_bytes()
+    script(runtime, call("read_notebook"), ScriptedTurn(text="done"))
+    events = await run_to_end(api, "what is in it?", "untouched.ipynb")
+    assert "x = 1" in outputs_of(events)[0]
+    assert path.read_bytes() == before

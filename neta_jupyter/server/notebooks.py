@@ -85,14 +85,21 @@ class SharedCells:
 
 
 class FileCells:
-    """:class:`CellList` over a notebook read through the contents API (saved afterwards)."""
+    """:class:`CellList` over a notebook read through the contents API.
+
+    ``changed`` says whether it must be saved: a read alone leaves the file as it was, unless
+    its cells had no ids yet (they are given ids, saved, so the agent can address them).
+    """
 
     def __init__(self, notebook: Any) -> None:
         self._nb = notebook
+        self.changed = False
         if (notebook.get("nbformat"), notebook.get("nbformat_minor", 0)) < (4, 5):
             notebook["nbformat"], notebook["nbformat_minor"] = 4, 5  # cells get ids from 4.5
+            self.changed = True
         for cell in notebook["cells"]:
-            cell.setdefault("id", uuid.uuid4().hex[:8])
+            if "id" not in cell:
+                cell["id"], self.changed = uuid.uuid4().hex[:8], True
 
     def __len__(self) -> int:
         return len(self._nb["cells"])
@@ -103,20 +110,25 @@ class FileCells:
 
     def insert(self, index: int, cell: dict[str, Any]) -> None:
         self._nb["cells"].insert(index, copy.deepcopy(cell))
+        self.changed = True
 
     def delete(self, index: int) -> None:
         del self._nb["cells"][index]
+        self.changed = True
 
     def set_source(self, index: int, source: str) -> None:
         self._nb["cells"][index]["source"] = source
+        self.changed = True
 
     def set_outputs(self, index: int, outputs: list[dict[str, Any]], count: int | None) -> None:
         cell = self._nb["cells"][index]
         cell["outputs"] = copy.deepcopy(outputs)
         cell["execution_count"] = count
+        self.changed = True
 
     def set_metadata(self, index: int, key: str, value: Any) -> None:
         self._nb["cells"][index].setdefault("metadata", {})[key] = value
+        self.changed = True
 
     def set_running(self, index: int, running: bool) -> None:
         """A file has no running state."""
@@ -193,9 +205,11 @@ class ServerNotebook:
                 model = await ensure_async(contents.get(self._path, content=True, type="notebook"))
             except Exception as exc:
                 raise NotebookError(f"cannot read the notebook {self._path}: {exc}") from exc
-            yield FileCells(model["content"])
-            body = {"type": "notebook", "format": "json", "content": model["content"]}
-            await ensure_async(contents.save(body, self._path))
+            cells = FileCells(model["content"])
+            yield cells
+            if cells.changed:
+                body = {"type": "notebook", "format": "json", "content": model["content"]}
+                await ensure_async(contents.save(body, self._path))
 
     async def record(self, edit: NotebookEdit) -> None:
         """Keep the edit (and later its reverted state) in the store."""

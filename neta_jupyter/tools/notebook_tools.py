@@ -10,6 +10,7 @@ be reverted. ``run_cell`` is in :mod:`.notebook_run`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -72,7 +73,7 @@ def publish(ctx: ToolContext, name: str, edit: NotebookEdit) -> str:
     return f"{edit.kind} of cell {edit.cell_id} applied{new_hash}{where}."
 
 
-async def _attempt(ctx: ToolContext, name: str, change: Any) -> str:
+async def _attempt(ctx: ToolContext, name: str, change: Awaitable[NotebookEdit]) -> str:
     try:
         edit: NotebookEdit = await change
     except NotebookError as exc:
