@@ -380,3 +380,14 @@ async def test_reading_a_closed_notebook_leaves_its_file_as_it_was(
     events = await run_to_end(api, "what is in it?", "untouched.ipynb")
     assert "x = 1" in outputs_of(events)[0]
     assert path.read_bytes() == before
+
+
+async def test_running_a_cell_asks_with_the_code_it_would_run(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    (cell,) = write_notebook(jp_root_dir / "ask_run.ipynb", ("code", "print('hi')"))
+    script(runtime, call("run_cell", cell_id=cell))
+    started = await api.start("run it", model="scripted", notebookPath="ask_run.ipynb")
+    events = await api.segment(started["requestId"])
+    (ask,) = [e["data"] for e in events if e["eventType"] == "PERMISSION_ASK"]
+    assert ask["preview"] == {"kind": "code", "cellId": cell, "text": "print('hi')"}
