@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from redis.exceptions import RedisError
+from redis.exceptions import NoPermissionError, RedisError
 
 from .redis_conn import USERS, UserKeys
 from .redis_log import RedisEvents
@@ -137,7 +137,10 @@ class RedisLeases(RedisEvents):
         found: list[str] = []
         for principal in sorted(await self._client.smembers(USERS)):
             user = UserKeys(principal)
-            rids = await self._client.zrange(user.running, 0, -1)
+            try:
+                rids = await self._client.zrange(user.running, 0, -1)
+            except NoPermissionError:
+                continue  # a Redis user of one user's own: the others are not ours
             if not rids:
                 continue
             pipe = self._client.pipeline(transaction=False)
