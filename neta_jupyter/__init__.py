@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .kernel import RunHandle
+    from .kernel.crew import CrewHandle
 
 __version__ = "0.1.0"
 
@@ -72,4 +73,47 @@ def ask(
     )
 
 
-__all__ = ["__version__", "ask", "last_run", "load_ipython_extension", "unload_ipython_extension"]
+def crew(
+    definition: Any,
+    inputs: dict[str, str] | None = None,
+    *,
+    approve: str | None = None,
+    display: bool = True,
+) -> CrewHandle:
+    """Run a crew of agents: its tasks run as agent runs in dependency order; returns at once.
+
+    ``definition`` is a YAML or JSON file's path, YAML/JSON text, a mapping, or a
+    :class:`~neta_jupyter.crews.CrewDefinition`; a bad one (a cycle, an unknown agent or task, a
+    missing input) raises :class:`~neta_jupyter.crews.CrewDefinitionError` naming the field. In
+    a notebook the crew's board shows below the cell. ``await`` the handle to wait for the end;
+    ``await crew.decide(task, "retry")`` answers what it waits for.
+    """
+    from .kernel import current_context
+    from .kernel.context import default_approve
+    from .kernel.crew import start_crew
+
+    ctx = current_context()
+    handle = start_crew(
+        ctx.host, definition, inputs, approve=approve or default_approve(), display=display
+    )
+    ctx.last_crew = handle
+    return handle
+
+
+def last_crew() -> CrewHandle | None:
+    """The latest crew started in this kernel (by ``crew`` or ``%neta crew run``)."""
+    from .kernel import current_context
+
+    found: CrewHandle | None = current_context().last_crew
+    return found
+
+
+__all__ = [
+    "__version__",
+    "ask",
+    "crew",
+    "last_crew",
+    "last_run",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]

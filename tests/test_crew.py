@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import websockets
 
-from neta_jupyter.crew import CrewDefinitionError, checked, load_file, parse_text, resolve_inputs
+from neta_jupyter.crews import CrewDefinitionError, checked, load_file, parse_text, resolve_inputs
 from neta_jupyter.providers import ScriptedModel, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from tests.crew_helpers import (

@@ -69,6 +69,8 @@ class KernelContext:
     """Every run started here, in order (started or still queued)."""
     by_session: dict[str, RunHandle] = field(default_factory=dict)
     """The latest handle of each conversation, so the next prompt can queue behind it."""
+    last_crew: Any = None
+    """The latest crew started here (a :class:`~neta_jupyter.kernel.crew.CrewHandle`)."""
     _host: Host | None = None
 
     @property

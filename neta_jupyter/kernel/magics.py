@@ -58,6 +58,9 @@ Subcommands:
   %neta mcp                  MCP servers, their state and their tools
   %neta compact [instructions]     summarise this conversation's older turns now
   %neta undo                 revert the last change the latest run made to this notebook
+  %neta crew run FILE [--input NAME=VALUE]... [--approve auto]
+                             run a crew of agents from a YAML or JSON file; its board shows
+                             below the cell (the handle is neta_jupyter.last_crew())
   %neta help                 this text
 
 From Python: run = neta_jupyter.ask("...", approve="auto"); await run.wait()
@@ -265,6 +268,8 @@ class NetaMagics(Magics):
                 self._guarded(self._compact, " ".join(args) or None)
             case "undo" if not args:
                 self._guarded(self._undo, None)
+            case "crew":
+                self._guarded(self._crew, args)
             case "history" if not args or (args[0].startswith("--session") and len(args) <= 2):
                 self._guarded(self._history, _session_argument(args))
             case _:
@@ -276,6 +281,11 @@ class NetaMagics(Magics):
             action(argument)
         except HostError as exc:
             raise UsageError(exc.message) from None
+
+    def _crew(self, args: list[str]) -> None:
+        from .crew import crew_magic
+
+        self.context.last_crew = crew_magic(self.context.host, args, default_approve())
 
     def _help(self) -> None:
         print(HELP)

@@ -13,7 +13,7 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
 from traitlets import Float, Int, List, Unicode, default
 
-from ..crew.manager import Crews
+from ..crews.manager import Crews
 from ..mcp import McpServers, servers_of
 from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime

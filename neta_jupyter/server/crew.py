@@ -17,9 +17,9 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..crew.log import ENDED_CREW, RUN_STATUS
-from ..crew.manager import Crews
-from ..crew.requests import CrewControlRequest, CrewRef, CrewRunRequest
+from ..crews.log import ENDED_CREW, RUN_STATUS
+from ..crews.manager import Crews
+from ..crews.requests import CrewControlRequest, CrewRef, CrewRunRequest
 from ..events import sse_error_frame, sse_frame
 from ..events.encoding import sse_frames
 from ..store import EventRow, StorageError

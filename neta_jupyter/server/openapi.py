@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..crew.requests import CrewControlRequest, CrewRunRequest
+from ..crews.requests import CrewControlRequest, CrewRunRequest
 from ..events import AttachmentData
 from ..events.runs import RunList, RunSummary
 from .schemas import (

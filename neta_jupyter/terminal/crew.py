@@ -13,15 +13,13 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
-import httpx
-from httpx_sse import aconnect_sse
-
-from ..crew import CrewDefinition, CrewDefinitionError, load_file
-from ..crew.log import ENDED_CREW, ESCALATION, LOG, RUN_STATUS, TASK_STATUS
-from ..crew.manager import Crews
+from ..client._errors import ClientError
+from ..client.crews import CrewSide, HttpCrews, InProcessCrews, ends
+from ..crews import CrewDefinition, CrewDefinitionError, load_file
+from ..crews.log import ESCALATION, LOG, RUN_STATUS, TASK_STATUS
+from ..crews.manager import Crews
 from ..runtime import RunApiError
 from .backends import CliError, EmbeddedBackend, _user_name
 
@@ -29,55 +27,19 @@ Envelope = dict[str, Any]
 EXIT_WAITING = 3
 
 
-class CrewSide(Protocol):
-    """Where the crew runs: start it, follow its log, control it."""
-
-    async def start(self, definition: CrewDefinition, inputs: dict[str, str], approve: str) -> str:
-        """The new crew's requestId."""
-        ...
-
-    def follow(self, request_id: str, after: int) -> AsyncIterator[Envelope]:
-        """The crew's events after seq ``after``, live, until it ends."""
-        ...
-
-    async def control(self, request_id: str, action: str, **fields: Any) -> dict[str, Any]:
-        """Apply a control; the crew's status after it."""
-        ...
-
-    async def aclose(self) -> None:
-        """Let go (an embedded crew still going is paused, resumable)."""
-        ...
-
-
-class EmbeddedCrews:
+class EmbeddedCrews(InProcessCrews):
     """The crew in this process, on the embedded runtime of ``neta-jupyter run``."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.backend = EmbeddedBackend(args)
-        self.crews = Crews(self.backend.runtime)
-        self.principal = _user_name()
+        super().__init__(Crews(self.backend.runtime), _user_name())
 
     async def start(self, definition: CrewDefinition, inputs: dict[str, str], approve: str) -> str:
-        """Start it here."""
+        """Start it here (a refusal is the command's error)."""
         try:
-            state = await self.crews.start(self.principal, definition, inputs, approve=approve)
+            return await super().start(definition, inputs, approve)
         except RunApiError as exc:
             raise CliError(exc.message) from exc
-        return state.request_id
-
-    async def follow(self, request_id: str, after: int) -> AsyncIterator[Envelope]:
-        """From the event log."""
-        ticks = self.backend.runtime.follow(request_id, after)
-        try:
-            async for batch in ticks:
-                for _seq, _kind, payload in batch:
-                    yield json.loads(payload)
-        finally:
-            await ticks.aclose()  # type: ignore[attr-defined]
-
-    async def control(self, request_id: str, action: str, **fields: Any) -> dict[str, Any]:
-        """Through the crews of this process."""
-        return await self.crews.control(self.principal, request_id, action, **fields)  # type: ignore[arg-type]
 
     async def aclose(self) -> None:
         """Pause the crew, then stop the runtime."""
@@ -85,79 +47,18 @@ class EmbeddedCrews:
         await self.backend.aclose()
 
 
-class ServerCrews:
-    """The crew on a Jupyter server."""
+class ServerCrews(HttpCrews):
+    """The crew on the Jupyter server of ``--server``."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        base = args.server if args.server.endswith("/") else args.server + "/"
         token = args.token if args.token is not None else os.environ.get("JUPYTER_TOKEN", "")
-        headers = {"Authorization": f"token {token}"} if token else {}
-        self.http = httpx.AsyncClient(
-            base_url=base, headers=headers, timeout=httpx.Timeout(30.0, read=60.0), trust_env=False
-        )
+        super().__init__(args.server, {"Authorization": f"token {token}"} if token else {})
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            response = await self.http.post(path, json=body)
-        except httpx.HTTPError as exc:
-            raise CliError(f"cannot reach the server: {exc}") from exc
-        reply = (
-            response.json()
-            if response.headers.get("content-type", "").startswith("application/json")
-            else {}
-        )
-        if response.status_code != 200:
-            raise CliError(f"{reply.get('message') or response.text} ({reply.get('errCode')})")
-        return dict(reply)
-
-    async def start(self, definition: CrewDefinition, inputs: dict[str, str], approve: str) -> str:
-        """POST crew/run."""
-        body = {"definition": definition.model_dump(mode="json"), "inputs": inputs}
-        reply = await self._post("neta/api/crew/run", {**body, "approve": approve})
-        return str(reply["requestId"])
-
-    async def follow(self, request_id: str, after: int) -> AsyncIterator[Envelope]:
-        """Over SSE, reconnecting after ``lastEventId`` when the stream drops."""
-        while True:
-            params = {"requestId": request_id, "lastEventId": str(after)}
-            try:
-                async with aconnect_sse(
-                    self.http, "GET", "neta/api/crew/stream", params=params
-                ) as src:
-                    if src.response.status_code == 204:
-                        return
-                    async for event in src.aiter_sse():
-                        if event.event == "HEARTBEAT":
-                            continue
-                        envelope = json.loads(event.data)
-                        after = int(envelope["seq"])
-                        yield envelope
-                        if _ends(envelope):
-                            return
-            except httpx.HTTPError:
-                await asyncio.sleep(1.0)
-
-    async def control(self, request_id: str, action: str, **fields: Any) -> dict[str, Any]:
-        """POST crew/control."""
-        body = {"requestId": request_id, "action": action, **_camel(fields)}
-        return await self._post("neta/api/crew/control", body)
-
-    async def aclose(self) -> None:
-        """Close the connection (the crew goes on on the server)."""
-        await self.http.aclose()
-
-
-def _camel(fields: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key, value in fields.items():
-        head, *rest = key.split("_")
-        out[head + "".join(part.title() for part in rest)] = value
-    return out
-
-
-def _ends(envelope: Envelope) -> bool:
-    data = envelope.get("data") or {}
-    return envelope.get("eventType") == RUN_STATUS and data.get("status") in ENDED_CREW
+            return await super()._post(path, body)
+        except ClientError as exc:
+            raise CliError(f"{exc.message} ({exc.code})") from exc
 
 
 def parse_inputs(pairs: list[str]) -> dict[str, str]:
@@ -273,7 +174,7 @@ async def _follow(side: CrewSide, printer: CrewPrinter, rid: str) -> int:
                 )
                 return EXIT_WAITING
             await side.control(rid, "decide", escalation_id=data["escalationId"], **fields)
-        if _ends(envelope):
+        if ends(envelope):
             break
     if not printer.as_json:
         for task_id in printer.last:

@@ -1,0 +1,292 @@
+"""Crews from the notebook: ``neta_jupyter.crew(...)`` and ``%neta crew run``.
+
+The crew runs where the kernel's runs do (on the Jupyter server, or embedded in the kernel); its
+handle follows the crew's log on the kernel's loop and redraws a board below the cell: each
+task's status, attempt and tokens, the decisions the crew waits for, the latest log lines. The
+handle steers it: ``await crew.decide("task", "retry")``, ``pause()``, ``resume()``, ``stop()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import shlex
+import weakref
+from collections import deque
+from collections.abc import Generator
+from typing import Any
+
+from ..client.crews import CrewSide, HttpCrews, InProcessCrews
+from ..crews import CrewDefinition, CrewDefinitionError, definition_of, resolve_inputs
+from ..crews.log import ESCALATION, LOG, RUN_STATUS, TASK_STATUS
+from ..crews.manager import Crews
+from ..runtime import RunApiError
+from .host import PRINCIPAL, Host, HostError
+
+_LOG_LINES = 12
+_embedded_crews: weakref.WeakKeyDictionary[Host, Crews] = weakref.WeakKeyDictionary()
+_COLOURS = {
+    "completed": "#1a7f37",
+    "failed": "#cf222e",
+    "running": "#0969da",
+    "retrying": "#bf8700",
+    "waiting_approval": "#8250df",
+    "skipped": "#57606a",
+}
+
+
+def crew_side(host: Host) -> CrewSide:
+    """Where the host's crews run."""
+    server = getattr(host, "server", None)
+    if server is not None:
+        return HttpCrews(server.url, dict(server.headers))
+    runtime = getattr(host, "runtime", None)
+    if runtime is None:
+        raise HostError("this kernel's host cannot run crews")
+    crews = _embedded_crews.get(host)
+    if crews is None:
+        crews = _embedded_crews[host] = Crews(runtime)
+    return InProcessCrews(crews, PRINCIPAL)
+
+
+class CrewHandle:
+    """A crew started from this kernel: its board, its outputs, its controls (``await`` it)."""
+
+    def __init__(
+        self, side: CrewSide, definition: CrewDefinition, inputs: dict[str, str], approve: str
+    ) -> None:
+        self.side, self.definition, self.inputs, self.approve = side, definition, inputs, approve
+        self.request_id: str | None = None
+        self.status = "queued"
+        self.message: str | None = None
+        self.tasks: dict[str, dict[str, Any]] = {
+            t.id: {"taskId": t.id, "agent": t.agent, "status": "pending"} for t in definition.tasks
+        }
+        self.escalations: dict[str, dict[str, Any]] = {}
+        self.log: deque[str] = deque(maxlen=_LOG_LINES)
+        self.error: str | None = None
+        self._ended = asyncio.Event()
+        self._settled = asyncio.Event()
+        self._display: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    # --- following
+
+    def begin(self) -> None:
+        """Start the crew and follow it on the running loop."""
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        try:
+            self.request_id = await self.side.start(self.definition, self.inputs, self.approve)
+            async for envelope in self.side.follow(self.request_id, -1):
+                self._apply(envelope)
+                self._refresh()
+        except (HostError, RunApiError) as exc:
+            self.error = exc.message
+        finally:
+            self._ended.set()
+            self._settled.set()
+            self._refresh()
+
+    def _apply(self, envelope: dict[str, Any]) -> None:
+        kind, data = envelope.get("eventType"), envelope.get("data") or {}
+        if kind == RUN_STATUS:
+            self.status, self.message = data.get("status", self.status), data.get("message")
+            if self.status in ("waiting", "paused"):
+                self._settled.set()
+            else:
+                self._settled.clear()
+        elif kind == TASK_STATUS:
+            self.tasks[data["taskId"]] = data
+        elif kind == ESCALATION:
+            self.escalations[data["escalationId"]] = data
+        elif kind == LOG:
+            self.log.append(f"{data.get('source')}: {data.get('line')}")
+
+    async def wait(self) -> CrewHandle:
+        """Until the crew has ended (completed, failed or stopped)."""
+        await self._ended.wait()
+        return self
+
+    async def settled(self) -> CrewHandle:
+        """Until the crew ends or waits for a person (a decision, a resume)."""
+        await self._settled.wait()
+        return self
+
+    def __await__(self) -> Generator[Any, None, CrewHandle]:
+        return self.wait().__await__()
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """Each finished task's output."""
+        return {t: d["output"] for t, d in self.tasks.items() if d.get("output") is not None}
+
+    @property
+    def waiting_for(self) -> list[dict[str, Any]]:
+        """The decisions the crew waits for."""
+        return [e for e in self.escalations.values() if e.get("state") == "open"]
+
+    # --- steering
+
+    async def _control(self, action: str, **fields: Any) -> dict[str, Any]:
+        if self.request_id is None:
+            await asyncio.sleep(0)
+        if self.request_id is None:
+            raise HostError("the crew has not started yet")
+        return await self.side.control(self.request_id, action, **fields)
+
+    async def pause(self) -> dict[str, Any]:
+        """No new task starts; running ones stop at a step boundary."""
+        return await self._control("pause")
+
+    async def resume(self) -> dict[str, Any]:
+        """Go on."""
+        return await self._control("resume")
+
+    async def stop(self) -> dict[str, Any]:
+        """End every task that has not ended."""
+        return await self._control("stop")
+
+    async def retry(self, task: str | None = None) -> dict[str, Any]:
+        """Try a failed task (default: every failed task) again."""
+        return await self._control("retry", **({"task_id": task} if task else {}))
+
+    async def decide(
+        self,
+        task: str,
+        decision: str,
+        *,
+        answer: str | None = None,
+        output: str | None = None,
+        approved: bool | None = None,
+    ) -> dict[str, Any]:
+        """Decide what the crew waits for on ``task`` (or an escalation id).
+
+        ``decision``: retry, skip (``output`` is what its dependents get), answer (``answer``;
+        ``approved`` for an approval gate) or stop.
+        """
+        found = [e for e in self.waiting_for if task in (e["taskId"], e["escalationId"])]
+        if not found:
+            raise HostError(f"the crew waits for no decision on {task!r}")
+        fields = {"answer": answer, "output": output, "approved": approved}
+        return await self._control(
+            "decide",
+            escalation_id=found[0]["escalationId"],
+            decision=decision,
+            **{k: v for k, v in fields.items() if v is not None},
+        )
+
+    # --- the board
+
+    def show(self) -> None:
+        """Display the board below the cell; it is redrawn as the crew goes on."""
+        from IPython.display import HTML, display
+
+        self._display = display(HTML(self.board()), display_id=True)  # type: ignore[no-untyped-call]
+
+    def _refresh(self) -> None:
+        if self._display is not None:
+            from IPython.display import HTML
+
+            self._display.update(HTML(self.board()))  # type: ignore[no-untyped-call]
+
+    def _repr_html_(self) -> str:
+        return self.board()
+
+    def board(self) -> str:
+        """The crew as an HTML board."""
+        e = html.escape
+        head = f"<b>crew {e(self.definition.name)}</b> · {e(self.status)}"
+        if self.message:
+            head += f" · {e(self.message)}"
+        if self.error:
+            head += f" · <span style='color:#cf222e'>{e(self.error)}</span>"
+        rows = "".join(_row(task) for task in self.tasks.values())
+        table = (
+            "<table><tr><th>task</th><th>agent</th><th>status</th><th>attempt</th>"
+            f"<th>tokens</th><th>run</th></tr>{rows}</table>"
+        )
+        waits = "".join(
+            f"<li>{e(w['taskId'])}: {e(w['message'])} — "
+            f"<code>await crew.decide({w['taskId']!r}, 'retry'|'skip'|'answer'|'stop')</code></li>"
+            for w in self.waiting_for
+        )
+        log = "<br>".join(e(line) for line in self.log)
+        return (
+            f"<div class='neta-crew' data-status='{e(self.status)}'>{head}{table}"
+            + (f"<div>waiting for:<ul>{waits}</ul></div>" if waits else "")
+            + f"<div style='font-family:monospace;font-size:90%'>{log}</div></div>"
+        )
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for task in self.tasks.values():
+            counts[task["status"]] = counts.get(task["status"], 0) + 1
+        return f"<crew {self.definition.name} {self.status} {counts}>"
+
+
+def _row(task: dict[str, Any]) -> str:
+    e = html.escape
+    status = str(task.get("status"))
+    colour = _COLOURS.get(status, "#57606a")
+    tokens = (task.get("usage") or {}).get("totalTokens") or ""
+    return (
+        f"<tr data-task='{e(str(task['taskId']))}'><td>{e(str(task['taskId']))}</td>"
+        f"<td>{e(str(task.get('agent', '')))}</td>"
+        f"<td style='color:{colour}'>{e(status)}</td><td>{task.get('attempt') or ''}</td>"
+        f"<td>{tokens}</td><td><code>{e(str(task.get('childRequestId') or ''))}</code></td></tr>"
+    )
+
+
+def start_crew(
+    host: Host,
+    definition: Any,
+    inputs: dict[str, str] | None = None,
+    *,
+    approve: str = "ask",
+    display: bool = True,
+) -> CrewHandle:
+    """Start a crew from the notebook and show its board; returns at once."""
+    crew = definition_of(definition)
+    resolve_inputs(crew, dict(inputs or {}))  # refused here, before anything starts
+    handle = CrewHandle(crew_side(host), crew, dict(inputs or {}), approve)
+    if display:
+        handle.show()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # terminal IPython: no loop between cells, follow until it settles
+        from IPython.core.async_helpers import get_asyncio_loop
+
+        loop = get_asyncio_loop()  # type: ignore[no-untyped-call]
+        loop.run_until_complete(_settle(handle))
+        return handle
+    handle.begin()
+    return handle
+
+
+async def _settle(handle: CrewHandle) -> None:
+    handle.begin()
+    await handle.settled()
+
+
+def crew_magic(host: Host, words: list[str], approve: str) -> CrewHandle:
+    """``%neta crew run FILE [--input NAME=VALUE]... [--approve auto]``."""
+    args = shlex.split(" ".join(words))
+    if not args or args[0] != "run" or len(args) < 2:
+        raise HostError("usage: %neta crew run FILE [--input NAME=VALUE]... [--approve auto]")
+    path, inputs, rest = args[1], {}, args[2:]
+    while rest:
+        flag, value = rest[0], rest[1] if len(rest) > 1 else ""
+        name, _, text = value.partition("=")
+        if flag == "--input" and name:
+            inputs[name] = text
+        elif flag == "--approve" and value in ("ask", "auto", "deny"):
+            approve = value
+        else:
+            raise HostError(f"unknown or incomplete option {flag!r} (see %neta help)")
+        rest = rest[2:]
+    try:
+        return start_crew(host, path, inputs, approve=approve)
+    except CrewDefinitionError as exc:
+        raise HostError(exc.message, code=exc.code) from exc
