@@ -74,7 +74,13 @@ class SharedCells:
 
     def set_outputs(self, index: int, outputs: list[dict[str, Any]], count: int | None) -> None:
         ycell = self._cells[index]
-        ycell["outputs"] = Array(_youtputs(outputs))
+        if "outputs" not in ycell:
+            ycell["outputs"] = Array()
+        # Changed in place: JupyterLab's view of the cell watches this very array, and a new one
+        # under the key would never show.
+        youtputs = ycell["outputs"]
+        youtputs.clear()
+        youtputs.extend(_youtputs(outputs))
         ycell["execution_count"] = count
 
     def set_metadata(self, index: int, key: str, value: Any) -> None:
