@@ -127,3 +127,16 @@ def test_subagents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ]
     _, history = cell_output(nb, "%neta history")
     assert history.count("(sub-agent of ") == 3
+
+
+def test_crews_notebook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nb = execute("crews.ipynb", tmp_path, monkeypatch)
+    _, waited = cell_output(nb, "import neta_jupyter\n\ncrew = neta_jupyter.last_crew()")
+    assert waited.strip() == "waiting ['approval_after']"
+    _, retried = cell_output(nb, 'await crew.decide("summary", "retry"')
+    assert retried.strip() == "waiting 2"
+    _, done = cell_output(nb, 'await crew.decide("summary", "answer"')
+    assert done.startswith("completed\n")
+    assert "sales.csv" in done
+    _, board = cell_output(nb, "crew")
+    assert board == "<crew profile-and-report completed {'completed': 4}>"

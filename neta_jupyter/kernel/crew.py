@@ -181,15 +181,17 @@ class CrewHandle:
 
     def show(self) -> None:
         """Display the board below the cell; it is redrawn as the crew goes on."""
-        from IPython.display import HTML, display
+        from IPython.display import display
 
-        self._display = display(HTML(self.board()), display_id=True)  # type: ignore[no-untyped-call]
+        self._display = display(self._bundle(), raw=True, display_id=True)  # type: ignore[no-untyped-call]
+
+    def _bundle(self) -> dict[str, str]:
+        """The board, and a line of text where HTML is not shown (a saved notebook's text)."""
+        return {"text/html": self.board(), "text/plain": repr(self)}
 
     def _refresh(self) -> None:
         if self._display is not None:
-            from IPython.display import HTML
-
-            self._display.update(HTML(self.board()))  # type: ignore[no-untyped-call]
+            self._display.update(self._bundle(), raw=True)
 
     def _repr_html_(self) -> str:
         return self.board()
