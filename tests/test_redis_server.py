@@ -4,6 +4,7 @@ and a restarted server serves what was stored."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,25 @@ def test_a_server_on_a_redis_that_could_lose_runs_refuses_runs_and_says_why(
             assert password not in body["message"] and password not in logged
         finally:
             server.stop()
+
+
+def test_a_finished_runs_stream_answers_410_once_its_events_expired(
+    tmp_path: Path, redis_url: str
+) -> None:
+    server = ServerProcess(tmp_path / "one", {"store_url": redis_url, "event_retention": 1})
+    server.start()
+    try:
+        with server.client() as http:
+            response = http.post("neta/api/agent/run/async", json={"content": "hello"})
+            rid = response.json()["requestId"]
+            assert read(server, rid)[-1]["eventType"] == "MESSAGE_COMPLETED"
+            time.sleep(2.5)  # past the retention of one second
+            gone = http.get("neta/api/agent/run/stream", params={"requestId": rid})
+            assert gone.status_code == 410, gone.text
+            assert gone.json()["errCode"] == "EVENTS_EXPIRED"
+            status = http.get("neta/api/agent/run/status", params={"requestId": rid}).json()
+            assert status["status"] == "completed", "the run's record stays"
+            tree = http.get("neta/api/sessions/tree", params={"sessionId": status["sessionId"]})
+            assert [e["role"] for e in tree.json()["entries"]] == ["user", "assistant"]
+    finally:
+        server.stop()

@@ -305,3 +305,24 @@ async def test_a_redis_user_limited_to_one_users_keys_runs_that_users_runs(
         await backend._client.hgetall(UserKeys("bob").run("r_b"))
     store.close()
     bob.close()
+
+
+async def test_an_ended_runs_events_expire_and_a_live_or_waiting_runs_never(
+    url: str, client: Redis
+) -> None:
+    from tests.store_contract import delta
+
+    store, backend = await lease_store(url)
+    backend.keep_s = 3600
+    assert await store.acquire("r_1")
+    await store.events.open("r_1")
+    store.events.append_nowait(delta("r_1", "hello"))
+    await store.backend.update_run("r_1", "running", {}, with_events=True)
+    assert await client.ttl(USER.stream("r_1")) == -1, "a live run's stream has no TTL"
+    await store.backend.update_run("r_1", "suspended", {}, with_events=True)
+    assert await client.ttl(USER.stream("r_1")) == -1, "nor a suspended one's"
+    await store.backend.update_run("r_1", "failed", {}, with_events=False)
+    assert 3500 < await client.ttl(USER.stream("r_1")) <= 3600
+    await store.backend.update_run("r_1", "running", {}, with_events=False)  # retried
+    assert await client.ttl(USER.stream("r_1")) == -1
+    store.close()

@@ -74,6 +74,13 @@ class NetaApp(ExtensionApp, NetaSettings):
         "renewed (renewed every third of it). Once it lapses, because the server died or "
         "stalled, another server takes the run over.",
     ).tag(config=True)
+    event_retention = Float(
+        7 * 24 * 3600.0,
+        help="With runs in Redis: seconds a finished run's event stream is kept (0: forever). "
+        "A run that goes on (or waits, suspended) keeps its stream; once a finished run's "
+        "stream expired, following it answers 410 EVENTS_EXPIRED, and its record, session and "
+        "attachments stay.",
+    ).tag(config=True)
     sweep_interval = Float(
         5.0,
         help="With runs in Redis: seconds between looks for runs whose server stopped renewing "
@@ -135,6 +142,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             store_location(self.store_url, self.db_path or data_dir / DB_NAME),
             commit_interval=self.commit_interval,
             lease_ttl=self.lease_ttl,
+            event_retention=self.event_retention,
             logger=self.log,
         )
         self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None

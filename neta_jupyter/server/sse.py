@@ -14,6 +14,7 @@ from tornado.iostream import StreamClosedError
 from ..events import sse_error_frame, sse_frame
 from ..events.encoding import sse_frames
 from ..runtime import RunNotFound, Runtime
+from ..runtime.runs import Run
 from ..store import StorageError
 from .base import NetaHandler
 from .errors import ApiError
@@ -36,14 +37,23 @@ def parse_last_event_id(value: str | None) -> int:
 
 
 async def check_within_log(
-    runtime: Runtime, request_id: str, after: int, what: str = "run"
+    runtime: Runtime, request_id: str, after: int, what: str = "run", run: Run | None = None
 ) -> None:
     """A ``lastEventId`` past the stream's last event names events that never existed: 416.
 
     Followed, it would wait for them forever (a client whose stored position outlived the log).
-    ``what`` names the stream in the message (``run``, ``session``).
+    ``what`` names the stream in the message (``run``, ``session``). A finished ``run`` whose
+    stream is gone (kept for a while only, by a Redis store): 410.
     """
     last = await runtime.last_seq(request_id)
+    if run is not None and last < 0 and run.status in ("completed", "failed"):
+        raise ApiError(
+            410,
+            "EVENTS_EXPIRED",
+            "this run finished long enough ago that its events are no longer kept; its "
+            "messages are in the session tree",
+            request_id,
+        )
     if after > last:
         raise ApiError(
             416,
@@ -85,7 +95,7 @@ class StreamHandler(NetaHandler):
                 "event stream; read its messages from the session tree",
                 request_id,
             )
-        await check_within_log(self.runtime, request_id, after)
+        await check_within_log(self.runtime, request_id, after, run=run)
         if await self.runtime.at_rest(request_id, after):
             self.set_status(204)  # nothing will follow: EventSource stops reconnecting
             self.finish()

@@ -210,7 +210,7 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         run = await self.runtime.get_run(self.principal, rid)
         if run.imported:
             raise _FrameError("IMPORTED_RUN", "this run was imported and has no event stream", rid)
-        await check_within_log(self.runtime, rid, after)
+        await check_within_log(self.runtime, rid, after, run=run)
         self._stop_subscription(rid)
         self._subs[rid] = asyncio.ensure_future(self._pump(rid, after))
         return {"type": "subscribed", "requestId": rid, "status": run.status}

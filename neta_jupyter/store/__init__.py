@@ -35,13 +35,18 @@ class Store:
         *,
         commit_interval: float = 0.002,
         lease_ttl: float = 15.0,
+        event_retention: float = 0,
         logger: logging.Logger | None = None,
     ) -> None:
         secret = None
         if isinstance(where, str) and is_redis_url(where):
             secret = url_password(where)
             where = RedisBackend(
-                where, commit_interval=commit_interval, lease_ttl=lease_ttl, logger=logger
+                where,
+                commit_interval=commit_interval,
+                lease_ttl=lease_ttl,
+                event_retention=event_retention,
+                logger=logger,
             )
         elif isinstance(where, str | Path):
             where = SqliteBackend(where, commit_interval=commit_interval, logger=logger)

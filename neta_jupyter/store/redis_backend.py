@@ -32,6 +32,7 @@ class RedisBackend(RedisLeases, RedisTail, RedisRecords):
         *,
         commit_interval: float = 0.002,
         lease_ttl: float = 15.0,
+        event_retention: float = 0,
         logger: logging.Logger | None = None,
     ) -> None:
         self.url = url
@@ -44,6 +45,7 @@ class RedisBackend(RedisLeases, RedisTail, RedisRecords):
         RedisRecords.__init__(self, self.client, self)
         self.init_leases(lease_ttl)
         self.init_tail()
+        self.keep_s = max(0, round(event_retention))
 
     async def start(self) -> str:
         """Check the Redis keeps what it is given; its durability mode (logged)."""

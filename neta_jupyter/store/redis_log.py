@@ -31,11 +31,13 @@ local function fenced()
   if held then return held ~= ARGV[1] end
   return ARGV[1] ~= '-'
 end
-local function settle(status, state, rid)
+local function settle(status, state, rid, keep)
   redis.call('HSET', KEYS[3], 'status', status, 'state', state)
   if status == 'running' then
     redis.call('ZADD', KEYS[4], 0, rid)
+    redis.call('PERSIST', KEYS[1])
   else
+    if status ~= 'suspended' and tonumber(keep) > 0 then redis.call('EXPIRE', KEYS[1], keep) end
     redis.call('ZREM', KEYS[4], rid)
     redis.call('HDEL', KEYS[3], 'owner')
     if held then redis.call('DEL', KEYS[2]) end
@@ -43,7 +45,8 @@ local function settle(status, state, rid)
 end
 """
 """What the scripts share: whether the caller (token ``ARGV[1]``, ``-`` for none) may write a
-run (``KEYS`` stream, lease, run, running), and a run's status set with its lease released."""
+run (``KEYS`` stream, lease, run, running), and a run's status set: its lease released when it
+stops, its events kept ``keep`` seconds once it ended (0: forever), and for good while it runs."""
 
 APPEND = (
     FENCE
@@ -62,9 +65,11 @@ if n > 0 and first ~= last + 1 then
   return redis.error_reply('SEQ expected ' .. (last + 1))
 end
 for i = 0, n - 1 do
-  redis.call('XADD', KEYS[1], '0-' .. (first + i + 1), 't', ARGV[8 + 2 * i], 'p', ARGV[9 + 2 * i])
+  redis.call('XADD', KEYS[1], '0-' .. (first + i + 1), 't', ARGV[9 + 2 * i], 'p', ARGV[10 + 2 * i])
 end
-if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then settle(ARGV[4], ARGV[5], ARGV[6]) end
+if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then
+  settle(ARGV[4], ARGV[5], ARGV[6], ARGV[8])
+end
 if held and ARGV[7] ~= '' and redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('PEXPIRE', KEYS[2], ARGV[7])
 end
@@ -72,18 +77,19 @@ return n
 """
 )
 """``KEYS``: stream, lease, run, running; ``ARGV``: token, first seq, count, status ('' for
-none), state, run id, lease time in ms ('' : not renewed), then type and payload of each event.
+none), state, run id, lease time in ms ('' : not renewed), seconds an ended run's events are kept,
+then type and payload of each event.
 Replies the count written (0 for a replay). A status other than ``running`` releases the lease."""
 
 UPDATE_RUN = (
     FENCE
     + """
 if fenced() then return redis.error_reply('FENCED the run is written by another server') end
-if redis.call('EXISTS', KEYS[3]) == 1 then settle(ARGV[2], ARGV[3], ARGV[4]) end
+if redis.call('EXISTS', KEYS[3]) == 1 then settle(ARGV[2], ARGV[3], ARGV[4], ARGV[5]) end
 return 1
 """
 )
-"""``KEYS`` as :data:`APPEND`'s; ``ARGV``: token, status, state, run id."""
+"""``KEYS`` as :data:`APPEND`'s; ``ARGV``: token, status, state, run id, seconds kept."""
 
 NO_LEASE = "-"
 """The token of a writer holding no lease: refused while anyone holds the run's."""
@@ -117,12 +123,17 @@ class RunUpdate:
 
 
 def append_args(
-    token: str, rows: list[EventRow], update: RunUpdate | None, ttl_ms: int | None = None
+    token: str,
+    rows: list[EventRow],
+    update: RunUpdate | None,
+    ttl_ms: int | None = None,
+    keep: int = 0,
 ) -> list[str | int]:
     """The script's ``ARGV`` for ``rows`` (and the run update carried with them)."""
     args: list[str | int] = [token, rows[0][0] if rows else 0, len(rows)]
     args += [update.status, update.state, update.request_id] if update else ["", "", ""]
     args.append("" if ttl_ms is None or token == NO_LEASE else ttl_ms)
+    args.append(keep)
     for _, kind, payload in rows:
         args += [kind, payload]
     return args
@@ -180,6 +191,8 @@ class RedisEvents:
         """The lease token of each run this process holds (it writes them with it)."""
         self.lease_ms = 15_000
         """How long a lease lasts unless renewed (a write renews it too)."""
+        self.keep_s = 0
+        """Seconds an ended run's events are kept (0: forever); a live run's always are."""
         self._lost_listeners: list[Callable[[str], None]] = []
         self._owner: dict[str, str] = {}
         self._pending: dict[str, list[EventRow]] = {}
@@ -359,7 +372,7 @@ class RedisEvents:
     def _call(
         self, stream: str, rows: list[EventRow], keys: list[str], update: RunUpdate | None
     ) -> Call:
-        args = append_args(self.token(stream), rows, update, self.lease_ms)
+        args = append_args(self.token(stream), rows, update, self.lease_ms, self.keep_s)
         releases = update is not None and update.status != "running"
         return Call(stream, rows, keys, args, releases=releases)
 
@@ -474,10 +487,12 @@ class RedisEvents:
                 continue
             keys = script_keys(UserKeys(self._owner.get(stream, NOBODY)), stream)
             update = last_update.pop(stream, None)
-            calls.append((keys, append_args(self.token(stream), rows, update, self.lease_ms)))
+            args = append_args(self.token(stream), rows, update, self.lease_ms, self.keep_s)
+            calls.append((keys, args))
         for rid, update in last_update.items():
             keys = script_keys(UserKeys(self._owner.get(rid, NOBODY)), rid)
-            calls.append((keys, append_args(self.token(rid), [], update, self.lease_ms)))
+            args = append_args(self.token(rid), [], update, self.lease_ms, self.keep_s)
+            calls.append((keys, args))
         return calls
 
     def stop(self) -> None:

@@ -127,7 +127,7 @@ class RedisRecords:
         async def write(client: Any) -> None:
             # Fenced like the run's events: a replica that lost the run cannot move it.
             token = self._events.token(request_id)
-            args = [token, status, update.state, request_id]
+            args: list[str | int] = [token, status, update.state, request_id, self._events.keep_s]
             try:
                 await self._update_run(keys=keys, args=args, client=client)
             except ResponseError as error:
