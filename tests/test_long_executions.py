@@ -202,3 +202,19 @@ async def test_without_a_configured_limit_an_execution_may_take_the_runs_remaini
     assert types(await api.segment(rid))[-1] == "MESSAGE_COMPLETED"
     limit = kernel.timeouts["print(1)"]  # (the variables of the context are read first)
     assert limit is not None and 7000 < limit <= 7200
+
+
+async def test_code_stopped_before_the_kernel_started_it_is_interrupted_once_it_starts(
+    jp_serverapp: Any,
+) -> None:
+    async with kernel_of(jp_serverapp) as (_kernel_id, bridge):
+        await bridge.execute("pass")  # the bridge's client is open
+        running = asyncio.ensure_future(bridge.execute("import time\ntime.sleep(600)\nlate = 1"))
+        for _ in range(100_000):  # until it is sent, and not yet answered
+            if bridge._waiting:
+                break
+            await asyncio.sleep(0)
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        # Not left to sleep in the kernel: the next code runs, and the stopped code never ended.
+        assert (await bridge.execute("print('late' in globals())")).output == "False\n"

@@ -20,7 +20,7 @@ from ..client import RunRequest
 from ..client import attachment_sources as attachments
 from ..providers.base import THINKING_LEVELS
 from ..runtime.requests import describe_validation
-from ..tools.kernel_tools import describe_variables
+from ..tools.introspection import describe_variables
 from .context import KernelContext, default_approve, notebook_path
 from .host import HostError
 

@@ -49,6 +49,7 @@ def assemble_loop(runtime: Runtime, run: Run, emitter: RunEmitter) -> RunLoop:
         system_prompt=runtime.subagents.system_prompt(base, run),
         subagents=runtime.subagents,
         images=profile.images,
+        jobs=runtime.background,
     )
 
 

@@ -24,6 +24,7 @@ from ..providers.base import ToolCall
 from ..store import Entry, new_id
 from ..tools import Decision, RunSuspended, Tool, ToolContext, ToolError, decide
 from ..tools.registry import KernelBridge, RunNotebook
+from .background import LOST
 from .config import TOOL_FAILURE_REMINDER
 from .guards import announce_repeats, screen_step
 from .retries import status
@@ -35,6 +36,7 @@ from .tree import CallOutcome
 from .turn import Turn
 
 if TYPE_CHECKING:
+    from .background import BackgroundJobs
     from .subagents import Subagents
 
 
@@ -50,8 +52,10 @@ class ToolStep:
         runner: ToolRunner,
         subagents: Subagents | None = None,
         notebook: RunNotebook | None = None,
+        jobs: BackgroundJobs | None = None,
     ) -> None:
         self._turn = turn
+        self._jobs = jobs
         self._tools = tools
         self._virtual: dict[str, VirtualTool] = {v.name: v for v in turn.run.options.virtual_tools}
         self._kernel = kernel
@@ -147,6 +151,10 @@ class ToolStep:
     async def _one_call(self, call: ToolCall, step: RunTools) -> Outcome | Suspend:
         if call.name in self._virtual:
             return await self._runner.run_virtual(call, self._virtual[call.name])
+        if call.id == step.waiting and self._jobs and self._jobs.lost(self._turn.run, call.id):
+            # Whatever became of the tool or the kernel since, the model hears what happened.
+            self._turn.run.state.background = None
+            return self._runner.fail_without_running(call, LOST)
         tool = self._tools.get(call.name)
         if tool is None:
             known = ", ".join(self.offered) or "none"
@@ -196,6 +204,8 @@ class ToolStep:
                 delegator=self._subagents.delegator(turn.run, turn.emitter, call.id)
                 if self._subagents is not None
                 else None,
+                jobs=self._jobs,
+                background_limit=turn.config.execution_timeout or turn.config.task_timeout,
             ),
         )
 

@@ -115,6 +115,7 @@ async def fail_run(
     run.status = "failed"
     run.state.recoverable = recoverable
     run.state.ask = None
+    run.state.background = None
     run.state.suspend_deadline = None
     await runs.save(run, keep=True)
 

@@ -17,7 +17,7 @@ from ..events import ErrorCode, EventType, FinishReason, SupplementaryInputData,
 from ..providers.base import ContextTooLong, Message, Model, ModelRequest, as_thinking_level
 from ..store import Store
 from ..tools import Tool, ToolContext
-from ..tools.kernel_tools import variables_as_of_prompt
+from ..tools.introspection import variables_as_of_prompt
 from ..tools.registry import KernelBridge, RunNotebook
 from . import context
 from .attachments import ENTRY_KEY, Shown, import_urls
@@ -47,6 +47,7 @@ from .tree import SessionTree
 from .turn import Turn
 
 if TYPE_CHECKING:
+    from .background import BackgroundJobs
     from .subagents import Subagents
 
 KERNEL_SUMMARY_WAIT = 1.5
@@ -74,6 +75,7 @@ class RunLoop:
         system_prompt: str | None = None,
         subagents: Subagents | None = None,
         images: bool = False,
+        jobs: BackgroundJobs | None = None,
     ) -> None:
         self.run = run
         self.state = run.state
@@ -109,6 +111,7 @@ class RunLoop:
             runner=runner,
             subagents=subagents,
             notebook=notebook,
+            jobs=jobs,
         )
 
     async def drive(

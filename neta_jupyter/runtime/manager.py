@@ -22,6 +22,7 @@ from .activations import Activations, CancelReason
 from .admission import StartGate
 from .assembly import assemble_loop, prepare_tools
 from .attachments import ENTRY_KEY, announce, requested
+from .background import BackgroundJobs
 from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .endings import fail_run, recover_crashed
@@ -85,6 +86,8 @@ class Runtime:
         """The child runs of runs that delegate, and the trees they make."""
         self.takeover = Takeover(self)
         """Runs other servers may hold: lost ones, a dead server's ones, stopping them."""
+        self.background = BackgroundJobs(self)
+        """Work runs wait for in the background (ASYNC_TOOL_PENDING)."""
         self.register_secrets()
 
     def register_secrets(self) -> None:
@@ -330,6 +333,7 @@ class Runtime:
     async def terminate(self, principal: str, request_id: str) -> Run:
         """Cancel a running or suspended run (USER_CANCELLED), and the children it started."""
         run = await self.get_run(principal, request_id)
+        await self.background.cancel(request_id)  # the kernel is interrupted
         if await self._active.cancel(request_id, "user"):
             return await self.get_run(principal, request_id)
         if await self.takeover.stop_elsewhere(run):
@@ -341,6 +345,19 @@ class Runtime:
             )
         await self.subagents.stop(request_id, "user")
         return await self.get_run(principal, request_id)
+
+    async def continue_background(self, request_id: str, call_id: str) -> None:
+        """Go on with a run whose call's background work ended (or was lost with a restart)."""
+        with self.waiting.claim(request_id):
+            run = await self.runs.get(request_id)
+            waits = run is not None and run.status == "suspended"
+            if run is None or not waits or run.state.background != call_id or self.stopping:
+                raise RunConflict(f"run {request_id} no longer waits", code="RUN_NOT_SUSPENDED")
+            if self.is_active(request_id):
+                raise RunConflict(f"run {request_id} is running", code="RUN_NOT_SUSPENDED")
+            run.status = "running"
+            await self.runs.save(run)
+            self._active.launch(run, run.state.next)
 
     async def cancel(self, request_id: str, reason: CancelReason) -> None:
         """Cancel the run's activation and wait for its end (:data:`CancelReason`)."""
@@ -446,12 +463,14 @@ class Runtime:
         crashed = await recover_crashed(self.runs, self._emitter, take)
         self.takeover.recovered()
         await self.waiting.recover()  # runs left waiting past their deadline: USER_NO_RESPONSE
+        await self.background.recover()  # runs that waited for work of the last process
         return suspended + crashed
 
     async def shutdown(self) -> None:
         """Suspend every executing run with SHUTDOWN_INTERRUPT (resumable after restart)."""
         self.takeover.stop()
         await self.waiting.close()
+        await self.background.close()
         await self._active.shutdown()
         self.store.commit()
         # Tool sources (MCP servers) stop with the runtime, once no run can call them.
@@ -476,10 +495,11 @@ class Runtime:
         for found in await self.runs.find(session_id=session.session_id, limit=20):
             # Stopping a tree ends runs further on.
             run = await self.runs.get(found.request_id) or found
-            if run.status == "running" or self.is_active(run.request_id):
+            busy = self.is_active(run.request_id) or self.background.waits(run.request_id)
+            if run.status == "running" or busy:
                 raise RunConflict(
-                    f"run {run.request_id} is still running in this session; stop it or use "
-                    "another session",
+                    f"run {run.request_id} is still running in this session (or waits for code "
+                    "it runs in the background); stop it or use another session",
                     code="SESSION_BUSY",
                 )
             if run.status == "suspended":

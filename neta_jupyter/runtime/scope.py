@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..events import (
     ClarifyData,
@@ -19,10 +19,14 @@ from ..store import RecordStore, new_id
 from ..tools import SubTask, ToolError, ToolResult
 from ..tools.delegate import Delegator
 from ..tools.scope import SIDE_EVENTS, RunSuspended
+from .background import pending
 from .emitter import RunEmitter
 from .runs import Run
 from .state import Ask, RunOptions
 from .toolstream import ToolOutputStream, auth_required_event
+
+if TYPE_CHECKING:
+    from .background import BackgroundJobs
 
 
 class CallScope:
@@ -43,6 +47,8 @@ class CallScope:
         resumed: bool = False,
         answer: str | None = None,
         delegator: Delegator | None = None,
+        jobs: BackgroundJobs | None = None,
+        background_limit: float | None = None,
     ) -> None:
         self._run = run
         self._call = call
@@ -51,6 +57,8 @@ class CallScope:
         self._resumed = resumed
         self._answer = answer
         self._delegator = delegator
+        self._jobs = jobs
+        self._background_limit = background_limit
         self._output: ToolOutputStream | None = None
 
     @property
@@ -107,6 +115,17 @@ class CallScope:
     def suspend(self, message: str) -> NoReturn:
         """Suspend until the run is resumed."""
         raise RunSuspended(SuspendReason(type=SuspendType.MANUAL_SUSPEND, message=message))
+
+    async def in_background(
+        self, work: Callable[[float | None], Awaitable[ToolResult]], message: str
+    ) -> ToolResult:
+        """The work's result; the first time, start it and suspend (ASYNC_TOOL_PENDING)."""
+        if self._jobs is None:
+            raise ToolError("this run cannot wait for work in the background")
+        if self._resumed:
+            return await self._jobs.result(self._run, self._call.id)
+        self._jobs.start(self._run, self._call.id, work, self._background_limit)
+        raise RunSuspended(pending(message))
 
     async def set_todo(self, items: Sequence[TodoItem]) -> None:
         """Store the session's todo list and show it."""

@@ -158,6 +158,9 @@ class RunState(BaseModel):
     """Sub-agents whose tokens are already in ``usage``."""
     kept_reply: KeptReply | None = None
     """What clients saw of a reply cut off mid-stream, so asking again does not repeat it."""
+    background: str | None = None
+    """The tool call whose work runs in the background while the run waits (suspended with
+    ASYNC_TOOL_PENDING); the run goes on by itself when it ends."""
     suspend_deadline: float | None = None
     """While it is suspended waiting for a person: when it is reclaimed with USER_NO_RESPONSE
     (seconds since the epoch; kept here so a restarted server still reclaims it)."""

@@ -246,6 +246,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             self.runtime.waiting.watch_stored()
             self.runtime.takeover.sweep_interval = self.sweep_interval
             self.runtime.takeover.start()
+            self.runtime.background.resume_stored()
 
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""

@@ -28,6 +28,8 @@ READY_TIMEOUT = 60.0
 """Seconds to wait for a kernel's first reply before giving up on it."""
 BUSY_PATIENCE = 3.0
 """Seconds introspection waits for a busy kernel before reporting it busy."""
+STOP_PATIENCE = 10.0
+"""Seconds a stopped request that was sent but not yet running is waited for, to interrupt it."""
 _POLL = 2.0
 """Seconds between liveness checks while waiting for a kernel."""
 
@@ -222,7 +224,13 @@ class ServerKernelBridge:
                         if on_message is not None:
                             on_message(str(msg_type), content)
         except asyncio.CancelledError:
-            if started is not None:  # our code is running: stopping the run stops it too
+            # Our code is running, or about to (it went to an idle kernel): stopping the run
+            # stops it too, rather than leaving it to run once nobody waits for it.
+            running = started is not None
+            if not running:
+                with contextlib.suppress(TimeoutError):
+                    running = await asyncio.wait_for(_until_started(queue), STOP_PATIENCE)
+            if running:
                 await self._interrupt()
             raise
         finally:
@@ -251,6 +259,18 @@ class ServerKernelBridge:
     async def _interrupt(self) -> None:
         with contextlib.suppress(Exception):
             await ensure_async(self._kernel().interrupt_kernel())
+
+
+async def _until_started(queue: asyncio.Queue[dict[str, Any] | _Restarted]) -> bool:
+    """Whether the kernel started running our request (False: it restarted, or it finished)."""
+    while True:
+        item = await queue.get()
+        if isinstance(item, _Restarted):
+            return False
+        if item.get("msg_type") == "status":
+            state = item.get("content", {}).get("execution_state")
+            if state in ("busy", "idle"):
+                return bool(state == "busy")
 
 
 async def _until_ready(client: Any, kernel: Any) -> None:

@@ -13,15 +13,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 
-from .registry import ToolContext
+from .registry import ToolContext, ToolError, ToolResult
 
 PROGRESS_INTERVAL = 5.0
 """Seconds between progress updates of a running execution (its card's title, its timeline)."""
 MAX_LAST_LINE = 120
 """Characters of the last printed line shown in the title."""
+
+
+async def in_background(
+    ctx: ToolContext, message: str, work: Callable[[float | None], Awaitable[ToolResult]]
+) -> ToolResult:
+    """``work``'s result, the run suspended while it runs (``RunScope.in_background``)."""
+    if ctx.scope is None:
+        raise ToolError("code runs in the background only inside a run; run it without that")
+    return await ctx.scope.in_background(work, message)
 
 
 def elapsed_text(seconds: float) -> str:

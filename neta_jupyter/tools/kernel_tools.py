@@ -8,15 +8,10 @@ model sees the same text whichever host ran the code.
 
 from __future__ import annotations
 
-import ast
 import base64
 import binascii
 import dataclasses
-import functools
-import inspect
-import json
 import re
-import textwrap
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,7 +19,13 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from .executions import ExecutionProgress
+from .executions import ExecutionProgress, in_background
+from .introspection import (
+    AS_OF_PROMPT,
+    introspection_answer,
+    introspection_code,
+    listed,
+)
 from .registry import KernelBridge, Tool, ToolContext, ToolError, ToolFile, ToolResult, tool
 
 MAX_OUTPUT_CHARS = 20_000
@@ -36,17 +37,12 @@ MAX_KEPT_CHARS = 2_000_000
 INTROSPECTION_TIMEOUT = 60.0
 NOTHING_PRINTED = "(the code ran and printed nothing; print() the values you want to see)"
 """The ``python`` tool's result when the code printed and displayed nothing."""
-MAX_CAPTURED_VARIABLES = 200
-"""Variables the ``%neta`` cell sends with its prompt; the rest are counted."""
-MAX_CAPTURED_LINE = 1_000
-"""Characters of one captured variable's summary line."""
 WAITING_FOR_KERNEL = "Waiting for the kernel: a cell is running"
 RUNNING_PYTHON = "Running Python in your kernel"
-AS_OF_PROMPT = "as of when the prompt ran"
+IN_BACKGROUND = "Running Python in the background: the run goes on when it ends"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 _IMAGE_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif"}
-_JSON_MARKER = "__neta_json__:"
 
 
 def strip_ansi(text: str) -> str:
@@ -208,164 +204,6 @@ def _image_bytes(value: Any) -> bytes | None:
         return None
 
 
-# --- the introspection snippet (runs inside the user's kernel: self-contained, no neta imports)
-
-
-def _neta_describe_namespace(namespace: dict[str, Any], name: str | None) -> str:
-    import contextlib
-    import json
-    import types
-
-    hidden: set[str] = {"In", "Out", "exit", "quit", "get_ipython", "open"}
-    shell_getter = namespace.get("get_ipython")
-    if callable(shell_getter):
-        with contextlib.suppress(Exception):
-            hidden |= set(getattr(shell_getter(), "user_ns_hidden", {}))
-
-    def short(value: Any, limit: int = 80) -> str:
-        try:
-            text = " ".join(repr(value).split())
-        except Exception as exc:
-            text = f"<unprintable: {type(exc).__name__}>"
-        return text if len(text) <= limit else text[: limit - 1] + "…"
-
-    def kind(value: Any) -> tuple[str, str]:
-        cls = type(value)
-        module = getattr(cls, "__module__", "") or ""
-        return cls.__name__, module.split(".")[0]
-
-    def summary(value: Any) -> str:
-        cls_name, package = kind(value)
-        shape = getattr(value, "shape", None)
-        if package == "pandas" and cls_name == "DataFrame":
-            columns = ", ".join(f"{c} ({t})" for c, t in value.dtypes.astype(str).items())
-            head = f"{cls_name} {value.shape}"
-            return head + (f", columns: {columns}" if columns else "")
-        if package == "pandas" and cls_name == "Series":
-            return f"Series {value.shape} {value.dtype}"
-        if isinstance(shape, tuple) and hasattr(value, "dtype"):
-            return f"{cls_name} {shape} {value.dtype}"
-        if isinstance(value, (str, bytes, int, float, complex, bool)) or value is None:
-            return f"{cls_name} = {short(value)}"
-        if isinstance(value, (list, tuple, dict, set, frozenset)):
-            return f"{cls_name} of {len(value)} = {short(value)}"
-        return f"{cls_name} {short(value, 60)}"
-
-    def detail(var: str, value: Any) -> str:
-        cls_name, package = kind(value)
-        lines = [f"{var}: {summary(value)}"]
-        if package == "pandas" and cls_name == "DataFrame":
-            lines[0] = f"{var}: DataFrame {tuple(value.shape)}"
-            missing = value.isna().sum()
-            lines.append("columns:")
-            for column, dtype in value.dtypes.astype(str).items():
-                lines.append(f"  {column}: {dtype}, {int(missing[column])} missing")
-            lines.append("head(5):")
-            lines.append(value.head(5).to_string(max_cols=30, max_colwidth=40))
-        elif package == "pandas" and cls_name == "Series":
-            lines[0] += f", {int(value.isna().sum())} missing"
-            lines.append("head(5):")
-            lines.append(value.head(5).to_string())
-        elif hasattr(value, "shape") and hasattr(value, "dtype"):
-            text = repr(value)
-            lines.append(text if len(text) <= 2000 else text[:2000] + "…")
-        else:
-            text = repr(value)
-            if len(text) > 80:
-                lines.append(text if len(text) <= 2000 else text[:2000] + "…")
-            doc = (getattr(value, "__doc__", None) or "").strip().splitlines()
-            if callable(value) and doc:
-                lines.append(doc[0])
-        return "\n".join(lines)
-
-    def visible(var: str, value: Any) -> bool:
-        if var.startswith("_") or var in hidden:
-            return False
-        if (getattr(type(value), "__module__", "") or "").startswith("neta_jupyter"):
-            return False  # the agent's own run handles are not the user's data
-        return not (isinstance(value, types.ModuleType) or callable(value))
-
-    if name is not None:
-        if name not in namespace:
-            return json.dumps({"error": f"no variable named {name!r} in the kernel"})
-        try:
-            return json.dumps({"text": detail(name, namespace[name])})
-        except Exception as exc:
-            return json.dumps({"error": f"could not inspect {name}: {type(exc).__name__}: {exc}"})
-    rows = []
-    for var, value in list(namespace.items()):
-        if visible(var, value):
-            try:
-                rows.append(f"{var}: {summary(value)}")
-            except Exception as exc:
-                rows.append(f"{var}: {type(value).__name__} (not described: {exc})")
-    return json.dumps({"rows": rows})
-
-
-class _DropAnnotations(ast.NodeTransformer):
-    """The kernel has no ``typing`` names in scope, and annotations are only for our checkers."""
-
-    def visit_arg(self, node: ast.arg) -> ast.arg:
-        node.annotation = None
-        return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        node.returns = None
-        self.generic_visit(node)
-        return node
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
-        if node.value is None:
-            return ast.Pass()
-        return ast.Assign(targets=[node.target], value=node.value, lineno=node.lineno)
-
-
-@functools.cache
-def _snippet_source() -> str:
-    tree = ast.parse(textwrap.dedent(inspect.getsource(_neta_describe_namespace)))
-    return ast.unparse(ast.fix_missing_locations(_DropAnnotations().visit(tree)))
-
-
-def introspection_code(name: str | None) -> str:
-    """Code that prints one marked JSON line about the namespace, and leaves nothing behind."""
-    source = _snippet_source()
-    function = _neta_describe_namespace.__name__
-    return (
-        f"{source}\n"
-        "try:\n"
-        f"    print({_JSON_MARKER!r} + {function}(globals(), {name!r}))\n"
-        "finally:\n"
-        f"    del {function}\n"
-    )
-
-
-def describe_variables(namespace: dict[str, Any]) -> list[str]:
-    """The lines ``list_variables`` shows, computed here (the magic runs in the user's kernel)."""
-    rows: list[str] = json.loads(_neta_describe_namespace(namespace, None))["rows"]
-    cut = [r if len(r) <= MAX_CAPTURED_LINE else r[: MAX_CAPTURED_LINE - 1] + "…" for r in rows]
-    if len(cut) > MAX_CAPTURED_VARIABLES:
-        more = len(cut) - MAX_CAPTURED_VARIABLES + 1
-        cut = [*cut[: MAX_CAPTURED_VARIABLES - 1], f"… and {more} more variables"]
-    return cut
-
-
-def variables_as_of_prompt(rows: list[str]) -> str:
-    """Captured variables for the model's context, saying when they were captured."""
-    return f"({AS_OF_PROMPT})\n{_listed(rows)}"
-
-
-def _listed(rows: list[str]) -> str:
-    return "\n".join(rows) if rows else "(no user variables were defined)"
-
-
-def _introspection_answer(output: str) -> dict[str, Any]:
-    for line in reversed(output.splitlines()):
-        if line.startswith(_JSON_MARKER):
-            answer: dict[str, Any] = json.loads(line[len(_JSON_MARKER) :])
-            return answer
-    raise ToolError(f"the kernel did not answer the introspection: {output[:500]}")
-
-
 async def _wait_for_kernel(ctx: ToolContext, kernel: KernelBridge, limit: float | None) -> None:
     """While the user's cell runs, say so on the tool card and wait (up to ``limit`` seconds)."""
     if not isinstance(kernel, BusyKernel) or not kernel.is_busy():
@@ -386,7 +224,7 @@ async def _introspect(ctx: ToolContext, name: str | None) -> dict[str, Any]:
         result = await kernel.execute_quietly(code, timeout=INTROSPECTION_TIMEOUT)
     else:
         result = await kernel.execute(code, timeout=INTROSPECTION_TIMEOUT)
-    return _introspection_answer(result.output)
+    return introspection_answer(result.output)
 
 
 def _kernel_of(ctx: ToolContext) -> KernelBridge:
@@ -402,6 +240,13 @@ def _kernel_of(ctx: ToolContext) -> KernelBridge:
 async def python(
     ctx: ToolContext,
     code: Annotated[str, Field(description="Python code to run in the notebook's kernel")],
+    background: Annotated[
+        bool,
+        Field(
+            description="true for code that takes minutes (training, a long download): the run "
+            "waits without holding the conversation and goes on by itself when the code ends"
+        ),
+    ] = False,
 ) -> ToolResult:
     """Run Python code in the user's notebook kernel and return what it printed and displayed.
 
@@ -411,14 +256,29 @@ async def python(
     reading what a file says (read_file) or listing variables (list_variables).
     """
     kernel = _kernel_of(ctx)
+    if background:
+        if ctx.scope is None or not ctx.scope.resumed:
+            ctx.report(IN_BACKGROUND)
+        return await in_background(
+            ctx, IN_BACKGROUND, lambda limit: _execute(ctx, kernel, code, limit, None)
+        )
     await _wait_for_kernel(ctx, kernel, None)  # as long as the run may: the user approved it
     ctx.report(RUNNING_PYTHON)
+    # The user watches long output arrive in the tool card; the model reads the result.
+    async with ExecutionProgress(ctx, RUNNING_PYTHON) as progress:
+        return await _execute(ctx, kernel, code, ctx.execution_timeout, progress.output)
+
+
+async def _execute(
+    ctx: ToolContext,
+    kernel: KernelBridge,
+    code: str,
+    timeout: float | None,
+    on_output: Callable[[str], None] | None,
+) -> ToolResult:
+    """The ``python`` tool's result of running ``code``."""
     try:
-        # The user watches long output arrive in the tool card; the model reads the result.
-        async with ExecutionProgress(ctx, RUNNING_PYTHON) as progress:
-            result = await kernel.execute(
-                code, timeout=ctx.execution_timeout, on_output=progress.output
-            )
+        result = await kernel.execute(code, timeout=timeout, on_output=on_output)
     except ToolError as exc:
         if "FileNotFoundError" not in str(exc):
             raise
@@ -461,7 +321,7 @@ async def list_variables(ctx: ToolContext) -> str:
         # ones its own cell saw.
         ctx.report("Listing your variables " + AS_OF_PROMPT)
         lead = f"A cell is running in the kernel, so these are your variables {AS_OF_PROMPT}:"
-        return f"{lead}\n{_listed(ctx.variables_at_prompt)}"
+        return f"{lead}\n{listed(ctx.variables_at_prompt)}"
     ctx.report("Listing your variables")
     answer = await _introspect(ctx, None)
     rows: list[str] = answer.get("rows", [])

@@ -8,19 +8,20 @@ A tool that needs its run declares a parameter typed :class:`RunScope`; the regi
         return await scope.ask(f"Go ahead with: {plan}?", ["yes", "no"])
 
 The runtime supplies the scope; the loop knows no tool by name. A scope has exactly these
-capabilities (ids and options, a question for the user, a suspension, the todo list, side
-events, the call's partial output and missing credentials, child runs), so a tool cannot end,
-restart or rewrite its run.
+capabilities (ids and options, a question for the user, a suspension, work in the background,
+the todo list, side events, the call's partial output and missing credentials, child runs), so a
+tool cannot end, restart or rewrite its run.
 
 Exceptions (who raises → who catches)::
 
-    RunSuspended   raised by RunScope.ask / suspend inside a tool, caught by the runtime, which
-                   suspends the run (the tool runs again from the top when the run resumes)
+    RunSuspended   raised by RunScope.ask / suspend / in_background inside a tool, caught by the
+                   runtime, which suspends the run (the tool runs again from the top when the
+                   run resumes)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from ..events import EventData, EventType, SuspendReason, TodoItem
@@ -93,6 +94,19 @@ class RunScope(Protocol):
 
     def suspend(self, message: str) -> NoReturn:
         """Suspend the run until it is resumed (MANUAL_SUSPEND); then the call runs again."""
+        ...
+
+    async def in_background(
+        self, work: Callable[[float | None], Awaitable[ToolResult]], message: str
+    ) -> ToolResult:
+        """``work``'s result, without holding the run while it runs.
+
+        The first time, ``work(limit)`` starts (``limit``: its time limit in seconds, ``None``
+        for none) and the run suspends (MESSAGE_SUSPENDED ``ASYNC_TOOL_PENDING``, ``message``);
+        once the work ends the run goes on by itself, the call runs again and this returns the
+        result (or raises the work's :class:`~.registry.ToolError`). Nothing the work reports
+        is published meanwhile: the run's stream is at rest while it waits.
+        """
         ...
 
     async def set_todo(self, items: Sequence[TodoItem]) -> None:
