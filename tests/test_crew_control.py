@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import websockets
 
 from neta_jupyter.providers import ProviderInvalidRequest, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
+from neta_jupyter.tools import PermissionRule
 from tests.crew_helpers import (
     Events,
     agent,
@@ -269,3 +271,51 @@ async def test_approval_gates_and_the_escalate_tool_wait_for_a_person(
         if e["eventType"] == "crew:escalation" and e["data"]["state"] == "open"
     ]
     assert kinds == ["approval_before", "question", "approval_after", "approval_after"]
+
+
+async def test_a_tasks_permission_ask_is_decided_on_the_crew(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    (jp_root_dir / "data.txt").write_text("forty-two")
+    runtime.config.permission_rules = [PermissionRule(tool="read_file", action="ask")]
+    read = ScriptedToolCall("read_file", {"path": "data.txt"})
+    reader = agent(runtime, "reader", ScriptedTurn(tool_calls=[read]), ScriptedTurn(text="42"))
+    rid = await start(api, _graph(read={"agent": "reader", "description": "read data.txt"}))
+    body = await until(api, rid, lambda s: s["status"] == "waiting")
+    [ask] = body["escalations"]
+    assert ask["kind"] == "permission" and "read_file" in ask["message"]
+    child = await runtime.runs.get(ask["childRequestId"])
+    assert child is not None and child.status == "suspended"
+    decided = await control(
+        api, rid, "decide", escalationId=ask["escalationId"], decision="answer", approved=True
+    )
+    assert decided["applied"] is True
+    body = await until(api, rid, lambda s: s["status"] == "completed")
+    assert [t["childRequestIds"] for t in body["tasks"]] == [[ask["childRequestId"]]]
+    tool_results = [m.content for m in reader.requests[1].messages if m.role == "tool"]
+    assert any("forty-two" in str(content) for content in tool_results)
+
+
+async def test_unknown_crews_escalations_and_frames_are_refused(
+    api: ApiClient, runtime: Runtime, server_url: str, jp_auth_header: dict[str, str]
+) -> None:
+    missing = await api.http.get("neta/api/crew/status", params={"requestId": "crew_nope"})
+    assert missing.status_code == 404 and missing.json()["errCode"] == "CREW_NOT_FOUND"
+    stream = await api.http.get("neta/api/crew/stream", params={"requestId": "crew_nope"})
+    assert stream.status_code == 404
+    agent(runtime, "solo", ScriptedTurn(text="done"))
+    rid = await start(api, _graph(only={"agent": "solo", "description": "do it"}))
+    await until(api, rid, lambda s: s["status"] == "completed")
+    response = await api.http.post(
+        "neta/api/crew/control",
+        json={"requestId": rid, "action": "decide", "escalationId": "esc_x", "decision": "retry"},
+    )
+    assert response.status_code == 404 and response.json()["errCode"] == "ESCALATION_NOT_FOUND"
+    url = server_url.replace("http://", "ws://") + "neta/crew"
+    async with websockets.connect(url, additional_headers=jp_auth_header) as ws:
+        for frame in ("not json", json.dumps({"type": "chat"}), json.dumps({"type": "subscribe"})):
+            await ws.send(frame)
+            reply = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            assert reply["type"] == "error", reply
+        await ws.send(json.dumps({"type": "ping"}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), 30)) == {"type": "pong"}
