@@ -17,6 +17,7 @@ from ..runtime import RunNotFound, Runtime
 from ..runtime.runs import Run
 from ..store import StorageError
 from .base import NetaHandler
+from .compression import StreamGzip
 from .errors import ApiError
 from .following import heartbeat_json, until_terminal
 
@@ -103,6 +104,9 @@ class StreamHandler(NetaHandler):
         await self._follow(request_id, after, segment=True)
 
     def _start_stream(self) -> None:
+        if not any(isinstance(t, StreamGzip) for t in self._transforms):
+            # Before the first flush, which is when transforms read the headers.
+            self._transforms.append(StreamGzip(self.request))
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")

@@ -29,6 +29,7 @@ from ..runtime.requests import resume_run, start_run
 from ..runtime.tree import session_stream
 from ..store import StorageError
 from .base import AUTH_RESOURCE, principal_of
+from .compression import WEBSOCKET_COMPRESSION
 from .errors import ApiError, describe_validation
 from .following import heartbeat_json
 from .schemas import (
@@ -96,6 +97,10 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         ):
             raise web.HTTPError(403, "not authorised")
         await super().get(*args, **kwargs)
+
+    def get_compression_options(self) -> dict[str, Any] | None:
+        """permessage-deflate when the client offers it, one message per durable batch."""
+        return WEBSOCKET_COMPRESSION
 
     @property
     def runtime(self) -> Runtime:
