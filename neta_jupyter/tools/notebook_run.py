@@ -11,13 +11,15 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
-from .executions import ExecutionProgress
+from pydantic import Field
+
+from .executions import ExecutionProgress, in_background
 from .kernel_tools import NOTHING_PRINTED, _kernel_of, _wait_for_kernel
 from .notebook_doc import NotebookError, NotebookHost, find, shown
 from .notebook_tools import CellId, notebook_of
-from .registry import ToolContext, ToolError, ToolFile, ToolResult, tool
+from .registry import KernelBridge, ToolContext, ToolError, ToolFile, ToolResult, tool
 
 FLUSH_EVERY = 0.3
 """Seconds between writes of a running cell's outputs into the notebook."""
@@ -125,7 +127,17 @@ async def _cell_source(host: NotebookHost, cell_id: str) -> str:
 
 
 @tool(host="notebook")
-async def run_cell(ctx: ToolContext, cell_id: CellId) -> ToolResult:
+async def run_cell(
+    ctx: ToolContext,
+    cell_id: CellId,
+    background: Annotated[
+        bool,
+        Field(
+            description="true for a cell that takes minutes (training, a long download): the "
+            "run waits without holding the conversation and goes on by itself when it ends"
+        ),
+    ] = False,
+) -> ToolResult:
     """Run a code cell of the user's notebook in its kernel, as if the user ran it.
 
     Its outputs appear in the notebook and come back to you: printed text, the error with its
@@ -133,22 +145,43 @@ async def run_cell(ctx: ToolContext, cell_id: CellId) -> ToolResult:
     """
     host = notebook_of(ctx).host
     kernel = _kernel_of(ctx)
+    if background:
+        # Run again once the cell ended: its result is waiting, whatever the cell says now.
+        resumed = ctx.scope is not None and ctx.scope.resumed
+        code = "" if resumed else await _cell_source(host, cell_id)
+        message = f"Running cell {cell_id} in the background: the run goes on when it ends"
+        if not resumed:
+            ctx.report(message)
+        return await in_background(
+            ctx, message, lambda limit: _execute(ctx, kernel, cell_id, code, limit, None)
+        )
     code = await _cell_source(host, cell_id)
     await _wait_for_kernel(ctx, kernel, None)
     title = f"Running cell {cell_id}"
     ctx.report(title)
-    outputs = CellOutputs(host, cell_id)
-    timeout = ctx.execution_timeout
+    async with ExecutionProgress(ctx, title) as progress:
+        return await _execute(ctx, kernel, cell_id, code, ctx.execution_timeout, progress.output)
+
+
+async def _execute(
+    ctx: ToolContext,
+    kernel: KernelBridge,
+    cell_id: str,
+    code: str,
+    timeout: float | None,
+    on_output: Callable[[str], None] | None,
+) -> ToolResult:
+    """``run_cell``'s result of running the cell's ``code``, its outputs written into it."""
+    outputs = CellOutputs(notebook_of(ctx).host, cell_id)
     await outputs.open()
     try:
-        async with ExecutionProgress(ctx, title) as progress:
-            if isinstance(kernel, CellKernel):
-                result = await kernel.execute_cell(
-                    code, timeout=timeout, on_output=progress.output, on_message=outputs.message
-                )
-            else:
-                result = await kernel.execute(code, timeout=timeout, on_output=progress.output)
-                outputs.message("stream", {"name": "stdout", "text": result.output})
+        if isinstance(kernel, CellKernel):
+            result = await kernel.execute_cell(
+                code, timeout=timeout, on_output=on_output, on_message=outputs.message
+            )
+        else:
+            result = await kernel.execute(code, timeout=timeout, on_output=on_output)
+            outputs.message("stream", {"name": "stdout", "text": result.output})
     finally:
         await outputs.close()
     prefix = f"{ctx.tool_call_id}-{cell_id}"
