@@ -32,25 +32,46 @@ def need_redis() -> str:
     return REDIS_SERVER
 
 
+class RedisProcess:
+    """A redis-server in ``where`` on a unix socket, which a test may kill -9 and start again on
+    the same append-only file."""
+
+    def __init__(self, where: Path, *extra: str, settings: list[str] = SAFE) -> None:
+        self.binary = need_redis()
+        where.mkdir(parents=True, exist_ok=True)
+        sock = where / "redis.sock"
+        self.args = [self.binary, "--port", "0", "--unixsocket", str(sock), "--dir", str(where),
+                     "--save", "", *settings, *extra]  # fmt: skip
+        password = extra[extra.index("--requirepass") + 1] if "--requirepass" in extra else None
+        self.url = f"unix://{':' + password + '@' if password else ''}{sock}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        wait_ready(self.url, self.process)
+
+    def kill9(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
 @contextmanager
 def redis_server(where: Path, *extra: str, settings: list[str] = SAFE) -> Iterator[str]:
     """A redis-server in ``where`` on a unix socket; its URL. Stopped by its pid at the end."""
-    binary = need_redis()
-    where.mkdir(parents=True, exist_ok=True)
-    sock = where / "redis.sock"
-    process = subprocess.Popen(
-        [binary, "--port", "0", "--unixsocket", str(sock), "--dir", str(where), "--save", "",
-         *settings, *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    password = extra[extra.index("--requirepass") + 1] if "--requirepass" in extra else None
-    url = f"unix://{':' + password + '@' if password else ''}{sock}"
+    server = RedisProcess(where, *extra, settings=settings)
     try:
-        wait_ready(url, process)
-        yield url
+        server.start()
+        yield server.url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        server.stop()
 
 
 def wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:

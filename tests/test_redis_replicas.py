@@ -297,3 +297,64 @@ def test_a_server_starting_leaves_alone_the_runs_another_live_server_executes(
     finally:
         a.stop()
         c.stop()
+
+
+def test_kill_9_of_redis_mid_run_then_its_restart_leaves_no_gap_and_no_duplicate(
+    tmp_path: Path,
+) -> None:
+    from tests.redis_server import RedisProcess
+
+    store = RedisProcess(tmp_path / "redis")
+    store.start()
+    config = {"store_url": store.url, "lease_ttl": 15.0}  # the outage is shorter than a lease
+    a = ServerProcess(tmp_path / "a", config)
+    b = ServerProcess(tmp_path / "b", config)
+    try:
+        a.start()
+        b.start()
+        script = tmp_path / "slow.json"
+        script.write_text(json.dumps({"turns": [{"repeat": ["word ", 3000], "delay": 0.003}]}))
+        rid = start(a, content="write a lot", model=f"scripted:{script}")
+        followed: dict[str, list[dict[str, Any]]] = {"a": [], "b": []}
+        followers = [
+            threading.Thread(target=lambda s=s, k=k: followed[k].extend(s.read(rid)))
+            for k, s in (("a", a), ("b", b))
+        ]
+        for follower in followers:
+            follower.start()
+        until(lambda: len(followed["a"]) > 100 and len(followed["b"]) > 100, "events on both")
+        store.kill9()
+        time.sleep(1.0)
+        store.start()  # on its append-only file
+        for follower in followers:
+            follower.join(120)
+        log = a.read(rid)
+        assert [e["seq"] for e in log] == list(range(len(log))), "no gap, no duplicate"
+        assert log[-1]["eventType"] == "MESSAGE_COMPLETED" and len(terminals(log)) == 1
+        for seen in followed.values():
+            stored = [e for e in seen if e.get("seq", -1) >= 0]  # not the unsaved status notes
+            assert stored == log, "each follower got the whole log once, across the outage"
+    finally:
+        a.stop()
+        b.stop()
+        store.stop()
+
+
+def test_a_permission_ask_is_answered_on_the_other_server(
+    pair: tuple[ServerProcess, ServerProcess], tmp_path: Path
+) -> None:
+    a, b = pair
+    counter = tmp_path / "count.txt"
+    script = tmp_path / "t.json"
+    rid = start(a, content="count", model=skill_script(script, counter, 0.1))
+    first = a.read(rid)
+    assert first[-1]["eventType"] == "MESSAGE_SUSPENDED"
+    ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
+    # B had not played the script: its model starts from the turn after the call.
+    script.write_text(json.dumps({"turns": [{"text": "All counted."}]}))
+    response = post(b, "resumeTask", requestId=rid, approved=True, askId=ask["askId"])
+    assert response.status_code == 200, response.text
+    rest = a.read(rid, after=first[-1]["seq"])  # followed where it was started
+    assert rest[0]["eventType"] == "PERMISSION_ASK_RESOLVED"
+    assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert counter.read_text() == "ran\n"

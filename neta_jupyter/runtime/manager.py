@@ -152,15 +152,14 @@ class Runtime:
     async def at_rest(self, request_id: str, after: int) -> bool:
         """Whether nothing follows seq ``after`` until the run is resumed or retried.
 
-        Its last event is terminal, ``after`` is at or past it, and its activation has wound down.
+        Its last event is terminal, ``after`` is at or past it, its activation has wound down,
+        and no server has resumed it since (its status says so before its first event).
         """
         last = await self.last_event(request_id)
-        return (
-            last is not None
-            and last.terminal
-            and after >= last.seq
-            and not self.is_active(request_id)
-        )
+        if last is None or not last.terminal or after < last.seq or self.is_active(request_id):
+            return False
+        run = await self.runs.get(request_id)
+        return run is None or run.status != "running"
 
     # --- actions
 
