@@ -298,6 +298,12 @@ async def test_a_server_that_exits_mid_call_fails_the_call_and_is_started_for_th
         if e["eventType"] == "PROCESS_EVENT" and e["data"].get("toolCallId") == done["toolCallId"]
     ]
     assert restart[0]["message"] == "MCP server cat exited; starting it again"
+    titles = [
+        e["data"]["title"]
+        for e in events
+        if e["eventType"] == "TOOL_RUNNING" and e["data"]["toolCallId"] == done["toolCallId"]
+    ]
+    assert "MCP server cat exited; starting it again" in titles  # on the card meanwhile
     assert restart[-1]["status"] == "completed" and "cat is ready" in restart[-1]["message"]
     assert {s["name"]: s["state"] for s in (await listing(api))["servers"]}["cat"] == "ready"
 

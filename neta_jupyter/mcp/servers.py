@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import re
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -148,7 +150,7 @@ class McpServer:
     async def _start(self) -> None:
         if self.state == "exited" and self.pause:
             await asyncio.sleep(self.pause)
-        await self.start()
+        await asyncio.gather(self.start(), _schemas_checkable())
         if self.state == "ready":
             self._failed_starts = 0
             self._on_ready(self)
@@ -246,7 +248,7 @@ class McpServer:
         a cancelled call (the run was stopped) is cancelled on the server too, by the SDK.
         """
         if self.state != "ready" and (starting := self.ensure_started()) is not None:
-            await watch_start(self, starting, ctx.process, target="tool")
+            await watch_start(self, starting, ctx.process, target="tool", title=ctx.report)
         session = self._session
         if session is None:
             raise ToolError(f"MCP server {self.name} is not running ({self.error or self.state})")
@@ -351,10 +353,12 @@ async def watch_start(
     progress: ProcessSink,
     *,
     target: ProcessTarget = "runtime",
+    title: Callable[[str], None] | None = None,
 ) -> None:
     """Wait for ``starting``, reporting it each second as an operation of ``progress``.
 
-    A run stopped meanwhile leaves the start going: the next run that needs the server has it.
+    ``title``: where a tool call waiting for the start shows it (its card's title). A run stopped
+    meanwhile leaves the start going: the next run that needs the server has it.
     """
     loop = asyncio.get_running_loop()
     began = loop.time()
@@ -371,6 +375,8 @@ async def watch_start(
             source=source,
             **more,
         )
+        if title is not None and status in ("started", "running"):
+            title(message)
 
     what = f"MCP server {server.name}"
     if server.restarting:
@@ -407,6 +413,18 @@ async def _watched(
     stack.callback(group.cancel_scope.cancel)  # left before the group waits for the pump
     group.start_soon(pump)
     return received
+
+
+async def _schemas_checkable() -> None:
+    """Have ``jsonschema`` imported, off the event loop.
+
+    The SDK checks a tool's structured result with it and imports it at the first call; that
+    import compiles grammars for seconds, which would freeze the loop (the terminal's display,
+    every other run) in the middle of a call. The Jupyter server has it imported already.
+    """
+    if "jsonschema" not in sys.modules:
+        with contextlib.suppress(ImportError):
+            await asyncio.to_thread(importlib.import_module, "jsonschema")
 
 
 async def _first(*events: asyncio.Event) -> None:
