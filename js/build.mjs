@@ -1,4 +1,4 @@
-// Bundles the anywidget module: ../neta_jupyter/static/widget.js (+ widget.css).
+// Bundles the anywidget modules: ../neta_jupyter/static/widget.js (+ widget.css), crew_board.js.
 import * as esbuild from "esbuild";
 import { fileURLToPath } from "node:url";
 
@@ -8,7 +8,7 @@ const watch = process.argv.includes("--watch");
 /** @type {import("esbuild").BuildOptions} */
 const options = {
   absWorkingDir: here,
-  entryPoints: { widget: "src/index.ts" },
+  entryPoints: { widget: "src/index.ts", crew_board: "src/crew-board.ts" },
   outdir: "../neta_jupyter/static",
   bundle: true,
   format: "esm",

@@ -68,6 +68,8 @@ class CrewHandle:
         self._ended = asyncio.Event()
         self._settled = asyncio.Event()
         self._display: Any = None
+        self._widget: Any = None
+        self._clicks: set[asyncio.Task[dict[str, Any]]] = set()
         self._task: asyncio.Task[None] | None = None
 
     # --- following
@@ -180,16 +182,76 @@ class CrewHandle:
     # --- the board
 
     def show(self) -> None:
-        """Display the board below the cell; it is redrawn as the crew goes on."""
+        """Display the board below the cell; it is redrawn as the crew goes on.
+
+        The live board widget where its module is built (buttons decide and control the crew),
+        else an HTML board.
+        """
         from IPython.display import display
 
+        from ..widgets.crew_board import CrewBoard, available
+
+        if available():
+            self._widget = CrewBoard(self._clicked, board=self.board_state())
+            display(self._widget)  # type: ignore[no-untyped-call]
+            return
         self._display = display(self._bundle(), raw=True, display_id=True)  # type: ignore[no-untyped-call]
+
+    def board_state(self) -> dict[str, Any]:
+        """What the board widget shows."""
+        return {
+            "name": self.definition.name,
+            "status": self.status,
+            "message": self.error or self.message or "",
+            "tasks": [
+                {
+                    "taskId": t["taskId"],
+                    "agent": t.get("agent", ""),
+                    "status": t.get("status", "pending"),
+                    "attempt": t.get("attempt") or 0,
+                    "tokens": (t.get("usage") or {}).get("totalTokens") or 0,
+                    "childRequestId": t.get("childRequestId") or "",
+                }
+                for t in self.tasks.values()
+            ],
+            "escalations": [
+                {k: w.get(k) for k in ("escalationId", "taskId", "kind", "message")}
+                for w in self.waiting_for
+            ],
+            "log": list(self.log),
+        }
+
+    def _clicked(self, content: dict[str, Any]) -> None:
+        """A button of the board: applied on the kernel's loop."""
+        fields = {
+            snake: content[camel]
+            for camel, snake in (
+                ("escalationId", "escalation_id"),
+                ("decision", "decision"),
+                ("answer", "answer"),
+                ("output", "output"),
+                ("approved", "approved"),
+            )
+            if camel in content
+        }
+        action = "decide" if content.get("type") == "decide" else str(content.get("action"))
+        task = asyncio.ensure_future(self._control(action, **fields))
+        self._clicks.add(task)
+        task.add_done_callback(self._clicked_done)
+
+    def _clicked_done(self, task: asyncio.Task[dict[str, Any]]) -> None:
+        self._clicks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            self.error = getattr(exc, "message", str(exc))
+            self._refresh()
 
     def _bundle(self) -> dict[str, str]:
         """The board, and a line of text where HTML is not shown (a saved notebook's text)."""
         return {"text/html": self.board(), "text/plain": repr(self)}
 
     def _refresh(self) -> None:
+        if self._widget is not None:
+            self._widget.board = self.board_state()
         if self._display is not None:
             self._display.update(self._bundle(), raw=True)
 

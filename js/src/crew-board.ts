@@ -1,0 +1,187 @@
+/**
+ * The crew board (its own anywidget module): a crew's tasks with their live status, the
+ * decisions it waits for with buttons to take them, its controls and its latest log lines.
+ *
+ * The kernel keeps the board's state in the `board` trait and redraws nothing: every change of
+ * the trait redraws the view. Everything shown comes from agents or files, so it goes in as
+ * text only. A click sends `{type: "decide" | "control", ...}` to the kernel, which applies it
+ * to the crew; the board changes once the crew's log says it did.
+ */
+
+interface BoardModel {
+  get(name: "board"): unknown;
+  on(name: string, callback: () => void): void;
+  off(name: string, callback: () => void): void;
+  send(content: Record<string, unknown>): void;
+}
+
+interface RenderContext {
+  readonly model: BoardModel;
+  readonly el: HTMLElement;
+}
+
+interface Task {
+  taskId: string;
+  agent: string;
+  status: string;
+  attempt: number;
+  tokens: number;
+  childRequestId: string;
+}
+
+interface Escalation {
+  escalationId: string;
+  taskId: string;
+  kind: string;
+  message: string;
+}
+
+interface Board {
+  name: string;
+  status: string;
+  message: string;
+  tasks: Task[];
+  escalations: Escalation[];
+  log: string[];
+}
+
+function record(value: unknown): Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+}
+
+function str(value: unknown): string {
+  return typeof value === "string" ? value : typeof value === "number" ? String(value) : "";
+}
+
+function num(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) ? value : 0;
+}
+
+function list(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+/** The trait as a board, whatever it holds. */
+export function readBoard(value: unknown): Board {
+  const raw = record(value);
+  return {
+    name: str(raw.name),
+    status: str(raw.status) || "queued",
+    message: str(raw.message),
+    tasks: list(raw.tasks).map((item) => {
+      const t = record(item);
+      return {
+        taskId: str(t.taskId),
+        agent: str(t.agent),
+        status: str(t.status) || "pending",
+        attempt: num(t.attempt),
+        tokens: num(t.tokens),
+        childRequestId: str(t.childRequestId),
+      };
+    }),
+    escalations: list(raw.escalations).map((item) => {
+      const e = record(item);
+      return {
+        escalationId: str(e.escalationId),
+        taskId: str(e.taskId),
+        kind: str(e.kind),
+        message: str(e.message),
+      };
+    }),
+    log: list(raw.log).map(str),
+  };
+}
+
+function node(tag: string, testid: string, text = ""): HTMLElement {
+  const el = document.createElement(tag);
+  if (testid) el.dataset.testid = testid;
+  if (text) el.textContent = text;
+  return el;
+}
+
+function button(label: string, testid: string, onClick: () => void): HTMLButtonElement {
+  const el = node("button", testid, label) as HTMLButtonElement;
+  el.type = "button";
+  el.className = "neta-button";
+  el.addEventListener("click", onClick);
+  return el;
+}
+
+const APPROVALS = new Set(["approval_before", "approval_after", "permission"]);
+const ENDED = new Set(["completed", "failed", "stopped"]);
+
+function taskRow(task: Task): HTMLElement {
+  const row = node("tr", "neta-crew-task");
+  row.dataset.task = task.taskId;
+  row.dataset.status = task.status;
+  const cells = [
+    task.taskId,
+    task.agent,
+    task.status,
+    task.attempt ? String(task.attempt) : "",
+    task.tokens ? String(task.tokens) : "",
+    task.childRequestId,
+  ];
+  for (const text of cells) row.append(node("td", "", text));
+  return row;
+}
+
+function escalationItem(escalation: Escalation, model: BoardModel): HTMLElement {
+  const item = node("li", "neta-crew-escalation");
+  item.dataset.task = escalation.taskId;
+  item.dataset.kind = escalation.kind;
+  item.append(node("span", "", escalation.message));
+  const decide = (fields: Record<string, unknown>) => () =>
+    model.send({ type: "decide", escalationId: escalation.escalationId, ...fields });
+  if (APPROVALS.has(escalation.kind)) {
+    item.append(button("Approve", "neta-crew-approve", decide({ decision: "answer", approved: true })));
+  }
+  item.append(button("Retry", "neta-crew-retry", decide({ decision: "retry" })));
+  item.append(button("Skip", "neta-crew-skip", decide({ decision: "skip", output: "" })));
+  item.append(button("Stop", "neta-crew-stop-here", decide({ decision: "stop" })));
+  return item;
+}
+
+function draw(el: HTMLElement, board: Board, model: BoardModel): void {
+  const root = node("div", "neta-crew");
+  root.className = "neta-crew";
+  root.dataset.status = board.status;
+  const head = node("div", "neta-crew-status", `crew ${board.name} · ${board.status}`);
+  if (board.message) head.append(node("span", "", ` · ${board.message}`));
+  root.append(head);
+  const table = node("table", "neta-crew-tasks");
+  const header = node("tr", "");
+  for (const title of ["task", "agent", "status", "attempt", "tokens", "run"]) header.append(node("th", "", title));
+  table.append(header, ...board.tasks.map(taskRow));
+  root.append(table);
+  if (board.escalations.length > 0) {
+    const waits = node("ul", "neta-crew-escalations");
+    waits.append(...board.escalations.map((e) => escalationItem(e, model)));
+    root.append(waits);
+  }
+  if (!ENDED.has(board.status)) {
+    const controls = node("div", "neta-crew-controls");
+    const control = (action: string) => () => model.send({ type: "control", action });
+    controls.append(
+      board.status === "paused"
+        ? button("Resume", "neta-crew-resume", control("resume"))
+        : button("Pause", "neta-crew-pause", control("pause")),
+      button("Stop", "neta-crew-stop", control("stop")),
+    );
+    root.append(controls);
+  }
+  const log = node("pre", "neta-crew-log", board.log.join("\n"));
+  root.append(log);
+  el.replaceChildren(root);
+}
+
+function render({ model, el }: RenderContext): () => void {
+  const redraw = () => draw(el, readBoard(model.get("board")), model);
+  model.on("change:board", redraw);
+  redraw();
+  return () => model.off("change:board", redraw);
+}
+
+export default { render };

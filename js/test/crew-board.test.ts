@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+
+import { readBoard } from "../src/crew-board";
+
+describe("readBoard", () => {
+  it("keeps what it knows and drops what is malformed", () => {
+    const board = readBoard({
+      name: "files",
+      status: "waiting",
+      tasks: [{ taskId: "one", status: "waiting_approval", attempt: "x", tokens: 12 }, "junk"],
+      escalations: [{ escalationId: "esc_1", taskId: "one", kind: "approval_before", message: "<b>approve</b>" }],
+      log: ["a", 3],
+    });
+    expect(board.status).toBe("waiting");
+    expect(board.tasks[0]).toEqual({
+      taskId: "one",
+      agent: "",
+      status: "waiting_approval",
+      attempt: 0,
+      tokens: 12,
+      childRequestId: "",
+    });
+    expect(board.tasks[1]?.status).toBe("pending");
+    expect(board.escalations[0]?.message).toBe("<b>approve</b>");
+    expect(board.log).toEqual(["a", "3"]);
+  });
+
+  it("reads nothing as an empty queued board", () => {
+    expect(readBoard(null)).toEqual({ name: "", status: "queued", message: "", tasks: [], escalations: [], log: [] });
+  });
+});
+
+describe("the board view", () => {
+  it("shows agents' text as text and sends a click's decision to the kernel", async () => {
+    const { default: widget } = await import("../src/crew-board");
+    const sent: Record<string, unknown>[] = [];
+    const listeners: (() => void)[] = [];
+    let board: unknown = {
+      name: "files",
+      status: "waiting",
+      tasks: [{ taskId: "one", status: "waiting_approval" }],
+      escalations: [{ escalationId: "esc_1", taskId: "one", kind: "approval_before", message: "<img src=x onerror=alert(1)>" }],
+      log: [],
+    };
+    const model = {
+      get: () => board,
+      on: (_name: string, callback: () => void) => listeners.push(callback),
+      off: () => undefined,
+      send: (content: Record<string, unknown>) => sent.push(content),
+    };
+    const el = document.createElement("div");
+    widget.render({ model, el });
+    expect(el.querySelector("img")).toBeNull();
+    expect(el.querySelector("[data-testid=neta-crew-escalation]")?.textContent).toContain("<img src=x");
+    (el.querySelector("[data-testid=neta-crew-approve]") as HTMLButtonElement).click();
+    expect(sent).toEqual([{ type: "decide", escalationId: "esc_1", decision: "answer", approved: true }]);
+    board = { name: "files", status: "completed", tasks: [{ taskId: "one", status: "completed" }] };
+    for (const listener of listeners) listener();
+    expect(el.querySelector("[data-testid=neta-crew]")?.getAttribute("data-status")).toBe("completed");
+    expect(el.querySelector("[data-testid=neta-crew-pause]")).toBeNull();
+  });
+});
