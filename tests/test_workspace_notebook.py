@@ -1,0 +1,127 @@
+"""The workspace notebook runs cell by cell (nbclient) in the kernel a real Jupyter server started
+for it, as JupyterLab's kernel would be: the notebook tools need that server. Nobody has the
+notebook open in a collaboration room, so the agent's changes land in its file, which the test
+reads; after each prompt the test waits for the run to end, as a reader would.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+
+from tests.server_process import ServerProcess
+
+NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
+NAME = "workspace.ipynb"
+ALLOW_NOTEBOOK_CHANGES = [{"tool": t, "action": "allow"} for t in ("insert_cell", "run_cell")]
+"""A headless run approves what a reader of the notebook would approve in the widget."""
+
+
+class SessionKernel(KernelManager):
+    """The kernel the server started for the notebook's session: nbclient runs cells in it and
+    leaves it to the server (it neither starts nor stops it)."""
+
+    @property
+    def has_kernel(self) -> bool:
+        """Always: the server owns the kernel process."""
+        return True
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    process = ServerProcess(tmp_path, {"permission_rules": ALLOW_NOTEBOOK_CHANGES})
+    process.start()
+    yield process
+    process.stop()
+
+
+def session_kernel(server: ServerProcess, name: str) -> SessionKernel:
+    """The kernel of a new session for notebook ``name``, as JupyterLab opens one."""
+    session = {"path": name, "name": name, "type": "notebook", "kernel": {"name": "python3"}}
+    with server.client() as http:
+        started = http.post("api/sessions", json=session).json()
+    kernel = SessionKernel(
+        connection_file=str(server.workdir / "runtime" / f"kernel-{started['kernel']['id']}.json")
+    )
+    kernel.load_connection_file()
+    return kernel
+
+
+def newest_run(server: ServerProcess) -> dict[str, Any]:
+    with server.client() as http:
+        return dict(http.get("neta/api/agent/runs").json()["runs"][0])
+
+
+def execute(server: ServerProcess) -> tuple[Any, list[str]]:
+    """The executed notebook, and the requestId of each prompt's run (in order)."""
+    shutil.copy(NOTEBOOKS / NAME, server.root / NAME)
+    nb = nbformat.read(server.root / NAME, as_version=4)
+    client = NotebookClient(nb, km=session_kernel(server, NAME), timeout=240)
+    runs: list[str] = []
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+            if (
+                cell.cell_type == "code"
+                and cell.source.startswith("%neta ")
+                and "undo" not in cell.source
+            ):
+                runs.append(newest_run(server)["requestId"])
+                server.read(runs[-1])  # until the run's terminal event
+    return nb, runs
+
+
+def file_cells(server: ServerProcess) -> list[Any]:
+    return list(nbformat.read(server.root / NAME, as_version=4).cells)
+
+
+def printed(nb: Any, cell_id: str) -> str:
+    cell = next(c for c in nb.cells if c.get("id") == cell_id)
+    return "".join(
+        o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in cell.outputs
+    )
+
+
+def answer(events: list[dict[str, Any]]) -> str:
+    return "".join(e["data"]["text"] for e in events if e["eventType"] == "TEXT_DELTA")
+
+
+def edits(server: ServerProcess, rid: str) -> list[dict[str, Any]]:
+    with server.client() as http:
+        found = http.get("neta/api/notebook/edits", params={"requestId": rid}).json()
+    return list(found["edits"])
+
+
+def test_the_agent_builds_the_analysis_in_the_notebook_and_undo_takes_a_cell_back(
+    server: ServerProcess,
+) -> None:
+    nb, (stats_run, plot_run) = execute(server)
+    stats, plot = server.read(stats_run), server.read(plot_run)
+    assert [stats[-1]["eventType"], plot[-1]["eventType"]] == ["MESSAGE_COMPLETED"] * 2
+
+    # Each prompt added a cell at the end of the notebook and ran it; the plot's answer tells of
+    # the picture the cell drew.
+    stats_edit, plot_edit = edits(server, stats_run) + edits(server, plot_run)
+    assert stats_edit["kind"] == plot_edit["kind"] == "insert"
+    assert "+print(sales.describe())" in stats_edit["diff"]
+    assert "mean" in answer(stats) and "190" in answer(stats)  # units' max, from the cell
+    assert "picture" in answer(plot) and "PNG" in answer(plot), answer(plot)
+
+    # %neta undo took the plot cell back; the statistics cell stays with its provenance and
+    # output, after the notebook's own cells.
+    assert "reverted the insert of cell " + plot_edit["cellId"] in printed(nb, "undo")
+    assert [e["reverted"] for e in edits(server, plot_run)] == [True]
+    cells = file_cells(server)
+    assert [c.id for c in cells] == [c.id for c in nb.cells] + [stats_edit["cellId"]]
+    written = cells[-1]
+    assert written.metadata["neta"]["requestId"] == stats_run
+    assert written.metadata["neta"]["prompt"] == "add a cell to describe the sales dataframe"
+    output = "".join(o.get("text", "") for o in written.outputs)
+    assert "mean" in output and "190" in output, written.outputs
