@@ -20,6 +20,8 @@ from . import (
     b5_memory,
     b6_widget,
     b7_long_answers,
+    b8_chunk_cpu,
+    b9_bytes,
 )
 from .harness import EXPERIMENTS, Row, Settings
 from .table import render
@@ -32,12 +34,14 @@ FIGURES: dict[str, Callable[[Settings], Awaitable[list[Row]]]] = {
     "B5": b5_memory.run,
     "B6": b6_widget.run,
     "B7": b7_long_answers.run,
+    "B8": b8_chunk_cpu.run,
+    "B9": b9_bytes.run,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("figures", nargs="*", metavar="FIGURE", help="B1 … B7 (default: all)")
+    parser.add_argument("figures", nargs="*", metavar="FIGURE", help="B1 … B12 (default: all)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     parser.add_argument("--repeats", type=int, default=None, help="repetitions per figure")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")

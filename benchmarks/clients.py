@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,8 @@ class Received:
 
     events: int = 0
     bytes: int = 0
+    wire: int = 0
+    """Bytes as they came over the network (compressed where the server compressed)."""
     last_type: str = ""
     finished: float = 0.0
     latencies: list[float] = field(default_factory=list)
@@ -70,7 +73,13 @@ async def sse_count(
     started = time.perf_counter()
     async with client.stream("GET", url, params=params, headers=headers) as response:
         response.raise_for_status()
-        async for chunk in response.aiter_raw():
+        # A gzipped stream (the default: httpx accepts gzip) is counted in what it decodes to.
+        inflate = _inflater(response)
+        async for raw in response.aiter_raw():
+            got.wire += len(raw)
+            chunk = inflate(raw) if inflate else raw
+            if not chunk:
+                continue
             joined = tail + chunk[:1]
             got.events += chunk.count(b"\n\n") + (joined == b"\n\n")
             got.bytes += len(chunk)
@@ -83,16 +92,26 @@ async def sse_count(
     return got
 
 
+def _inflater(response: httpx.Response) -> Callable[[bytes], bytes] | None:
+    if response.headers.get("content-encoding") != "gzip":
+        return None
+    return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress
+
+
 async def ws_events(
     url: str,
     subscribe: dict[str, Any],
     headers: dict[str, str] | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    compression: str | None = None,
 ) -> Received:
-    """Subscribe over a WebSocket and parse array frames up to the terminal event."""
+    """Subscribe over a WebSocket and parse array frames up to the terminal event.
+
+    ``compression="deflate"`` offers permessage-deflate, as browsers do.
+    """
     got = Received()
     async with websockets.connect(
-        url, additional_headers=headers, max_size=None, compression=None
+        url, additional_headers=headers, max_size=None, compression=compression
     ) as ws:
         await ws.send(json.dumps(subscribe))
         while True:
