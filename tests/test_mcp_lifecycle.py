@@ -24,6 +24,7 @@ from tests.server_process import ServerProcess
 from tests.test_kernel_embedded import REPORT, kernel
 from tests.test_kernel_tools import call
 from tests.test_kernel_tools import script as script_model
+from tests.test_restart import start as start_run
 
 __all__ = ["workdir"]  # a fixture, imported for the tests below
 
@@ -327,3 +328,37 @@ async def test_a_kernel_running_the_agent_itself_offers_the_servers_of_mcp_json(
         assert report["mode"] == "embedded" and report["status"] == "completed"
         assert report["tools"] == ["cat__lookup"]
         assert "cat__lookup  [read-only]" in await k.stdout("%neta mcp")
+
+
+def test_an_mcp_call_waiting_for_approval_survives_a_restart_and_runs_once_approved(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes.txt"
+    entry = {"command": sys.executable, "args": [SERVER], "env": {"NOTES_FILE": str(notes)}}
+    process = ServerProcess(tmp_path, {"mcp_servers": {"cat": entry}})
+    model = tmp_path / "note.json"
+    call_ = {"name": "cat__write_note", "arguments": {"text": "buy milk"}}
+    model.write_text(json.dumps({"turns": [{"toolCalls": [call_]}]}))
+    process.start()
+    try:
+        rid = start_run(process, content="note it", model=f"scripted:{model}")
+        first = process.read(rid)
+        assert first[-1]["data"]["suspendReason"]["type"] == "PERMISSION_ASK"
+        ask = next(e["data"] for e in first if e["eventType"] == "PERMISSION_ASK")
+        process.shutdown()
+        # The restarted server's model goes on from here (a script is read afresh).
+        model.write_text(json.dumps({"turns": [{"text": "noted"}]}))
+        process.start()
+        with process.client() as http:
+            assert http.get("neta/api/mcp").json()["servers"][0]["state"] == "idle"
+            body = {"requestId": rid, "approved": True, "askId": ask["askId"]}
+            response = http.post("neta/api/agent/run/resumeTask", json=body)
+            assert response.status_code == 200, response.text
+        second = process.read(rid, after=first[-1]["seq"])
+    finally:
+        process.stop()
+    assert second[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert starts(second)["cat"][-1]["status"] == "completed"  # started for the resumed call
+    done = next(e["data"] for e in second if e["eventType"] == "TOOL_COMPLETED")
+    assert done["toolName"] == "cat__write_note" and done["output"] == "wrote 8 characters"
+    assert notes.read_text() == "buy milk"
