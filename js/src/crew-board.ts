@@ -137,6 +137,15 @@ function escalationItem(escalation: Escalation, model: BoardModel): HTMLElement 
     model.send({ type: "decide", escalationId: escalation.escalationId, ...fields });
   if (APPROVALS.has(escalation.kind)) {
     item.append(button("Approve", "neta-crew-approve", decide({ decision: "answer", approved: true })));
+  } else {
+    // A question (or a failed task, retried with the answer as a note): the person's words.
+    const answer = node("input", "neta-crew-answer") as HTMLInputElement;
+    answer.placeholder = escalation.kind === "question" ? "your answer" : "a note for the next attempt";
+    answer.setAttribute("data-lm-suppress-shortcuts", "true");
+    answer.addEventListener("keydown", (event) => event.stopPropagation());
+    const send = () =>
+      model.send({ type: "decide", escalationId: escalation.escalationId, decision: "answer", answer: answer.value });
+    item.append(answer, button("Answer", "neta-crew-send-answer", send));
   }
   item.append(button("Retry", "neta-crew-retry", decide({ decision: "retry" })));
   item.append(button("Skip", "neta-crew-skip", decide({ decision: "skip", output: "" })));
@@ -148,7 +157,9 @@ function draw(el: HTMLElement, board: Board, model: BoardModel): void {
   const root = node("div", "neta-crew");
   root.className = "neta-crew";
   root.dataset.status = board.status;
-  const head = node("div", "neta-crew-status", `crew ${board.name} · ${board.status}`);
+  const tokens = board.tasks.reduce((sum, task) => sum + task.tokens, 0);
+  const usage = tokens > 0 ? ` · ${tokens.toLocaleString("en-US")} tokens` : "";
+  const head = node("div", "neta-crew-status", `crew ${board.name} · ${board.status}${usage}`);
   if (board.message) head.append(node("span", "", ` · ${board.message}`));
   root.append(head);
   const table = node("table", "neta-crew-tasks");

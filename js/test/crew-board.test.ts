@@ -60,3 +60,23 @@ describe("the board view", () => {
     expect(el.querySelector("[data-testid=neta-crew-pause]")).toBeNull();
   });
 });
+
+describe("a question on the board", () => {
+  it("sends the typed answer", async () => {
+    const { default: widget } = await import("../src/crew-board");
+    const sent: Record<string, unknown>[] = [];
+    const board = {
+      name: "files",
+      status: "waiting",
+      tasks: [{ taskId: "one", status: "waiting_approval", tokens: 1200 }],
+      escalations: [{ escalationId: "esc_2", taskId: "one", kind: "question", message: "which table?" }],
+    };
+    const model = { get: () => board, on: () => undefined, off: () => undefined, send: (c: Record<string, unknown>) => sent.push(c) };
+    const el = document.createElement("div");
+    widget.render({ model, el });
+    expect(el.querySelector("[data-testid=neta-crew-status]")?.textContent).toContain("1,200 tokens");
+    (el.querySelector("[data-testid=neta-crew-answer]") as HTMLInputElement).value = "sales";
+    (el.querySelector("[data-testid=neta-crew-send-answer]") as HTMLButtonElement).click();
+    expect(sent).toEqual([{ type: "decide", escalationId: "esc_2", decision: "answer", answer: "sales" }]);
+  });
+});
