@@ -67,6 +67,12 @@ async def test_the_crew_magic_runs_a_crew_file_and_redraws_its_board(tmp_path: P
                 if m["msg_type"] == "update_display_data"
             ]
         assert "running" in states and states[-1] == "completed"
+        # A task opens into its own run, followed like any run.
+        child = await k.json(
+            "r = c.run('summary')\nawait r.wait(30)\n"
+            "print(json.dumps([r.request_id == c.tasks['summary']['childRequestId'], r.status]))"
+        )
+        assert child == [True, "completed"]
 
 
 async def test_a_bad_definition_raises_naming_the_field_and_starts_nothing(

@@ -124,6 +124,16 @@ class CrewHandle:
         """Each finished task's output."""
         return {t: d["output"] for t, d in self.tasks.items() if d.get("output") is not None}
 
+    def run(self, task: str, *, display: bool = True) -> Any:
+        """The task's current run, live in the run widget (a :class:`RunHandle`)."""
+        from . import current_context
+
+        child = (self.tasks.get(task) or {}).get("childRequestId")
+        if not child:
+            raise HostError(f"task {task!r} has no run yet")
+        prompt = self.definition.task(task).description
+        return current_context().attach(child, prompt, display=display)
+
     @property
     def waiting_for(self) -> list[dict[str, Any]]:
         """The decisions the crew waits for."""
