@@ -53,11 +53,9 @@ async def session_of(rt: Runtime, crew: CrewState) -> str:
     return session.session_id
 
 
-async def new_child(rt: Runtime, crew: CrewState, task: CrewTask, note: str | None) -> Run:
-    """A child run for one attempt of ``task``, with its first events, started."""
+def options_of(crew: CrewState, task: CrewTask) -> RunOptions:
+    """What an attempt of ``task`` runs with: its agent's tools, steps and role."""
     agent = crew.definition.agent(task.agent)
-    index = [t.id for t in crew.definition.tasks].index(task.id)
-    prompt = prompt_of(crew, task, note)
     # A crew's agent may always hand a decision to a person.
     tools = None if agent.tools is None else [*dict.fromkeys([*agent.tools, "escalate"])]
     base = new_options(
@@ -70,50 +68,56 @@ async def new_child(rt: Runtime, crew: CrewState, task: CrewTask, note: str | No
         thinking_level=None,
         kernel_variables=None,
     )
-    role = "\n\n".join(p for p in (CREW_PROMPT, agent.role) if p)
-    options = RunOptions.model_validate(
-        {
-            **base.model_dump(),
-            "delegated": Delegated(
-                parent_tool_call_id=f"{CREW_CALL_PREFIX}{task.id}",
-                batch_id=crew.request_id,
-                agent_id=agent.name,
-                index=index,
-                role_prompt=role,
-                entry_id="",
-                depth=1,
-            ),
-        }
+    delegated = Delegated(
+        parent_tool_call_id=f"{CREW_CALL_PREFIX}{task.id}",
+        batch_id=crew.request_id,
+        agent_id=agent.name,
+        index=[t.id for t in crew.definition.tasks].index(task.id),
+        role_prompt="\n\n".join(p for p in (CREW_PROMPT, agent.role) if p),
+        entry_id="",
+        depth=1,
     )
+    return RunOptions.model_validate({**base.model_dump(), "delegated": delegated})
+
+
+async def new_child(rt: Runtime, crew: CrewState, task: CrewTask, note: str | None) -> Run:
+    """A child run for one attempt of ``task``, with its first events, started."""
     session_id = await session_of(rt, crew)
     child = Run(
         request_id=new_id("r"),
         principal=crew.principal,
         session_id=session_id,
         status="running",
-        model=agent.model or rt.config.default_model,
+        model=crew.definition.agent(task.agent).model or rt.config.default_model,
         created=time.time(),
-        prompt=prompt,
-        options=options,
+        prompt=prompt_of(crew, task, note),
+        options=options_of(crew, task),
         state=RunState(assistant_message_id=new_id("e")),
         parent_request_id=crew.request_id,
     )
     await rt.runs.create(child)
+    await _first_entries(rt, child)
+    await rt.continue_run(child)
+    return child
+
+
+async def _first_entries(rt: Runtime, child: Run) -> None:
+    """SESSION_CREATED, and the prompt as the root of the child's own branch of the session."""
     emitter = await rt.emitter(child)
     user_id = new_id("e")
     emitter.emit(
         EventType.SESSION_CREATED,
         SessionData(
-            session_id=session_id,
+            session_id=child.session_id,
             user_message_id=user_id,
             assistant_message_id=child.state.assistant_message_id,
         ),
     )
     tree = SessionTree(rt.store.records, emitter.log, moves_leaf=False)
     await tree.add(
-        session_id,
+        child.session_id,
         "user",
-        {"role": "user", "content": prompt},
+        {"role": "user", "content": child.prompt},
         request_id=child.request_id,
         parent_id=None,
         entry_id=user_id,
@@ -121,8 +125,6 @@ async def new_child(rt: Runtime, crew: CrewState, task: CrewTask, note: str | No
     )
     child.state.leaf = user_id
     await rt.runs.save(child)
-    await rt.continue_run(child)
-    return child
 
 
 async def go_on(rt: Runtime, principal: str, request_id: str) -> str | None:
