@@ -22,6 +22,7 @@ from . import (
     b7_long_answers,
     b8_chunk_cpu,
     b9_bytes,
+    b12_widget_cost,
 )
 from .harness import EXPERIMENTS, Row, Settings
 from .table import render
@@ -36,6 +37,7 @@ FIGURES: dict[str, Callable[[Settings], Awaitable[list[Row]]]] = {
     "B7": b7_long_answers.run,
     "B8": b8_chunk_cpu.run,
     "B9": b9_bytes.run,
+    "B12": b12_widget_cost.run,
 }
 
 

@@ -35,6 +35,8 @@ QUICK_RATES = (1000, 2000)
 LATENCY_RATE = 2000
 """Rate of the run whose arrival-to-screen times are reported (the one issue #3 names)."""
 SECONDS = 3.0
+CLEAN_RATE_TARGET = 8000
+"""The highest clean rate must leave a margin of four times over ``LATENCY_RATE``."""
 WARM_UP_RATE, WARM_UP_SECONDS = 1000, 0.1
 QUICK_SECONDS = 0.5
 LONG_TASK_MS = 50.0
@@ -135,8 +137,8 @@ async def run(settings: Settings) -> list[Row]:
             "deltas/s",
             [float(s.highest) for s in widget],
             [float(s.highest) for s in bare],
-            target=f">= {LATENCY_RATE:,}",
-            met=sorted(s.highest for s in widget)[len(widget) // 2] >= LATENCY_RATE,
+            target=f">= {CLEAN_RATE_TARGET:,}",
+            met=sorted(s.highest for s in widget)[len(widget) // 2] >= CLEAN_RATE_TARGET,
         ),
         Row(latency_figure, "ms", [s.p99() for s in widget], [s.p99() for s in bare]),
     ]
