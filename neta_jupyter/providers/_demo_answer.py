@@ -82,6 +82,9 @@ def _reasoning(turn: _Turn, call: _Call | None, unavailable: list[str]) -> str:
     steps = ", then ".join(f"`{d.name}`" for d in turn.done)
     text += f" So far I have used {steps}." if steps else ""
     for done in (d for d in turn.done if d.failed):
+        if _demo_notebook.refused(done):
+            text += " The cell changed after I read it, so my change was refused."
+            continue
         text += f" The `{done.name}` call did not go through, so I won't retry it."
     if _kernel_busy(turn):
         text += " A cell is still running in your kernel, so I use the variables"
@@ -105,7 +108,7 @@ def _answer(turn: _Turn, unavailable: list[str]) -> str:
         return "\n".join([direct, *seen, ""]) if seen else direct
     lines = [_lead(turn), "", *seen]
     for done in turn.done:
-        lines += _failure(done) if done.failed else _facts(done)
+        lines += (_demo_notebook.refusal(done) or _failure(done)) if done.failed else _facts(done)
         lines += [f"- I was shown the picture it made: {p}." for p in done.pictures]
     for name in unavailable:
         lines.append(f"- I would have used `{name}`, but that tool is not enabled in this run.")

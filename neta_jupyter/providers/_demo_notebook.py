@@ -33,6 +33,21 @@ def notebook_calls(turn: _Turn, python: _Call | None) -> Iterator[_Call]:
         yield _Call("run_cell", {"cell_id": found[1]}, f"run the new cell `{found[1]}`")
 
 
+def _code(text: str) -> list[str]:
+    return ["", "```python", text, "```", ""]
+
+
+def refusal(done: _Done) -> list[str]:
+    """What the answer says of an edit refused because the cell changed (empty: not one)."""
+    if not refused(done):
+        return []
+    cell = done.args.get("cell_id")
+    return [
+        f"- My first change of cell `{cell}` was refused: the cell changed after I read it "
+        "(you edited it), so I read it again and made the change on top of your version."
+    ]
+
+
 def facts(done: _Done) -> list[str] | None:
     """What a notebook tool's result says, for the answer (None: not a notebook tool)."""
     match done.name:
@@ -44,6 +59,9 @@ def facts(done: _Done) -> list[str] | None:
             cell = f"`{found[1]}`" if found else "a new cell"
             code = str(done.args.get("source", ""))
             return [f"- I added cell {cell} to the notebook:", "", "```python", code, "```", ""]
+        case "edit_cell":
+            code = str(done.args.get("source", ""))
+            return [f"- I put the comment on cell `{done.args.get('cell_id')}`:", *_code(code)]
         case "run_cell":
             printed = done.output.strip() or "nothing"
             return [
@@ -55,3 +73,67 @@ def facts(done: _Done) -> list[str] | None:
                 "",
             ]
     return None
+
+
+# --- commenting a cell: an edit that is refused when the cell changed since it was read --------
+
+_COMMENT = re.compile(r"\b(?:comment|annotate)\b(?:\W+\w+){0,3}?\W+cell\b", re.I)
+_CELL_HEAD = re.compile(r"^--- cell \d+ of \d+ · id (\S+) · (\w+) · hash (\w+)")
+_REFUSED = re.compile(r"\bcell changed since you read it\b")
+
+
+def wants_comment(turn: _Turn) -> bool:
+    """Whether the prompt asks to comment a cell, and the notebook can be edited."""
+    return "edit_cell" in turn.offered and bool(_COMMENT.search(turn.plain))
+
+
+def _code_cells(read: str) -> list[tuple[str, str, str]]:
+    """(id, hash, source) of each code cell in a read_notebook result."""
+    cells: list[tuple[str, str, str]] = []
+    head: re.Match[str] | None = None
+    lines: list[str] = []
+    for line in [*read.splitlines(), "--- end"]:
+        if not line.startswith("--- "):
+            lines += [line] if head else []
+            continue
+        if head:
+            cells.append((head[1], head[3], "\n".join(lines)))
+        found = _CELL_HEAD.match(line)
+        head, lines = (found if found and found[2] == "code" else None), []
+    return cells
+
+
+def _note(prompt: str) -> str:
+    _, colon, text = prompt.partition(":")
+    return "# " + (text.strip() if colon and text.strip() else "reviewed by the demo model")
+
+
+def refused(done: _Done) -> bool:
+    """Whether the call was an edit refused because the cell changed after it was read."""
+    return done.name == "edit_cell" and bool(_REFUSED.search(done.output))
+
+
+def comment_calls(turn: _Turn) -> Iterator[_Call]:
+    """Read the notebook and put a comment on top of its last code cell (not a magic).
+
+    When that edit is refused because the cell changed since the read, read the cell again and
+    put the comment on top of what it holds now.
+    """
+    yield _Call("read_notebook", {}, "read the notebook to find its last code cell")
+    reads = turn.results("read_notebook")
+    cells = _code_cells(reads[0].output) if reads else []
+    ours = [c for c in cells if not c[2].startswith(("%", "(empty)"))]
+    if not ours:
+        return
+    cell_id, digest, source = ours[-1]
+    note = _note(turn.prompt)
+    edit = {"cell_id": cell_id, "source": f"{note}\n{source}", "source_hash": digest}
+    yield _Call("edit_cell", edit, f"put a comment on top of cell `{cell_id}`")
+    if not any(refused(d) for d in turn.done):
+        return
+    yield _Call("read_notebook", {"cell_id": cell_id}, f"read cell `{cell_id}` again")
+    again = [d for d in reads[1:] if d.args.get("cell_id") == cell_id]
+    if again and (now := _code_cells(again[-1].output)):
+        _, digest, source = now[0]
+        edit = {"cell_id": cell_id, "source": f"{note}\n{source}", "source_hash": digest}
+        yield _Call("edit_cell", edit, f"put the comment on top of cell `{cell_id}` as it is now")

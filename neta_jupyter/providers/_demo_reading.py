@@ -38,6 +38,8 @@ _ARITHMETIC = re.compile(r"[-(]*\d[\d.]*(?:\s*(?:\*\*|[-+*/%^\u00d7\u00f7])\s*[-
 _ARITHMETIC_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator)
 _FAILURE = re.compile(r"(?i:^\W*(?:error|failed|not run)\b|\bdenied\b)|^\w*(?:Error|Exception)\b")
 _TRACEBACK = "Traceback (most recent call last)"
+_BY_ARGUMENTS = ("read_file", "read_notebook", "edit_cell")
+"""Tools whose calls count as the same only with the same arguments."""
 _ENTRY = re.compile(r"^(?P<name>.+?)(?:\t|\s{2,}|\s+\()\s*(?P<size>\d[\d,]*)\s*(?:bytes|B)\b")
 _VARIABLE = re.compile(r"^[-*\s]*`?(?P<name>[A-Za-z_]\w*)`?(?::|\t|\s{2,}|\s-\s)\s*(?P<kind>.*)$")
 _DTYPE = (
@@ -108,9 +110,10 @@ class _Turn:
         return [d for d in self.done if d.name == name and not d.failed]
 
     def tried(self, call: _Call) -> bool:
-        # A failed or denied call counts too: the demo model never retries.
+        # A failed or denied call counts too: the demo model never retries, except an edit
+        # refused because the cell changed, which it redoes on the cell as it is now.
         same = (d for d in self.done if d.name == call.name)
-        return any(d.name != "read_file" or d.args == call.args for d in same)
+        return any(d.name not in _BY_ARGUMENTS or d.args == call.args for d in same)
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,6 +93,9 @@ def _reply(request: ModelRequest) -> list[StreamPart]:
 def _candidates(turn: _Turn) -> Iterator[_Call]:
     """The calls the prompt asks for, in order; later ones may depend on earlier results."""
     plain, files = turn.plain, turn.files
+    if _demo_notebook.wants_comment(turn):
+        yield from _demo_notebook.comment_calls(turn)
+        return
     if "delegate" in turn.offered and (delegation := _demo_delegate.delegation(plain, files)):
         # Independent parts go to sub-agents; once they answered, there is nothing left to do.
         yield _Call("delegate", *delegation)
