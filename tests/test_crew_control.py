@@ -319,3 +319,15 @@ async def test_unknown_crews_escalations_and_frames_are_refused(
             assert reply["type"] == "error", reply
         await ws.send(json.dumps({"type": "ping"}))
         assert json.loads(await asyncio.wait_for(ws.recv(), 30)) == {"type": "pong"}
+
+
+async def test_a_tasks_agent_is_told_its_role_in_the_crew(api: ApiClient, runtime: Runtime) -> None:
+    solo = agent(runtime, "solo", ScriptedTurn(text="done"))
+    definition = _graph(only={"agent": "solo", "description": "do it"})
+    definition["agents"][0]["role"] = "You audit tables."
+    rid = await start(api, definition)
+    await until(api, rid, lambda s: s["status"] == "completed")
+    system = solo.requests[0].system
+    assert "You are one agent of a crew" in system and "You audit tables." in system
+    assert "sub-agent" not in system
+    assert "escalate" in [t.name for t in solo.requests[0].tools]

@@ -74,7 +74,9 @@ class Subagents:
         if run.options.delegated is None:
             return base
         role = run.options.delegated.role_prompt
-        return "\n\n".join([base, SUBAGENT_PROMPT, *([f"## Your role\n{role}"] if role else [])])
+        # A crew's task says what a crew's agent is in its role (it answers the crew, not an agent).
+        intro = [] if run.options.delegated.crew_task else [SUBAGENT_PROMPT]
+        return "\n\n".join([base, *intro, *([f"## Your role\n{role}"] if role else [])])
 
     # --- delegating
 
