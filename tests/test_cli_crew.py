@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
+import sys
 from pathlib import Path
+from typing import Any
 
-from tests.cli_helpers import LiveCli, cli, embedded, workdir
+from tests.cli_helpers import LiveCli, cli, cli_env, embedded, workdir
 
 __all__ = ["workdir"]  # a fixture, imported for the tests below
 
@@ -79,3 +82,31 @@ def test_an_approval_gate_is_decided_at_the_terminal(workdir: Path) -> None:
         os.close(master)
     assert "one waits for a decision: approve starting task one" in live.output
     assert "crew completed" in live.output
+
+
+async def test_crew_run_on_a_server_follows_it_there(
+    api: Any, server_url: str, jp_auth_header: dict[str, str], jp_root_dir: Path, tmp_path: Path
+) -> None:
+    (jp_root_dir / "a.txt").write_text("alpha contents\n")
+    (jp_root_dir / "sales.csv").write_text("region,amount\nnorth,10\n")
+    token = jp_auth_header["Authorization"].split(" ", 1)[1]
+    args = ["crew", "run", _crew_file(tmp_path), "--input", "first=a.txt", "--yes"]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "neta_jupyter.cli",
+        *args,
+        "--server",
+        server_url,
+        "--token",
+        token,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(),
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, (out + err).decode()
+    assert "crew completed" in out.decode()
+    rid = err.decode().split("crew ", 1)[1].split(" ", 1)[0]
+    status = await api.http.get("neta/api/crew/status", params={"requestId": rid})
+    assert status.json()["status"] == "completed", "the crew ran on the server"
