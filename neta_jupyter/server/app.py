@@ -11,7 +11,7 @@ from pathlib import Path
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
-from traitlets import Float, Int, List, Unicode, default
+from traitlets import Dict, Float, Int, List, Unicode, default
 
 from ..crews.manager import Crews
 from ..mcp import McpServers, servers_of
@@ -29,6 +29,7 @@ from .redaction import install_redaction
 from .sse import SessionStreamHandler, StreamHandler
 from .store_start import start_store, store_location
 from .unavailable import UnavailableHandler
+from .webhooks import Webhooks, webhooks_of
 from .ws import RunSocket
 
 
@@ -93,7 +94,20 @@ class NetaApp(ExtensionApp, NetaSettings):
         "includes subdomains); other remote images wait for a click, since an image URL can "
         "carry data to its host.",
     ).tag(config=True)
+    webhooks = List(
+        Dict(),
+        help="Called when a run's stream segment ends: [{url, events, secret}]; events are "
+        "terminal event types (default MESSAGE_COMPLETED, MESSAGE_FAILED and MESSAGE_SUSPENDED); "
+        "with a secret the body is signed (X-Neta-Signature-256: sha256=<HMAC-SHA256 hex>). "
+        "Failed calls are retried with backoff; runs never wait for them.",
+    ).tag(config=True)
+    webhook_retries = Int(6, help="Times a failed webhook call is sent again.").tag(config=True)
+    webhook_retry_delay = Float(
+        1.0, help="Seconds before a failed webhook call is sent again; doubles each time."
+    ).tag(config=True)
+
     runtime: Runtime
+    notifier: Webhooks | None = None
     crews: Crews
     store: Store
     kernels: ServerKernels | None = None
@@ -145,6 +159,14 @@ class NetaApp(ExtensionApp, NetaSettings):
             event_retention=self.event_retention,
             logger=self.log,
         )
+        # Before the start-up recovery, whose endings are delivered too.
+        self.notifier = webhooks_of(
+            self.webhooks,
+            self.log,
+            retries=self.webhook_retries,
+            retry_delay=self.webhook_retry_delay,
+        )
+        self.notifier.watch(self.store)
         self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None
         self.notebooks = (
             ServerNotebooks(self.serverapp, self.store.records) if self.serverapp else None
@@ -247,12 +269,16 @@ class NetaApp(ExtensionApp, NetaSettings):
             self.runtime.takeover.sweep_interval = self.sweep_interval
             self.runtime.takeover.start()
             self.runtime.background.resume_stored()
+        if self.notifier is not None:
+            self.notifier.start()
 
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""
         if self.store_failure is None:
             await self.crews.shutdown()
             await self.runtime.shutdown()  # and the MCP servers
+        if self.notifier is not None:
+            await self.notifier.close()  # after the runs' endings had their moment
         if self.kernels is not None:
             await self.kernels.close()
         if self.store_failure is None:

@@ -68,6 +68,10 @@ class EventLog:
             last = await self._backend.last_seq(stream)
             self._next.setdefault(stream, last + 1)
 
+    def on_durable(self, listener: RemoteListener) -> None:
+        """Call ``listener`` with the events this process appended, once each is durable."""
+        self._backend.on_durable(listener)
+
     def share(self, watcher: Watcher, on_remote: Callable[[RemoteListener], None]) -> None:
         """Followers here also get the events other servers write (a shared store's tailer)."""
         self._fanout.watcher = watcher
