@@ -172,12 +172,16 @@ class CrewLog:
     def __init__(self, log: EventLog, state: CrewState) -> None:
         self._log = log
         self.state = state
+        self.changes = 0
+        """Events appended that change the crew (log lines do not)."""
 
     async def open(self) -> None:
         """Ready to append (learns where the stream ends)."""
         await self._log.open(self.state.request_id)
 
     def _emit(self, event_type: str, data: dict[str, Any]) -> None:
+        if event_type != LOG:
+            self.changes += 1
         rest = json.dumps(
             {"requestId": self.state.request_id, "data": data, "timestamp": _now()},
             separators=(",", ":"),

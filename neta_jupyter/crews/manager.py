@@ -152,7 +152,7 @@ class Crews:
         """Apply one control; the crew's status after it, and whether it changed anything."""
         crew = await self.get(principal, request_id)
         async with crew.lock:
-            before = crew.state.seq
+            before = crew.log.changes
             match action:
                 case "pause":
                     await pause(crew)
@@ -164,7 +164,7 @@ class Crews:
                     await retry(crew, fields.get("task_id"))
                 case "decide":
                     await decide(crew, **fields)
-            applied = crew.state.seq != before
+            applied = crew.log.changes != before
         await crew.log.flush()
         return {**crew.state.summary(), "action": action, "applied": applied}
 
