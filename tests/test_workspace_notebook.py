@@ -68,14 +68,43 @@ def execute(server: ServerProcess) -> tuple[Any, list[str]]:
     with client.setup_kernel():
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
-            if (
-                cell.cell_type == "code"
-                and cell.source.startswith("%neta ")
-                and "undo" not in cell.source
+            if cell.id == "stale":
+                runs.append(change_while_asked(server))
+            elif (
+                cell.cell_type == "code" and cell.source.startswith("%neta ") and cell.id != "undo"
             ):
                 runs.append(newest_run(server)["requestId"])
                 server.read(runs[-1])  # until the run's terminal event
     return nb, runs
+
+
+USER_LINE = 'print(sales["units"].sum())'
+
+
+def change_while_asked(server: ServerProcess) -> str:
+    """What the notebook asks of its reader at the comment prompt: change the cell the agent
+    asks to change, then approve; approve the agent's second try too. The run's requestId."""
+    rid = newest_run(server)["requestId"]
+    ask = asked(server, rid, None)
+    nb = nbformat.read(server.root / NAME, as_version=4)
+    cell = next(c for c in nb.cells if c.id == ask["preview"]["cellId"])
+    cell.source += "\n" + USER_LINE
+    nbformat.write(nb, server.root / NAME)  # as saving it from an editor does
+    for _ in range(2):
+        with server.client() as http:
+            body = {"requestId": rid, "approved": True, "askId": ask["askId"]}
+            assert http.post("neta/api/agent/run/resumeTask", json=body).status_code == 200
+        ask = asked(server, rid, ask)
+    assert ask.get("end") == "MESSAGE_COMPLETED", ask
+    return rid
+
+
+def asked(server: ServerProcess, rid: str, last: dict[str, Any] | None) -> dict[str, Any]:
+    """The permission ask the run waits at after ``last`` (``end``: how it ended, if it did)."""
+    events = server.read(rid, last["after"] if last else None)
+    asks = [e["data"] for e in events if e["eventType"] == "PERMISSION_ASK"]
+    found = asks[-1] if asks and events[-1]["eventType"] == "MESSAGE_SUSPENDED" else {}
+    return found | {"after": events[-1]["seq"], "end": events[-1]["eventType"]}
 
 
 def file_cells(server: ServerProcess) -> list[Any]:
@@ -102,7 +131,7 @@ def edits(server: ServerProcess, rid: str) -> list[dict[str, Any]]:
 def test_the_agent_builds_the_analysis_in_the_notebook_and_undo_takes_a_cell_back(
     server: ServerProcess,
 ) -> None:
-    nb, (stats_run, plot_run) = execute(server)
+    nb, (stats_run, comment_run, plot_run) = execute(server)
     stats, plot = server.read(stats_run), server.read(plot_run)
     assert [stats[-1]["eventType"], plot[-1]["eventType"]] == ["MESSAGE_COMPLETED"] * 2
 
@@ -114,6 +143,13 @@ def test_the_agent_builds_the_analysis_in_the_notebook_and_undo_takes_a_cell_bac
     assert "mean" in answer(stats) and "190" in answer(stats)  # units' max, from the cell
     assert "picture" in answer(plot) and "PNG" in answer(plot), answer(plot)
 
+    # The comment came after the reader changed the cell: refused, read again, put on top of
+    # the reader's version.
+    (comment,) = edits(server, comment_run)
+    assert comment["kind"] == "edit" and comment["cellId"] == stats_edit["cellId"]
+    assert "+# summary statistics of the monthly sales\n" in comment["diff"]
+    assert f" {USER_LINE}" in comment["diff"]  # an unchanged line of the diff: the reader's
+
     # %neta undo took the plot cell back; the statistics cell stays with its provenance and
     # output, after the notebook's own cells.
     assert "reverted the insert of cell " + plot_edit["cellId"] in printed(nb, "undo")
@@ -121,7 +157,10 @@ def test_the_agent_builds_the_analysis_in_the_notebook_and_undo_takes_a_cell_bac
     cells = file_cells(server)
     assert [c.id for c in cells] == [c.id for c in nb.cells] + [stats_edit["cellId"]]
     written = cells[-1]
-    assert written.metadata["neta"]["requestId"] == stats_run
-    assert written.metadata["neta"]["prompt"] == "add a cell to describe the sales dataframe"
+    assert written.source == (
+        f"# summary statistics of the monthly sales\nprint(sales.describe())\n{USER_LINE}"
+    )
+    assert written.metadata["neta"]["requestId"] == comment_run  # the last run that wrote it
+
     output = "".join(o.get("text", "") for o in written.outputs)
     assert "mean" in output and "190" in output, written.outputs
