@@ -176,8 +176,17 @@ class CrewLog:
         """Events appended that change the crew (log lines do not)."""
 
     async def open(self) -> None:
-        """Ready to append (learns where the stream ends)."""
+        """Ready to append (learns where the stream, and the index of crews, end)."""
         await self._log.open(self.state.request_id)
+        await self._log.open(INDEX_STREAM)
+
+    def indexed(self, *, ended: bool = False) -> None:
+        """The crew in the index of crews: when it is made, and when it has ended."""
+        data: dict[str, Any] = {"crewId": self.state.request_id, "principal": self.state.principal}
+        if ended:
+            data["ended"] = True
+        rest = json.dumps({"requestId": INDEX_STREAM, "data": data})[1:]
+        self._log.append_encoded_many(INDEX_STREAM, RUN_STATUS, [rest])
 
     def _emit(self, event_type: str, data: dict[str, Any]) -> None:
         if event_type != LOG:
@@ -194,6 +203,8 @@ class CrewLog:
         self.state.status, self.state.message = status, message
         data = {"status": status, "message": message, "counts": self.state.counts(), **extra}
         self._emit(RUN_STATUS, {k: v for k, v in data.items() if v is not None})
+        if status in ENDED_CREW:
+            self.indexed(ended=True)  # a restart need not look at it again
 
     def task(self, task: TaskState) -> None:
         """``crew:task:status``: the whole of one task's state."""

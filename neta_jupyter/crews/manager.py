@@ -20,7 +20,6 @@ from .definition import CrewDefinition, CrewDefinitionError, resolve_inputs
 from .log import (
     ENDED_CREW,
     INDEX_STREAM,
-    RUN_STATUS,
     CrewLog,
     CrewState,
     TaskState,
@@ -97,20 +96,13 @@ class Crews:
         )
         for task in definition.tasks:
             log.task(TaskState(task_id=task.id, agent=task.agent))
-        await self._index(state)
+        log.indexed()
         crew = self._crews[state.request_id] = CrewRun(self.rt, log)
         async with crew.lock:
             log.run_status("running")
             await crew.advance()
         await log.flush()
         return state
-
-    async def _index(self, state: CrewState) -> None:
-        events = self.rt.store.events
-        await events.open(INDEX_STREAM)
-        data = {"crewId": state.request_id, "principal": state.principal}
-        rest = json.dumps({"requestId": INDEX_STREAM, "data": data})[1:]
-        events.append_encoded_many(INDEX_STREAM, RUN_STATUS, [rest])
 
     # --- finding
 
@@ -130,17 +122,22 @@ class Crews:
     async def summaries(self, principal: str) -> list[dict[str, Any]]:
         """The principal's crews, newest first."""
         out = []
-        for crew_id, owner in await self._indexed():
+        for crew_id, (owner, _ended) in (await self._indexed()).items():
             if owner == principal:
                 out.append((await self.get(principal, crew_id)).state.summary())
         return sorted(out, key=lambda s: s["requestId"], reverse=True)
 
-    async def _indexed(self) -> list[tuple[str, str]]:
-        events, after, found = self.rt.store.events, -1, []
+    async def _indexed(self) -> dict[str, tuple[str, bool]]:
+        """Every crew made: its principal, and whether it has ended (in the order made)."""
+        events, after = self.rt.store.events, -1
+        found: dict[str, tuple[str, bool]] = {}
         while page := await events.read_after(INDEX_STREAM, after, 4096):
             for event in page:
                 data = json.loads(event.payload).get("data") or {}
-                found.append((str(data.get("crewId")), str(data.get("principal"))))
+                found[str(data.get("crewId"))] = (
+                    str(data.get("principal")),
+                    bool(data.get("ended")),
+                )
             after = page[-1].seq
         return found
 
@@ -173,7 +170,9 @@ class Crews:
     async def recover(self) -> int:
         """At start-up: crews a crash or a shutdown left going wait, consistent; how many."""
         count = 0
-        for crew_id, principal in await self._indexed():
+        for crew_id, (principal, ended) in (await self._indexed()).items():
+            if ended:
+                continue
             crew = await self.get(principal, crew_id)
             if crew.state.status in ENDED_CREW:
                 continue
