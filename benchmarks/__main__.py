@@ -22,6 +22,7 @@ from . import (
     b7_long_answers,
     b8_chunk_cpu,
     b9_bytes,
+    b10_first_token,
     b12_widget_cost,
 )
 from .harness import EXPERIMENTS, Row, Settings
@@ -37,6 +38,7 @@ FIGURES: dict[str, Callable[[Settings], Awaitable[list[Row]]]] = {
     "B7": b7_long_answers.run,
     "B8": b8_chunk_cpu.run,
     "B9": b9_bytes.run,
+    "B10": b10_first_token.run,
     "B12": b12_widget_cost.run,
 }
 

@@ -18,6 +18,7 @@ import email.utils
 import json
 import re
 import time
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -262,6 +263,28 @@ def decode_json(data: str, vendor: Vendor) -> dict[str, Any]:
     return value
 
 
+_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def shared_client() -> httpx.AsyncClient:
+    """The running loop's one client for models given none.
+
+    Making an httpx client loads the CA certificates: 30-100 ms of CPU on the loop's thread,
+    which every stream on the server waited through at each model call. One client also keeps
+    its connections to the provider open between calls (no new TCP and TLS handshake), with no
+    cap on how many run at once: each concurrent run streams on a connection of its own.
+    """
+    loop = asyncio.get_running_loop()
+    client = _SHARED.get(loop)
+    if client is None or client.is_closed:
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=100)
+        client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, limits=limits)
+        _SHARED[loop] = client
+    return client
+
+
 async def post_event_stream(
     client: httpx.AsyncClient | None,
     url: str,
@@ -278,10 +301,10 @@ async def post_event_stream(
     every transport failure. After the end event the rest of the body is read (briefly) and
     dropped, so the connection can be reused; a consumer should keep iterating until the
     generator ends rather than break out at the end event. Use it under
-    ``contextlib.aclosing`` so an early exit still closes the response. A client made here
-    (``client`` is None) is closed when the stream ends.
+    ``contextlib.aclosing`` so an early exit still closes the response. Without ``client`` the
+    loop's shared client is used (``shared_client``).
     """
-    http = client or httpx.AsyncClient(timeout=DEFAULT_TIMEOUT)
+    http = client or shared_client()
     try:
         async with aconnect_sse(http, "POST", url, headers=headers, json=body) as source:
             await _check_reply(source.response, url, vendor, secret)
@@ -293,9 +316,6 @@ async def post_event_stream(
                         return
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise transport_error(exc, url, vendor, secret) from exc
-    finally:
-        if client is None:
-            await http.aclose()
 
 
 async def _check_reply(
