@@ -1,4 +1,5 @@
-"""The demo model comments a cell; a change of the cell while it asks makes the edit stale."""
+"""The demo model in the notebook: it comments a cell (an edit made stale by the user's change is
+refused and redone) and runs a cell in the background."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.helpers import ApiClient, types
 from tests.notebook_room import collaboration_config, saved_cells, write_notebook
+from tests.test_background import until_status
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -67,3 +69,38 @@ async def test_an_edit_stale_by_the_users_change_is_refused_and_redone_on_it(
     (saved,) = saved_cells(path)
     assert saved["source"] == "# monthly totals\ntotal = sum(units)\nprint(total)"
     assert saved["metadata"]["neta"]["requestId"] == rid
+
+
+SLOW = "import time\ntime.sleep(1)\nprint('forecast ready')"
+
+
+async def test_a_cell_run_in_the_background_suspends_the_run_until_it_ends(
+    api: ApiClient, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    path = jp_root_dir / "slow.ipynb"
+    _, slow, _ = write_notebook(path, ("code", "x = 1"), ("code", SLOW), ("code", "y = 2"))
+    kernel_id = await jp_serverapp.kernel_manager.start_kernel()
+    try:
+        started = await api.start(
+            f"run cell {slow} in the background", model="demo", notebookPath="slow.ipynb",
+            kernelId=kernel_id, approve="auto",
+        )  # fmt: skip
+        rid = started["requestId"]
+        first = await api.segment(rid)
+        assert first[-1]["eventType"] == "MESSAGE_SUSPENDED", types(first)
+        assert first[-1]["data"]["suspendReason"]["type"] == "ASYNC_TOOL_PENDING"
+        await until_status(api, rid, "completed")  # by itself, once the cell ended
+        rest = await api.segment(rid, int(first[-1]["seq"]))
+        assert types(rest)[-1] == "MESSAGE_COMPLETED"
+    finally:
+        await jp_serverapp.kernel_manager.shutdown_kernel(kernel_id, now=True)
+    calls = [e["data"] for e in first if e["eventType"] == "TOOL_START"]
+    assert [c["toolName"] for c in calls] == ["read_notebook", "run_cell"]
+    assert (
+        f'"cell_id": "{slow}"' in calls[1]["arguments"]
+        and '"background": true' in calls[1]["arguments"]
+    )
+    answer = "".join(e["data"]["text"] for e in rest if e["eventType"] == "TEXT_DELTA")
+    assert "forecast ready" in answer, answer
+    cell = next(c for c in saved_cells(path) if c["id"] == slow)
+    assert "forecast ready" in "".join("".join(o.get("text", "")) for o in cell["outputs"])

@@ -137,3 +137,32 @@ def comment_calls(turn: _Turn) -> Iterator[_Call]:
         _, digest, source = now[0]
         edit = {"cell_id": cell_id, "source": f"{note}\n{source}", "source_hash": digest}
         yield _Call("edit_cell", edit, f"put the comment on top of cell `{cell_id}` as it is now")
+
+
+# --- running a cell the user wrote, in the background when asked ----------------------------
+
+_RUN = re.compile(r"\brun\b(?:\W+\w+){0,3}?\W+cell\b", re.I)
+_BACKGROUND = re.compile(r"\bin the background\b", re.I)
+_NAMED = re.compile(r"\bcell `?([\w-]+)`?")
+
+
+def wants_run(turn: _Turn) -> bool:
+    """Whether the prompt asks to run a cell of the notebook (not to add one)."""
+    return "run_cell" in turn.offered and bool(_RUN.search(turn.plain))
+
+
+def run_calls(turn: _Turn) -> Iterator[_Call]:
+    """Read the notebook and run the cell the prompt names (by id), else its last code cell."""
+    yield _Call("read_notebook", {}, "read the notebook to find the cell")
+    reads = turn.results("read_notebook")
+    cells = [c for c in _code_cells(reads[0].output) if not c[2].startswith("%")] if reads else []
+    named = _NAMED.search(turn.plain)
+    chosen = [c for c in cells if named and c[0] == named[1]] or cells[-1:]
+    if not chosen:
+        return
+    cell_id = chosen[0][0]
+    if _BACKGROUND.search(turn.plain):
+        purpose = f"run cell `{cell_id}` in the background and answer once it has finished"
+        yield _Call("run_cell", {"cell_id": cell_id, "background": True}, purpose)
+    else:
+        yield _Call("run_cell", {"cell_id": cell_id}, f"run cell `{cell_id}`")

@@ -96,6 +96,9 @@ def _candidates(turn: _Turn) -> Iterator[_Call]:
     if _demo_notebook.wants_comment(turn):
         yield from _demo_notebook.comment_calls(turn)
         return
+    if _demo_notebook.wants_run(turn):
+        yield from _demo_notebook.run_calls(turn)
+        return
     if "delegate" in turn.offered and (delegation := _demo_delegate.delegation(plain, files)):
         # Independent parts go to sub-agents; once they answered, there is nothing left to do.
         yield _Call("delegate", *delegation)
