@@ -270,3 +270,60 @@ def test_a_tool_executing_at_a_crash_is_interrupted_and_retry_never_runs_it_agai
     assert "may or may not have run" in answered["message"]["content"]
     time.sleep(3.5)  # the first run of the tool, orphaned by the crash, has finished
     assert counter.read_text() == "ran\n", "the tool ran once"
+
+
+@pytest.mark.parametrize("server", [{"activity_interval": 0.2}], indirect=True)
+def test_a_run_executing_keeps_the_server_active_for_idle_cullers(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    def last_activity() -> str:
+        with server.client() as http:
+            found: str = http.get("api/status").json()["last_activity"]
+            return found
+
+    model = slow_script(tmp_path / "slow.json", deltas=1500, delay=0.004)
+    rid = start(server, content="write a lot", model=model)
+    started = last_activity()  # the request that started the run, at the latest
+    deadline = time.monotonic() + 60
+    while last_activity() == started:
+        assert time.monotonic() < deadline, "no activity reported while the run executes"
+        time.sleep(0.1)
+    assert server.read(rid)[-1]["eventType"] == "MESSAGE_COMPLETED"
+    time.sleep(0.5)  # a report may have been under way as the run ended
+    idle = last_activity()
+    time.sleep(1.0)  # five report intervals
+    assert last_activity() == idle, "an idle server reports no activity"
+
+
+def test_a_second_server_on_the_same_data_directory_refuses_it_and_says_why(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    data = tmp_path / "neta-data"
+    second = ServerProcess(tmp_path / "second", {"data_dir": str(data)})
+    second.start()
+    try:
+        with second.client() as http:
+            refused = http.post("neta/api/agent/run/async", json={"content": "hello"})
+        assert refused.status_code == 503
+        body = refused.json()
+        assert body["errCode"] == "STORAGE_IN_USE"
+        assert server.proc is not None and f"pid {server.proc.pid}" in body["message"]
+        assert "c.NetaApp.data_dir" in body["message"]
+        rid = start(server, content="hello")  # the first server goes on as before
+        assert server.read(rid)[-1]["eventType"] == "MESSAGE_COMPLETED"
+    finally:
+        second.stop()
+
+
+def test_the_database_on_a_network_filesystem_is_recognised() -> None:
+    from neta_jupyter.server.datadir import network_filesystem
+
+    mounts = (
+        "/dev/sda1 / ext4 rw 0 0\n"
+        "server:/export /home nfs4 rw 0 0\n"
+        "/dev/sdb1 /home/alice/local ext4 rw 0 0\n"
+    )
+    assert network_filesystem(Path("/home/bob/.local/share/neta"), mounts) == "nfs4"
+    assert network_filesystem(Path("/home/alice/local/neta"), mounts) is None
+    assert network_filesystem(Path("/var/lib/neta"), mounts) is None
+    assert network_filesystem(Path("/homework"), mounts) is None

@@ -69,6 +69,11 @@ class Activations:
         emitter.total_tokens = run.state.usage.total_tokens or None
         return emitter
 
+    @property
+    def count(self) -> int:
+        """How many activations execute now."""
+        return len(self._tasks)
+
     def is_active(self, request_id: str) -> bool:
         """Whether the run's task is executing in this process."""
         return request_id in self._tasks

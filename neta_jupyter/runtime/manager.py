@@ -119,6 +119,10 @@ class Runtime:
         """Whether the run's task is executing in this process."""
         return self._active.is_active(request_id)
 
+    def executing(self) -> int:
+        """How many runs execute in this process now."""
+        return self._active.count
+
     async def wait(self, request_id: str) -> None:
         """Until the run's current activation ends."""
         await self._active.wait(request_id)

@@ -7,6 +7,7 @@ import gc
 import os
 import secrets
 from pathlib import Path
+from typing import IO
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
@@ -20,6 +21,8 @@ from ..runtime.settings import NetaSettings, build_runtime
 from ..store import StorageDamaged, StorageError, Store
 from ..store.health import DB_NAME, recovery_steps
 from . import crew, handlers
+from .activity import RunActivity
+from .datadir import DataDirInUse, lock_data_dir, network_filesystem
 from .kernels import ServerKernels, kernels_for
 from .mcp import McpHandler
 from .notebook_api import EditsHandler, RevertHandler
@@ -87,6 +90,11 @@ class NetaApp(ExtensionApp, NetaSettings):
         help="With runs in Redis: seconds between looks for runs whose server stopped renewing "
         "its hold on them; such a run ends as interrupted by a crash (and can be retried).",
     ).tag(config=True)
+    activity_interval = Float(
+        60.0,
+        help="Seconds between reports of activity while runs execute, so that an idle culler "
+        "(Jupyter's or JupyterHub's) never stops the server in the middle of a run.",
+    ).tag(config=True)
     max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
     image_hosts = List(
         Unicode(),
@@ -111,6 +119,8 @@ class NetaApp(ExtensionApp, NetaSettings):
     crews: Crews
     store: Store
     kernels: ServerKernels | None = None
+    activity: RunActivity | None = None
+    _data_lock: IO[str] | None = None
     notebooks: ServerNotebooks | None = None
     mcp: McpServers | None = None
     store_failure: StorageError | None = None
@@ -127,7 +137,8 @@ class NetaApp(ExtensionApp, NetaSettings):
             self._open(data_dir)
         except StorageError as exc:
             where = self.db_path or data_dir / DB_NAME
-            self.store_failure = exc if self.store_url else _with_steps(exc, where)
+            plain = self.store_url or isinstance(exc, DataDirInUse)
+            self.store_failure = exc if plain else _with_steps(exc, where)
             self.settings["neta_store_failure"] = self.store_failure
             self.log.error("neta: the run API is off: %s", self.store_failure.message)
         # Kernels inherit the server's environment: this is how a kernel finds its server and
@@ -152,6 +163,8 @@ class NetaApp(ExtensionApp, NetaSettings):
     def _open(self, data_dir: Path) -> None:
         """The store, the runtime on it, and what needs them; a StorageError if it cannot open."""
         root = Path(self.serverapp.root_dir).expanduser() if self.serverapp else Path.cwd()
+        if not self.store_url:
+            self._local_database(Path(self.db_path or data_dir / DB_NAME))
         self.store = Store(
             store_location(self.store_url, self.db_path or data_dir / DB_NAME),
             commit_interval=self.commit_interval,
@@ -209,6 +222,20 @@ class NetaApp(ExtensionApp, NetaSettings):
         crashed = await self.runtime.recover()
         await self.crews.recover()
         return crashed
+
+    def _local_database(self, db_path: Path) -> None:
+        """Hold the SQLite database's lock; warn when it is on a network filesystem."""
+        self._data_lock = lock_data_dir(db_path)
+        kind = network_filesystem(db_path.parent)
+        if kind is not None:
+            self.log.warning(
+                "neta: the run database %s is on a network filesystem (%s); SQLite may lose "
+                "its locks or its data there when a server crashes: keep it on a local disk "
+                "(c.NetaApp.data_dir), or share runs between servers through Redis "
+                "(c.NetaApp.store_url)",
+                db_path,
+                kind,
+            )
 
     def _start_mcp(self) -> None:
         if self.mcp is not None:
@@ -268,12 +295,17 @@ class NetaApp(ExtensionApp, NetaSettings):
             self.runtime.waiting.watch_stored()
             self.runtime.takeover.sweep_interval = self.sweep_interval
             self.runtime.takeover.start()
+            settings = self.serverapp.web_app.settings if self.serverapp else self.settings
+            self.activity = RunActivity(settings, self.runtime, self.activity_interval)
+            self.activity.start()
             self.runtime.background.resume_stored()
         if self.notifier is not None:
             self.notifier.start()
 
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""
+        if self.activity is not None:
+            self.activity.stop()
         if self.store_failure is None:
             await self.crews.shutdown()
             await self.runtime.shutdown()  # and the MCP servers
@@ -283,6 +315,8 @@ class NetaApp(ExtensionApp, NetaSettings):
             await self.kernels.close()
         if self.store_failure is None:
             self.store.close()
+        if self._data_lock is not None:
+            self._data_lock.close()  # another server may use the database from now on
 
 
 def _with_steps(failure: StorageError, db_path: str | Path) -> StorageError:
