@@ -23,6 +23,7 @@ from . import (
     b8_chunk_cpu,
     b9_bytes,
     b10_first_token,
+    b11_capacity,
     b12_widget_cost,
 )
 from .harness import EXPERIMENTS, Row, Settings
@@ -39,6 +40,7 @@ FIGURES: dict[str, Callable[[Settings], Awaitable[list[Row]]]] = {
     "B8": b8_chunk_cpu.run,
     "B9": b9_bytes.run,
     "B10": b10_first_token.run,
+    "B11": b11_capacity.run,
     "B12": b12_widget_cost.run,
 }
 

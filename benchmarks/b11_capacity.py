@@ -1,0 +1,142 @@
+"""B11 runs per server at real pace: how many runs one server process carries, each streaming.
+
+N runs at once, each a benchmark model that yields a delta stamped with its wall-clock time 60
+times a second (a real model's pace) for ``SECONDS``, each followed by one SSE client; the
+clients run in ``WORKERS`` separate processes (each starts its share of the runs, then follows
+them with httpx-sse). Once every run has started, the in-server monitor records the event loop's
+lag until shortly before the runs end. A level holds if the lag p99 and the delivery p99 (stamp
+to the client parsing the delta) are both within 50 ms; N doubles from ``LEVELS[0]`` until one
+does not. Reported: the largest N that held, the lag and delivery p99 at it, and the server's
+CPU per token there (over the monitored window). Baseline: the same figures at the smallest level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from .harness import REPO, NetaServer, Row, Settings, _child_env, neta_server, percentile
+
+RATE = 60
+SECONDS = 12.0
+LEVELS = (125, 250, 500, 1000, 2000)
+QUICK_LEVELS = (10, 20)
+WORKERS = 4
+LIMIT_MS = 50.0
+TARGET_RUNS = 1000
+
+
+@dataclass
+class Level:
+    runs: int
+    lag_p99: float
+    delivery_p99: float
+    cpu_per_token_us: float
+    completed: int
+
+    @property
+    def held(self) -> bool:
+        good = self.completed == self.runs
+        return good and self.lag_p99 <= LIMIT_MS and self.delivery_p99 <= LIMIT_MS
+
+
+def _level(server: NetaServer, runs: int, seconds: float) -> Level:
+    model = f"bench-stamp:{round(RATE * seconds)}:{1 / RATE}"
+    shares = [runs // WORKERS + (i < runs % WORKERS) for i in range(WORKERS)]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.b11_worker",
+                server.base,
+                server.token,
+                model,
+                str(n),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=_child_env(),
+            cwd=REPO,
+        )
+        for n in shares
+        if n
+    ]
+    for worker in workers:
+        assert worker.stdout is not None
+        if worker.stdout.readline().strip() != "started":
+            raise RuntimeError("a B11 client process failed to start its runs")
+    server.lag("start")
+    cpu, began = server.cpu(), time.monotonic()
+    time.sleep(max(1.0, seconds * 0.6))
+    lags = server.lag("stop")["samples"]
+    used, window = server.cpu() - cpu, time.monotonic() - began
+    latencies: list[float] = []
+    completed = 0
+    for worker in workers:
+        out, _ = worker.communicate(timeout=600)
+        found = json.loads(out.strip().splitlines()[-1])
+        latencies += found["latencies"]
+        completed += found["completed"]
+    level = Level(
+        runs,
+        percentile(lags, 0.99) * 1000,
+        percentile(latencies, 0.99),
+        used / (runs * RATE * window) * 1e6,
+        completed,
+    )
+    print(
+        f"  B11 {runs} runs: lag p99 {level.lag_p99:.1f} ms, delivery p99 "
+        f"{level.delivery_p99:.1f} ms, {level.cpu_per_token_us:.1f} µs CPU per token, "
+        f"{completed} completed",
+        file=sys.stderr,
+        flush=True,
+    )
+    return level
+
+
+def _sweep(settings: Settings) -> list[Level]:
+    levels = QUICK_LEVELS if settings.quick else LEVELS
+    seconds = 4.0 if settings.quick else SECONDS
+    found: list[Level] = []
+    with neta_server(settings) as server:
+        for runs in levels:
+            found.append(_level(server, runs, seconds))
+            if not found[-1].held:
+                break
+    return found
+
+
+async def run(settings: Settings) -> list[Row]:
+    sweeps = [await asyncio.to_thread(_sweep, settings) for _ in range(settings.repeats)]
+    best = [max((lv for lv in s if lv.held), key=lambda lv: lv.runs, default=None) for s in sweeps]
+    first = [s[0] for s in sweeps]
+    held = [b for b in best if b is not None]
+    tried = ", ".join(str(n) for n in (QUICK_LEVELS if settings.quick else LEVELS))
+    capacity = Row(
+        f"B11 concurrent runs at {RATE} tokens/s, one SSE follower each, with lag and delivery "
+        f"p99 <= {LIMIT_MS:g} ms (tried {tried})",
+        "runs",
+        [float(b.runs) if b else 0.0 for b in best],
+        target=f">= {TARGET_RUNS:,}",
+    )
+    capacity.met = (capacity.median or 0) >= TARGET_RUNS
+    return [
+        capacity,
+        Row(
+            "B11 server CPU per token at the largest N that held (baseline: at the smallest N)",
+            "µs",
+            [b.cpu_per_token_us for b in held],
+            [f.cpu_per_token_us for f in first],
+        ),
+        Row(
+            "B11 delivery p99 at the largest N that held (baseline: at the smallest N)",
+            "ms",
+            [b.delivery_p99 for b in held],
+            [f.delivery_p99 for f in first],
+        ),
+    ]
