@@ -100,6 +100,7 @@ def test_the_public_surface_is_what_we_mean_to_export() -> None:
         "Call",
         "ClientError",
         "Conflict",
+        "Gone",
         "HttpTransport",
         "InProcessTransport",
         "InvalidAnswer",

@@ -16,6 +16,8 @@ magics, run handles and widget — and by the terminal client)::
         ├── NotFound            404: no such run, session or attachment (or another user's)
         ├── Conflict            409: the run's state forbids it (not suspended, not active,
         │                       imported, session busy, another ask pending)
+        ├── Gone                410: the run's events were deleted after it ended (kept for a
+        │                       configured time); its status and session tree remain
         ├── PayloadTooLarge     413: the body is over the server's limit
         ├── OutOfRange          416: ``lastEventId`` past the end of the run
         └── ServerError         5xx: the server or its storage failed (503: what is wrong)
@@ -97,6 +99,10 @@ class Conflict(Refused):
     """409: the run is not in a state that allows the action."""
 
 
+class Gone(Refused):
+    """410: the run's events were deleted once they had been kept long enough after it ended."""
+
+
 class PayloadTooLarge(Refused):
     """413: the body is over the server's limit."""
 
@@ -115,6 +121,7 @@ _BY_STATUS: dict[int, type[Refused]] = {
     403: Unauthorized,
     404: NotFound,
     409: Conflict,
+    410: Gone,
     413: PayloadTooLarge,
     416: OutOfRange,
 }

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..mcp import servers_of
 from ..runtime import RunApiError, Runtime
 from ..runtime.answers import (
+    events_expired,
     models_json,
     run_summaries,
     run_summary,
@@ -239,6 +240,14 @@ class InProcessTransport:
                 "IMPORTED_RUN",
                 "this run was imported from history and has no event stream; "
                 "read its messages from the session tree",
+                request_id,
+            )
+        if await events_expired(self.runtime, run):
+            raise _refused(
+                410,
+                "EVENTS_EXPIRED",
+                f"the events of run {request_id} were deleted once the time they are kept after "
+                "a run ends had passed; its status and its messages in the session tree remain",
                 request_id,
             )
         last_seq = await self.runtime.last_seq(request_id)

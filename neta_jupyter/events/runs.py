@@ -55,6 +55,9 @@ class RunSummary(_Documented):
     """A history run registered without a stream (its stream answers 409)."""
     last_seq: int
     """Seq of its last event (-1 before the first)."""
+    events_expired: bool = False
+    """Its events were deleted once kept long enough after it ended (its stream answers 410);
+    its messages remain in the session tree."""
     step: int
     """Model replies so far."""
     recoverable: bool

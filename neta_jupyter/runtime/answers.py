@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..store.retention import FINISHED
 from .errors import RunNotFound
 from .tree import CALL_META, CALL_OUTCOMES, entry_data, session_stream
 
@@ -20,9 +21,20 @@ _TREE_ONLY = (CALL_OUTCOMES, CALL_META)
 """Keys of a message the tree keeps for itself: its ``toolCalls`` show them."""
 
 
-def run_summary(run: Run, last_seq: int) -> dict[str, Any]:
+def run_summary(run: Run, last_seq: int, *, events_expired: bool = False) -> dict[str, Any]:
     """What clients need to know about a run (:class:`~neta_jupyter.events.runs.RunSummary`)."""
-    return run.summary(last_seq).model_dump(mode="json", by_alias=True)
+    summary = run.summary(last_seq, events_expired=events_expired)
+    return summary.model_dump(mode="json", by_alias=True)
+
+
+async def events_expired(runtime: Runtime, run: Run) -> bool:
+    """Whether the run's events were deleted once kept long enough after it ended.
+
+    A finished run always has its terminal event, so one with no events left has expired.
+    """
+    if run.imported or run.status not in FINISHED:
+        return False
+    return await runtime.store.events.stored_last_seq(run.request_id) < 0
 
 
 async def run_summaries(

@@ -117,7 +117,7 @@ class Run:
             stored=stored,
         )
 
-    def summary(self, last_seq: int) -> RunSummary:
+    def summary(self, last_seq: int, *, events_expired: bool = False) -> RunSummary:
         """What clients are told about the run."""
         ask = self.state.ask
         return RunSummary(
@@ -129,6 +129,7 @@ class Run:
             created=self.created,
             imported=self.imported,
             last_seq=last_seq,
+            events_expired=events_expired,
             step=self.state.step,
             recoverable=self.state.recoverable,
             pending_ask=ask.to_wire() if ask is not None else None,

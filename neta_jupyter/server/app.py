@@ -20,6 +20,7 @@ from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
 from ..store import StorageDamaged, StorageError, Store
 from ..store.health import DB_NAME, recovery_steps
+from ..store.retention import DEFAULT_RETENTION
 from . import crew, handlers
 from .activity import RunActivity
 from .datadir import DataDirInUse, lock_data_dir, network_filesystem
@@ -78,13 +79,6 @@ class NetaApp(ExtensionApp, NetaSettings):
         "renewed (renewed every third of it). Once it lapses, because the server died or "
         "stalled, another server takes the run over.",
     ).tag(config=True)
-    event_retention = Float(
-        7 * 24 * 3600.0,
-        help="With runs in Redis: seconds a finished run's event stream is kept (0: forever). "
-        "A run that goes on (or waits, suspended) keeps its stream; once a finished run's "
-        "stream expired, following it answers 410 EVENTS_EXPIRED, and its record, session and "
-        "attachments stay.",
-    ).tag(config=True)
     sweep_interval = Float(
         5.0,
         help="With runs in Redis: seconds between looks for runs whose server stopped renewing "
@@ -94,6 +88,13 @@ class NetaApp(ExtensionApp, NetaSettings):
         60.0,
         help="Seconds between reports of activity while runs execute, so that an idle culler "
         "(Jupyter's or JupyterHub's) never stops the server in the middle of a run.",
+    ).tag(config=True)
+    event_retention = Float(
+        DEFAULT_RETENTION,
+        help="Seconds a finished (completed or failed) run's events are kept, a week by default; "
+        "then its event stream answers 410 EVENTS_EXPIRED, while its status, its messages in "
+        "the session tree and its attachments stay. 0 keeps them forever. The events of a run "
+        "that is running or suspended are never deleted.",
     ).tag(config=True)
     max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
     image_hosts = List(

@@ -12,6 +12,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import httputil, web
 
 from ..runtime.answers import (
+    events_expired,
     models_json,
     run_summaries,
     run_summary,
@@ -118,7 +119,10 @@ class RunStatusHandler(NetaHandler):
     async def get(self) -> None:
         request_id = self.query("requestId") or ""
         run = await self.runtime.get_run(self.principal, request_id)
-        self.reply(run_summary(run, await self.runtime.last_seq(request_id)))
+        if await events_expired(self.runtime, run):
+            self.reply(run_summary(run, -1, events_expired=True))
+        else:
+            self.reply(run_summary(run, await self.runtime.last_seq(request_id)))
 
 
 class RunListHandler(NetaHandler):

@@ -75,7 +75,7 @@ ROUTES: tuple[Route, ...] = (
                 query=(("requestId", True, "string"), ("lastEventId", False, "integer")),
                 content="text/event-stream",
                 extra_status=(204,),
-                extra_errors=(416,),
+                extra_errors=(410, 416),
             ),
         ),
     ),

@@ -14,6 +14,7 @@ from tornado.iostream import StreamClosedError
 from ..events import sse_error_frame, sse_frame
 from ..events.encoding import sse_frames
 from ..runtime import RunNotFound, Runtime
+from ..runtime.answers import events_expired
 from ..runtime.runs import Run
 from ..store import StorageError
 from .base import NetaHandler
@@ -44,17 +45,11 @@ async def check_within_log(
 
     Followed, it would wait for them forever (a client whose stored position outlived the log).
     ``what`` names the stream in the message (``run``, ``session``). A finished ``run`` whose
-    stream is gone (kept for a while only, by a Redis store): 410.
+    events were deleted after the retention: 410 (:func:`check_kept`), whatever ``after`` is.
     """
+    if run is not None:
+        await check_kept(runtime, run)
     last = await runtime.last_seq(request_id)
-    if run is not None and last < 0 and run.status in ("completed", "failed"):
-        raise ApiError(
-            410,
-            "EVENTS_EXPIRED",
-            "this run finished long enough ago that its events are no longer kept; its "
-            "messages are in the session tree",
-            request_id,
-        )
     if after > last:
         raise ApiError(
             416,
@@ -62,6 +57,22 @@ async def check_within_log(
             f"lastEventId {after} is past the end of the {what}'s stream, whose last event is "
             f"{last}; reconnect without it (or with -1) to read the {what} from the start",
             request_id if what == "run" else None,
+        )
+
+
+async def check_kept(runtime: Runtime, run: Run) -> None:
+    """A finished run whose log is empty had its events deleted after the retention: 410.
+
+    A client's position in a deleted log is not wrong, the log is gone. The store is asked, not
+    what this process remembers of the stream: that may predate the deletion.
+    """
+    if await events_expired(runtime, run):
+        raise ApiError(
+            410,
+            "EVENTS_EXPIRED",
+            f"the events of run {run.request_id} were deleted once the time they are kept after "
+            "a run ends had passed; its status and its messages in the session tree remain",
+            run.request_id,
         )
 
 

@@ -38,6 +38,7 @@ class Store:
         event_retention: float = 0,
         logger: logging.Logger | None = None,
     ) -> None:
+        """``event_retention``: seconds a finished run's events are kept (0: forever)."""
         secret = None
         if isinstance(where, str) and is_redis_url(where):
             secret = url_password(where)
@@ -49,7 +50,12 @@ class Store:
                 logger=logger,
             )
         elif isinstance(where, str | Path):
-            where = SqliteBackend(where, commit_interval=commit_interval, logger=logger)
+            where = SqliteBackend(
+                where,
+                commit_interval=commit_interval,
+                event_retention=event_retention,
+                logger=logger,
+            )
         self.backend: Backend = where
         self.leases: Leases = where if isinstance(where, RedisBackend) else LocalLeases()
         """Who may write which run: this server alone, unless the store is shared."""

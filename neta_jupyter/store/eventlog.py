@@ -127,6 +127,17 @@ class EventLog:
         known = self._fanout.last_seq(stream)
         return known if known is not None else await self._backend.last_seq(stream)
 
+    async def stored_last_seq(self, stream: str) -> int:
+        """:meth:`last_seq` as the backend has it now, past what this process remembers.
+
+        A finished run's events may have expired since this process wrote them; what it still
+        remembers of such a stream is forgotten.
+        """
+        last = await self._backend.last_seq(stream)
+        if last < 0:
+            self._fanout.forget(stream)
+        return last
+
     async def read_after(self, stream: str, after_seq: int, limit: int = 4096) -> list[StoredEvent]:
         """Durable events with seq > ``after_seq``, in order."""
         rows = await self._backend.read_after(stream, after_seq, limit)

@@ -161,6 +161,14 @@ class Fanout:
         tail = self._tails.get(stream)
         return None if tail is None else tail.last
 
+    def forget(self, stream: str) -> None:
+        """Drop the stream's tail unless someone follows it (its events are gone from the store)."""
+        tail = self._tails.get(stream)
+        if tail is not None and not tail.readers:
+            del self._tails[stream]
+            if self.watcher is not None:
+                self.watcher.unwatch(stream)
+
     # --- following
 
     async def follow(

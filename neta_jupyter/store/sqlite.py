@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .contract import DurableListener, EventRow, HealthListener
 from .db import Database
+from .retention import EventSweeper
 from .schema import SEQ_BITS
 from .sqlite_records import SqliteRecords
 
@@ -107,12 +108,18 @@ class SqliteBackend(SqliteEvents, SqliteRecords):
         path: str | Path,
         *,
         commit_interval: float = 0.002,
+        event_retention: float = 0.0,
         logger: logging.Logger | None = None,
     ) -> None:
         self.db = Database(path, commit_interval=commit_interval, logger=logger)
         """The connection (the doctor and fault tests reach it; the runtime never does)."""
         SqliteEvents.__init__(self, self.db)
         SqliteRecords.__init__(self, self.db)
+        self.sweeper: EventSweeper | None = None
+        """Deletes finished runs' events after ``event_retention`` seconds (0: kept forever)."""
+        if event_retention > 0 and self.db.path != ":memory:":
+            self.sweeper = EventSweeper(self.db.path, event_retention, self.db.log)
+            self.sweeper.start()
 
     @property
     def unavailable(self) -> str | None:
@@ -129,4 +136,6 @@ class SqliteBackend(SqliteEvents, SqliteRecords):
 
     def close(self) -> None:
         """Commit what is pending and close the database."""
+        if self.sweeper is not None:
+            self.sweeper.stop()
         self.db.close()

@@ -1,0 +1,177 @@
+"""A finished run's events are kept for a configured time, then deleted; a live run's never are.
+
+Real servers (SQLite, and Redis on a real redis-server), real SSE and WebSocket clients. The
+retention is one second here; the waits below are safety bounds, not speeds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+from websockets.sync.client import connect
+
+from tests.redis_server import redis_server
+from tests.server_process import ServerProcess
+
+RETENTION = 1.0
+STREAM = "neta/api/agent/run/stream"
+
+COUNTER = """
+import json, sys, time
+args = json.loads(sys.stdin.read() or "{}")
+with open(args["counter"], "a") as out:
+    out.write("ran\\n")
+time.sleep(float(args["seconds"]))
+print(json.dumps({"type": "result", "output": "counted"}), flush=True)
+"""
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerProcess]:
+    config: dict[str, Any] = {"event_retention": RETENTION}
+    with redis_or_not(request.param, tmp_path) as url:
+        if url:
+            config["store_url"] = url
+        process = ServerProcess(tmp_path / "server", config)
+        process.redis_url = url  # type: ignore[attr-defined]
+        install_counter(process.root)
+        process.start()
+        try:
+            yield process
+        finally:
+            process.stop()
+
+
+class redis_or_not:
+    def __init__(self, backend: str, tmp_path: Path) -> None:
+        self._cm = redis_server(tmp_path / "redis") if backend == "redis" else None
+
+    def __enter__(self) -> str:
+        return self._cm.__enter__() if self._cm is not None else ""
+
+    def __exit__(self, *exc: object) -> None:
+        if self._cm is not None:
+            self._cm.__exit__(*exc)
+
+
+def install_counter(root: Path) -> None:
+    skill = root / ".neta" / "skills" / "counter"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: counter\ndescription: counts its runs\nentry: {python} main.py\n---\n"
+    )
+    (skill / "main.py").write_text(COUNTER)
+
+
+def scripted(path: Path, turns: list[dict[str, Any]]) -> str:
+    path.write_text(json.dumps({"turns": turns}))
+    return f"scripted:{path}"
+
+
+def start(server: ServerProcess, model: str) -> str:
+    with server.client() as http:
+        response = http.post(
+            "neta/api/agent/run/async", json={"content": "go", "model": model, "approve": "auto"}
+        )
+        assert response.status_code == 200, response.text
+        return str(response.json()["requestId"])
+
+
+def until(check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def stream_status(server: ServerProcess, rid: str, after: int | None = None) -> httpx.Response:
+    params: dict[str, Any] = {"requestId": rid}
+    if after is not None:
+        params["lastEventId"] = after
+    with server.client() as http:
+        return http.get(STREAM, params=params)
+
+
+def subscribe(server: ServerProcess, rid: str, after: int | None = None) -> list[dict[str, Any]]:
+    """Subscribe on the WebSocket; the reply, then the pong of a ping sent after it."""
+    url = server.url.replace("http://", "ws://") + "neta/ws"
+    frame: dict[str, Any] = {"type": "subscribe", "requestId": rid, "id": "s1"}
+    if after is not None:
+        frame["lastEventId"] = after
+    with connect(url, additional_headers=server.headers) as ws:
+        ws.send(json.dumps(frame))
+        reply = json.loads(ws.recv(timeout=30))
+        ws.send(json.dumps({"type": "ping"}))
+        pong = json.loads(ws.recv(timeout=30))
+    return [reply, pong]
+
+
+def test_a_finished_runs_events_expire_and_its_stream_answers_410_on_both_transports(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    rid = start(server, scripted(tmp_path / "t.json", [{"text": "Done."}]))
+    log = server.read(rid)
+    assert log[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert stream_status(server, rid, log[-1]["seq"]).status_code == 204  # kept for now
+
+    until(lambda: stream_status(server, rid).status_code == 410, "the events to expire")
+    for after in (None, log[-1]["seq"], log[-1]["seq"] + 5):  # a position in the deleted log
+        body = stream_status(server, rid, after).json()
+        assert (body["errCode"], body["requestId"]) == ("EVENTS_EXPIRED", rid)
+        assert "deleted" in body["message"]
+    reply, pong = subscribe(server, rid, log[-1]["seq"])
+    assert reply["type"] == "error" and reply["errCode"] == "EVENTS_EXPIRED", reply
+    assert reply["replyTo"] == "s1"
+    assert pong == {"type": "pong"}, "the socket stays up"
+    with server.client() as http:  # the run's record stays
+        status = http.get("neta/api/agent/run/status", params={"requestId": rid})
+    assert status.status_code == 200
+    assert status.json()["status"] == "completed"
+
+
+def test_a_live_runs_events_are_never_deleted(server: ServerProcess, tmp_path: Path) -> None:
+    counter = tmp_path / "count.txt"
+    call = {"name": "run_skill", "arguments": {"name": "counter", "args": {
+        "counter": str(counter), "seconds": 5 * RETENTION}}}  # fmt: skip
+    model = scripted(tmp_path / "t.json", [{"toolCalls": [call]}, {"text": "All counted."}])
+    rid = start(server, model)
+    until(counter.exists, "the tool to start")
+    time.sleep(3 * RETENTION)  # several retentions (and sweeps) while the run executes
+    url = getattr(server, "redis_url", "")
+    if url:
+        assert stream_ttl(url, rid) == -1, "a live run's stream has no time to live"
+    log = server.read(rid)
+    assert [e["seq"] for e in log] == list(range(len(log))), "whole, from seq 0"
+    assert log[-1]["eventType"] == "MESSAGE_COMPLETED"
+    if url:
+        assert 0 < stream_ttl(url, rid) <= RETENTION * 1000, "a finished run's stream expires"
+
+
+def stream_ttl(url: str, rid: str) -> int:
+    """Milliseconds the run's stream has left in Redis (-1: no time to live)."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        (key,) = client.keys(f"neta:*:ev:{rid}")
+        return int(client.pttl(key))
+    finally:
+        client.close()
+
+
+def test_a_last_event_id_past_the_end_is_an_error_on_both_transports(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    rid = start(server, scripted(tmp_path / "t.json", [{"text": "Done."}]))
+    last = server.read(rid)[-1]["seq"]
+    response = stream_status(server, rid, last + 3)
+    assert response.status_code == 416
+    assert response.json()["errCode"] == "LAST_EVENT_ID_OUT_OF_RANGE"
+    reply, pong = subscribe(server, rid, last + 3)
+    assert reply["errCode"] == "LAST_EVENT_ID_OUT_OF_RANGE", reply
+    assert pong == {"type": "pong"}
