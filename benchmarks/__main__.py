@@ -53,6 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the servers' data folders")
     parser.add_argument(
+        "--store",
+        choices=("sqlite", "redis"),
+        default="sqlite",
+        help="where the server under test keeps runs (redis: a local redis-server, AOF always)",
+    )
+    parser.add_argument(
         "--experiment",
         action="append",
         default=[],
@@ -65,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(FIGURES)}")
     os.environ["BENCH_EXPERIMENTS"] = ",".join(args.experiment)
-    settings = Settings(quick=args.quick)
+    settings = Settings(quick=args.quick, store=args.store)
     settings.repeats = args.repeats or (1 if args.quick else 3)
     rows: list[Row] = []
     load_before = os.getloadavg()[0]
@@ -73,11 +79,15 @@ def main(argv: list[str] | None = None) -> int:
         for name in chosen:
             began = time.perf_counter()
             found = asyncio.run(FIGURES[name](settings))
+            if settings.store != "sqlite":
+                for row in found:
+                    row.figure = f"{row.figure} [store {settings.store}]"
             rows += found
             print(f"{name}: {time.perf_counter() - began:.1f} s", file=sys.stderr, flush=True)
             for row in found:
                 print(render([row], header=False), file=sys.stderr, flush=True)
     finally:
+        settings.close()
         if not args.keep:
             shutil.rmtree(settings.workdir, ignore_errors=True)
     print(render(rows))

@@ -9,7 +9,17 @@ from __future__ import annotations
 import time
 
 from .clients import sse_events, ws_events
-from .harness import BareServer, NetaServer, Row, Settings, bare_server, http_client, neta_server
+from .harness import (
+    BATCH,
+    BareServer,
+    Frames,
+    NetaServer,
+    Row,
+    Settings,
+    bare_server,
+    http_client,
+    neta_server,
+)
 
 TARGET = 0.5
 
@@ -71,4 +81,34 @@ async def run(settings: Settings) -> list[Row]:
     for row in rows:
         row.target = f"ratio >= {TARGET}"
         row.met = (row.ratio or 0) >= TARGET
+    if settings.redis_url is not None:
+        xadd = [_bare_xadd(settings.redis_url, frames, i) for i in range(settings.repeats)]
+        rows.append(
+            Row(
+                f"B1 throughput SSE vs bare XADD pipeline of {BATCH}, {deltas:,} deltas",
+                "events/s",
+                sse,
+                xadd,
+                note="baseline: the same envelopes appended to one stream, nothing served",
+            )
+        )
     return rows
+
+
+def _bare_xadd(url: str, frames: Frames, attempt: int) -> float:
+    """Events/s of appending ``frames`` to a fresh stream in pipelines of BATCH XADDs."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    key = f"bench:xadd:{attempt}"
+    try:
+        began = time.perf_counter()
+        for start in range(0, len(frames), BATCH):
+            pipe = client.pipeline(transaction=False)
+            for seq, kind, payload in frames[start : start + BATCH]:
+                pipe.xadd(key, {"t": kind, "p": payload}, id=f"0-{seq + 1}")
+            pipe.execute()
+        return len(frames) / (time.perf_counter() - began)
+    finally:
+        client.delete(key)
+        client.close()

@@ -1,8 +1,9 @@
 """B3 replay: reconnect with ``lastEventId=0`` to a finished run and read it all again.
 
 Baseline: a bare SQLite range scan of the same rows, in this process, on a copy of the server's
-database. The clients count frames without parsing them, so the server is what is measured;
-the httpx-sse row shows what an ordinary client gets.
+database (with ``--store redis``: a bare paged ``XRANGE`` of the run's stream). The clients
+count frames without parsing them, so the server is what is measured; the httpx-sse row shows
+what an ordinary client gets.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 
 from .clients import sse_count, sse_events, ws_count
-from .harness import NetaServer, Row, Settings, http_client, neta_server
+from .harness import NetaServer, Row, Settings, http_client, neta_server, redis_frames
 
 TARGET = 0.5
 
@@ -69,11 +70,17 @@ async def run(settings: Settings) -> list[Row]:
                 got = await ws_count(server.ws_url, subscribe, headers)
                 assert got.events == expected, (got.events, expected)
                 ws.append(got.events / (got.finished - began))
-        copy = server.dir / "copy.sqlite3"
-        _copy_db(server, copy)
+        if settings.redis_url is None:
+            copy = server.dir / "copy.sqlite3"
+            _copy_db(server, copy)
     scans = []
     for _ in range(settings.repeats):
-        rows, seconds = _scan(copy, rid)
+        if settings.redis_url is not None:  # a bare paged XRANGE of the run's stream
+            began = time.perf_counter()
+            rows = len(redis_frames(settings.redis_url, rid)) - 1
+            seconds = time.perf_counter() - began
+        else:
+            rows, seconds = _scan(copy, rid)
         assert rows == expected, (rows, expected)
         scans.append(rows / seconds)
     rows_out = [

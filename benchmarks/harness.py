@@ -74,9 +74,38 @@ class Settings:
     quick: bool = False
     repeats: int = 3
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="neta-bench-")))
+    store: str = "sqlite"
+    """Where the server under test keeps runs: ``sqlite`` (its data folder) or ``redis``."""
+    _redis: subprocess.Popen[bytes] | None = None
 
     def size(self, full: int, quick: int) -> int:
         return quick if self.quick else full
+
+    @property
+    def redis_url(self) -> str | None:
+        """The Redis the servers under test store runs in (started once), with ``redis``."""
+        if self.store != "redis":
+            return None
+        sock = self.workdir / "redis" / "redis.sock"
+        if self._redis is None:
+            (self.workdir / "redis").mkdir(parents=True, exist_ok=True)
+            self._redis = subprocess.Popen(
+                ["redis-server", "--port", "0", "--unixsocket", str(sock), "--dir",
+                 str(sock.parent), "--save", "", "--appendonly", "yes", "--appendfsync",
+                 "always", "--maxmemory-policy", "noeviction"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            deadline = time.monotonic() + 30
+            while not sock.exists():
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+        return f"unix://{sock}"
+
+    def close(self) -> None:
+        """Stop the Redis, if one was started."""
+        if self._redis is not None:
+            self._redis.terminate()
+            self._redis.wait(30)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -164,7 +193,10 @@ class _Process:
 class NetaServer(_Process):
     """A real ``jupyter server`` with the extension, data in a fresh folder."""
 
-    def __init__(self, workdir: Path, **neta: Any) -> None:
+    def __init__(self, workdir: Path, redis_url: str | None = None, **neta: Any) -> None:
+        self.redis_url = redis_url
+        if redis_url is not None:
+            neta = {"store_url": redis_url, **neta}
         self.dir = workdir / f"neta-{uuid.uuid4().hex[:8]}"
         self.dir.mkdir(parents=True)
         (self.dir / "root").mkdir()
@@ -234,6 +266,8 @@ class NetaServer(_Process):
 
     def stored_frames(self, request_id: str) -> Frames:
         """The run's stored events as (seq, type, envelope JSON), read from its database."""
+        if self.redis_url is not None:
+            return redis_frames(self.redis_url, request_id)
         with closing_ro(self.db_path) as conn:
             return conn.execute(
                 "SELECT e.key & 0xFFFFFFFF, e.event_type, e.payload FROM events e "
@@ -290,9 +324,26 @@ def closing_ro(path: Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
+def redis_frames(url: str, request_id: str, page: int = 512) -> Frames:
+    """A run's events as a Redis store keeps them, read by paged ``XRANGE``."""
+    import redis
+
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        [key] = client.scan_iter(f"neta:*:ev:{request_id}")
+        out: Frames = []
+        start = "-"
+        while found := client.xrange(key, start, "+", count=page):
+            out += [(int(eid.split("-")[1]) - 1, f["t"], f["p"]) for eid, f in found]
+            start = "(" + found[-1][0]
+        return out
+    finally:
+        client.close()
+
+
 @contextmanager
 def neta_server(settings: Settings, **neta: Any) -> Iterator[NetaServer]:
-    server = NetaServer(settings.workdir, **neta)
+    server = NetaServer(settings.workdir, settings.redis_url, **neta)
     try:
         yield server
     finally:
