@@ -134,8 +134,22 @@ class BackgroundJobs:
         """Resume the run once the activation that started its work has ended."""
         await self._rt.wait(request_id)
         try:
-            await self._rt.continue_background(request_id, call_id)
+            await self._resume(request_id, call_id)
         except RunConflict:
             pass  # resumed or stopped meanwhile: whoever did it takes the result
         except StorageError as exc:
             self._rt.log.warning("neta: run %s could not go on: %s", request_id, exc)
+
+    async def _resume(self, request_id: str, call_id: str) -> None:
+        """Continue the run if it still waits for the call's work (RunConflict if not)."""
+        rt, refused = self._rt, f"run {request_id} no longer waits for that work"
+        with rt.waiting.claim(request_id):  # not resumed or reclaimed meanwhile
+            await rt.takeover.take(request_id, "RUN_NOT_SUSPENDED", refused)
+            async with rt.takeover.releasing(request_id):
+                run = await rt.runs.get(request_id)
+                waits = run is not None and run.status == "suspended"
+                if run is None or not waits or run.state.background != call_id:
+                    raise RunConflict(refused, code="RUN_NOT_SUSPENDED")
+                if rt.is_active(request_id) or rt.stopping:
+                    raise RunConflict(refused, code="RUN_NOT_SUSPENDED")
+                await rt.continue_run(run)

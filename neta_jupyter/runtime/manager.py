@@ -349,19 +349,6 @@ class Runtime:
         await self.subagents.stop(request_id, "user")
         return await self.get_run(principal, request_id)
 
-    async def continue_background(self, request_id: str, call_id: str) -> None:
-        """Go on with a run whose call's background work ended (or was lost with a restart)."""
-        with self.waiting.claim(request_id):
-            run = await self.runs.get(request_id)
-            waits = run is not None and run.status == "suspended"
-            if run is None or not waits or run.state.background != call_id or self.stopping:
-                raise RunConflict(f"run {request_id} no longer waits", code="RUN_NOT_SUSPENDED")
-            if self.is_active(request_id):
-                raise RunConflict(f"run {request_id} is running", code="RUN_NOT_SUSPENDED")
-            run.status = "running"
-            await self.runs.save(run)
-            self._active.launch(run, run.state.next)
-
     async def cancel(self, request_id: str, reason: CancelReason) -> None:
         """Cancel the run's activation and wait for its end (:data:`CancelReason`)."""
         await self._active.cancel(request_id, reason)

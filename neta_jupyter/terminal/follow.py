@@ -19,6 +19,8 @@ from .backends import Backend, CliError
 from .prompts import PromptSurface, Reply, TerminalAsker
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_ERROR, EXIT_SUSPENDED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+BACKGROUND_POLL = (0.5, 1.0, 2.0, 5.0)
+"""Seconds between looks at a server's run that waits for code running in the background."""
 
 Pending = PermissionAskData | ClarifyData
 
@@ -56,6 +58,9 @@ class RunFollower:
         self.request_id = await self.backend.start()
         while True:
             end, pending = await self._segment()
+            if _waits_for_background(end):
+                self.renderer.notice("the run waits for code running in the background")
+                end, pending = await self._after_background()
             if end.event_type != EventType.MESSAGE_SUSPENDED:
                 completed = end.event_type == EventType.MESSAGE_COMPLETED
                 return EXIT_COMPLETED if completed else EXIT_FAILED
@@ -77,6 +82,25 @@ class RunFollower:
         what = "is paused" if reason and reason.type == SuspendType.MANUAL_SUSPEND else "waits"
         self.renderer.notice(f"the run {what}; resume it through the API ({self.request_id})")
         return None
+
+    async def _after_background(self) -> tuple[AgentEvent, Pending | None]:
+        """The segment the run goes on with once its background code ended, by itself.
+
+        A server's stream of a run at rest ends at once, so it is asked again, less often as
+        the wait goes on; an embedded run's stream waits for the run.
+        """
+        pause = 0
+        while True:
+            seen = self.last_seq
+            with contextlib.suppress(CliError):
+                end, pending = await self._segment()
+                if not _waits_for_background(end):
+                    return end, pending
+            if self.last_seq == seen:
+                await asyncio.sleep(BACKGROUND_POLL[min(pause, len(BACKGROUND_POLL) - 1)])
+                pause += 1
+            else:
+                pause = 0
 
     async def _segment(self) -> tuple[AgentEvent, Pending | None]:
         """Show one stream segment; its terminal event and the ask or question it raised."""
@@ -128,3 +152,9 @@ class RunFollower:
 
 def _ask_id(pending: Pending) -> str:
     return pending.ask_id if isinstance(pending, PermissionAskData) else pending.clarify_id
+
+
+def _waits_for_background(end: AgentEvent) -> bool:
+    """Whether the run suspended until its background code ends (it then goes on by itself)."""
+    reason = end.data.suspend_reason if isinstance(end.data, MessageData) else None
+    return reason is not None and reason.type == SuspendType.ASYNC_TOOL_PENDING
