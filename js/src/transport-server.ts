@@ -11,8 +11,9 @@
  *   ended     → MESSAGE_COMPLETED or unrecoverable MESSAGE_FAILED: unsubscribe and close.
  *   refused   → the server says the run is unknown or not ours: stop and say so.
  *
- * A run whose events cannot be read (imported from history: its stream answers IMPORTED_RUN) is
- * rebuilt once from its session's tree (history.ts) and then ended.
+ * A run whose events cannot be read (imported from history: its stream answers IMPORTED_RUN; or
+ * finished long enough ago that its events were deleted: EVENTS_EXPIRED) is rebuilt once from its
+ * session's tree (history.ts) and then ended.
  */
 import type { RunAction } from "./actions";
 import { arrivalProbe, closedWith, postAction, type ArrivalProbe, type EventsHandler, type Fetch, type NoticeHandler, type PageConfig, type Transport } from "./transport";
@@ -279,7 +280,7 @@ class ServerTransport implements Transport {
       const message = str(frame["message"]) || str(frame["errCode"]) || "The server reported an error";
       // An error about our run means we cannot follow it; any other is about one bad frame.
       const aboutUs = frame["replyTo"] === this.subscribeId || str(frame["requestId"]) === this.options.requestId;
-      if (aboutUs && frame["errCode"] === "IMPORTED_RUN") void this.fromHistory();
+      if (aboutUs && WITHOUT_LOG.has(str(frame["errCode"]) ?? "")) void this.fromHistory();
       else if (aboutUs) this.refuse(message);
       else this.onNotice(message);
     }
@@ -351,7 +352,8 @@ class ServerTransport implements Transport {
       return;
     }
     if (!this.askedIfImported && this.lastSeq < 0) {
-      // EventSource hides the reply's status: a run imported from history answers 409.
+      // EventSource hides the reply's status: a run imported from history answers 409, one whose
+      // events expired 410.
       this.askedIfImported = true;
       void this.importedOrRetry();
       return;
@@ -361,7 +363,8 @@ class ServerTransport implements Transport {
 
   private async importedOrRetry(): Promise<void> {
     const path = `neta/api/agent/run/status?requestId=${encodeURIComponent(this.options.requestId)}`;
-    const imported = await this.getJson(path).then((run) => run["imported"] === true, () => false);
+    const withoutLog = (run: Record<string, unknown>): boolean => run["imported"] === true || run["eventsExpired"] === true;
+    const imported = await this.getJson(path).then(withoutLog, () => false);
     if (imported) await this.fromHistory();
     else if (!this.closed) this.retrySource();
   }
@@ -377,6 +380,9 @@ class ServerTransport implements Transport {
     this.source = null;
   }
 }
+
+/** What a stream refusal says when the run has no event log to follow: read its history. */
+const WITHOUT_LOG: ReadonlySet<string> = new Set(["IMPORTED_RUN", "EVENTS_EXPIRED"]);
 
 /** The message of an AGENT_STATUS sent without a seq (the server cannot save events), or null. */
 function liveStatus(event: unknown): string | null {

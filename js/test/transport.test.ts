@@ -562,3 +562,40 @@ describe("a run imported from history", () => {
     expect(timers.pending.size).toBe(0); // nothing more to follow
   });
 });
+
+describe("a run whose events expired", () => {
+  const answers = (url: string): Response => {
+    if (url.includes("run/status")) return new Response(JSON.stringify({ requestId: "r_hist", sessionId: "s_hist", status: "completed", lastSeq: -1, eventsExpired: true }));
+    if (url.includes("sessions/tree")) return new Response(JSON.stringify(IMPORTED_TREE));
+    return new Response("{}", { status: 404 });
+  };
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+  it("is shown from its session's tree when the socket says its events expired", async () => {
+    fetchMock.mockImplementation(async (url) => answers(url));
+    startServer("r_hist");
+    const socket = lastSocket();
+    socket.open();
+    socket.receive({ type: "error", errCode: "EVENTS_EXPIRED", message: "deleted", requestId: "r_hist", replyTo: "subscribe:r_hist" });
+    for (let i = 0; i < 4; i += 1) await settle();
+    const state = reduceAll(received);
+    expect(state.fromHistory).toBe(true);
+    expect(state.answer.map((s) => s.text)).toEqual(["Sales has **40** rows."]);
+    expect(notices).not.toContain("deleted");
+    expect(socket.closedByClient).toBe(true);
+  });
+
+  it("is shown from history over SSE too, where the refusal is only a failed connection", async () => {
+    fetchMock.mockImplementation(async (url) => answers(url));
+    startServer("r_hist");
+    lastSocket().drop(); // never opened: SSE
+    timers.advance(0);
+    lastSource().fail();
+    for (let i = 0; i < 4; i += 1) await settle();
+    expect(fetchMock.mock.calls.map(([url]) => url)).toContain("/user/alice/neta/api/sessions/tree?sessionId=s_hist");
+    const state = reduceAll(received);
+    expect(state.fromHistory).toBe(true);
+    expect(state.answer.map((s) => s.text)).toEqual(["Sales has **40** rows."]);
+    expect(timers.pending.size).toBe(0); // nothing more to follow
+  });
+});
