@@ -24,7 +24,6 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import BaseModel, ConfigDict
 
@@ -38,6 +37,7 @@ from ..tools.registry import (
     json_arguments,
 )
 from .config import HttpServer, ServerEntry, ServerSpec
+from .http import watched_client
 from .results import tool_result
 from .stderr import StderrLog
 
@@ -102,6 +102,8 @@ class McpServer:
         self._call_timeout = (spec.timeout if spec else None) or call_timeout
         self._on_ready = on_ready
         self._session: ClientSession | None = None
+        self._gone = asyncio.Event()
+        """The server the session speaks to went away (its pipe closed, it stopped answering)."""
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -154,6 +156,10 @@ class McpServer:
         if self.state == "ready":
             self._failed_starts = 0
             self._on_ready(self)
+        elif self.state == "failed" and self.restarting and self.over_http:
+            # Someone else's server, down for a while: tried again on the crash pauses.
+            self.state = "exited"
+            self._crashes += 1
         elif self.state == "failed":
             self._failed_starts += 1
             wait = min(300.0, 5.0 * 2.0 ** (self._failed_starts - 1))
@@ -174,11 +180,16 @@ class McpServer:
             with contextlib.suppress(BaseException):
                 await self._task
 
+    @property
+    def over_http(self) -> bool:
+        """A streamable-HTTP server (neta connects to it; it is not neta's process)."""
+        return isinstance(self.entry.spec, HttpServer)
+
     async def _hold(self) -> None:
+        self._gone = gone = asyncio.Event()
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await self._connect(stack)
-                gone = asyncio.Event()
+                read, write = await self._connect(stack, gone)
                 read = await _watched(stack, read, gone)
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
@@ -191,19 +202,23 @@ class McpServer:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # any failure is the server's state, not ours
-            began = self.state == "starting"
-            self._fail(f"could not start: {_describe(exc)}" if began else _describe(exc))
+            if self.state == "starting":
+                self._fail(f"could not start: {_describe(exc)}")
+            else:  # the session broke under it (an HTTP server's connection failed)
+                self._mark_exited(_describe(exc))
         finally:
             self._session = None
             if self.state == "ready":
                 self.state = "stopped"
             self._ready.set()
 
-    async def _connect(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
-        """The transport's streams, open until ``stack`` closes."""
+    async def _connect(
+        self, stack: contextlib.AsyncExitStack, gone: asyncio.Event
+    ) -> tuple[Any, Any]:
+        """The transport's streams, open until ``stack`` closes; ``gone`` set if it is lost."""
         spec = self.entry.spec
         if isinstance(spec, HttpServer):
-            client = create_mcp_http_client(headers=dict(spec.headers))
+            client = await stack.enter_async_context(watched_client(dict(spec.headers), gone))
             streams: tuple[Any, Any] = await stack.enter_async_context(
                 streamable_http_client(spec.url, http_client=client)
             )
@@ -249,7 +264,7 @@ class McpServer:
         """
         if self.state != "ready" and (starting := self.ensure_started()) is not None:
             await watch_start(self, starting, ctx.process, target="tool", title=ctx.report)
-        session = self._session
+        session, gone = self._session, self._gone
         if session is None:
             raise ToolError(f"MCP server {self.name} is not running ({self.error or self.state})")
 
@@ -265,37 +280,48 @@ class McpServer:
                 read_timeout_seconds=self._call_timeout,
                 progress_callback=on_progress,
             )
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                await self._exited()
-                raise ToolError(
-                    f"MCP server {self.name} exited during the call; it is started again for "
-                    "the next one"
-                ) from exc
-            if exc.code == REQUEST_TIMEOUT:
-                raise ToolError(
-                    f"MCP server {self.name}: {remote} gave no answer within "
-                    f"{self._call_timeout:g} s, so the call was cancelled"
-                ) from exc
-            raise ToolError(f"MCP server {self.name}: {exc.message}") from exc
         except (ToolError, asyncio.CancelledError):
             raise
         except Exception as exc:
-            raise ToolError(f"MCP server {self.name}: {_describe(exc)}") from exc
+            raise await self._failure(exc, remote, gone) from exc
         self._crashes = 0
         return tool_result(remote, result)
+
+    async def _failure(self, exc: Exception, remote: str, gone: asyncio.Event) -> ToolError:
+        """What a failed call tells the model; a server lost meanwhile is marked exited."""
+        code = exc.code if isinstance(exc, MCPError) else None
+        if code == CONNECTION_CLOSED or gone.is_set():
+            await self._exited()
+            again = "connected to" if self.over_http else "started"
+            return ToolError(
+                f"MCP server {self.name} {self.lost} during the call; it is {again} again for "
+                "the next one"
+            )
+        if code == REQUEST_TIMEOUT:
+            return ToolError(
+                f"MCP server {self.name}: {remote} gave no answer within "
+                f"{self._call_timeout:g} s, so the call was cancelled"
+            )
+        return ToolError(f"MCP server {self.name}: {_describe(exc)}")
+
+    @property
+    def lost(self) -> str:
+        """How the server is said to have ended: a process exits, an HTTP server goes away."""
+        return "went away" if self.over_http else "exited"
 
     async def _exited(self) -> None:
         """The server is gone: end what is left of its session; the next call starts it again."""
         self._mark_exited()
         await self.close()
 
-    def _mark_exited(self) -> None:
+    def _mark_exited(self, why: str | None = None) -> None:
         if self.state != "ready":
             return  # already known
-        self.state, self.error = "exited", "exited; started again when next needed"
+        again = "connected to" if self.over_http else "started"
+        self.state, self.error = "exited", f"{self.lost}; {again} again when next needed"
         self._crashes += 1
-        self._log.warning("neta: MCP server %s exited", self.name)
+        cause = f" ({self._redact(why)})" if why else ""
+        self._log.warning("neta: MCP server %s %s%s", self.name, self.lost, cause)
 
     def neta_tools(self) -> list[McpTool]:
         """The server's tools as neta tools."""
@@ -381,7 +407,8 @@ async def watch_start(
     what = f"MCP server {server.name}"
     if server.restarting:
         pause = f" in {server.pause:g} s" if server.pause else ""
-        say("started", f"{what} exited; starting it again{pause}")
+        again = "connecting again" if server.over_http else "starting it again"
+        say("started", f"{what} {server.lost}; {again}{pause}")
     else:
         say("started", f"starting {what}")
     while not (await asyncio.wait({starting}, timeout=1.0))[0]:
