@@ -1,4 +1,4 @@
-"""An MCP server written with the SDK, for the tests: ``python tests/mcp_server.py [http PORT]``.
+"""An MCP server written with the SDK, for the tests: ``tests/mcp_server.py [http PORT [--json]]``.
 
 Its tools: a read-only lookup, a note writer that changes things, one that fails, one that shows
 the token it was given (to prove it is redacted), an image, a structured result and a binary
@@ -134,6 +134,9 @@ if __name__ == "__main__":
     sys.argv[1:] = _prelude(sys.argv[1:])
     print(f"starting with token {os.environ.get('MCP_TEST_TOKEN', 'none')}", file=sys.stderr)
     if sys.argv[1:2] == ["http"]:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        json_response = sys.argv[3:4] == ["--json"]  # each answer one JSON body, not a stream
+        server.run(
+            "streamable-http", host="127.0.0.1", port=int(sys.argv[2]), json_response=json_response
+        )
     else:
         server.run()

@@ -31,7 +31,9 @@ SECRET = "hdr-SECRETsecretSECRET-5555544444"
 class HttpMcp:
     """The test's MCP server process on a fixed loopback port."""
 
-    def __init__(self) -> None:
+    def __init__(self, answers: str = "sse") -> None:
+        self.answers = answers
+        """``sse``: each answer streamed (progress may come first); ``json``: one body."""
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port: int = s.getsockname()[1]
@@ -40,7 +42,8 @@ class HttpMcp:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, SERVER, "http", str(self.port)],
+            [sys.executable, SERVER, "http", str(self.port)]
+            + (["--json"] if self.answers == "json" else []),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -61,8 +64,8 @@ class HttpMcp:
 
 
 @pytest.fixture
-def web() -> Iterator[HttpMcp]:
-    server = HttpMcp()
+def web(request: pytest.FixtureRequest) -> Iterator[HttpMcp]:
+    server = HttpMcp(getattr(request, "param", "sse"))
     server.start()
     try:
         yield server
@@ -119,6 +122,7 @@ async def test_an_http_server_is_connected_to_when_a_run_first_needs_it(
     assert after["state"] == "ready" and "web__lookup" in {t["name"] for t in after["tools"]}
 
 
+@pytest.mark.parametrize("web", ["sse", "json"], indirect=True)
 async def test_an_http_server_that_dies_mid_call_fails_the_call_and_is_reconnected_once_back(
     api: ApiClient, runtime: Runtime, web: HttpMcp, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
