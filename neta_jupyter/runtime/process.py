@@ -272,6 +272,7 @@ class ProcessReporter:
         self._tool_call_id = tool_call_id
         self._buffer = ProcessEventBuffer(self._publish, interval)
         self._references: dict[str, str] = {}
+        self._reported: dict[str, str] = {}  # of the operations the tool itself reported
         self._latest: dict[str, ProcessData] = {}
         self._sample: dict[tuple[str, str | None], ProcessData] = {}
         self._closed = False
@@ -354,7 +355,8 @@ class ProcessReporter:
     def close(self, status: ProcessStatus) -> list[str]:
         """End the call: release pending events, end open operations with ``status``.
 
-        Returns the JSONL references of every operation that reported.
+        Returns the JSONL references of the operations the tool reported (not of the runtime's
+        own, such as an execution's progress: those are for the user, not the model).
         """
         if not self._closed:
             self._buffer.flush()
@@ -374,7 +376,7 @@ class ProcessReporter:
                     )
                 )
             self._closed = True
-        return self.references
+        return list(dict.fromkeys(self._reported.values()))
 
     def _push(self, event: ProcessData) -> None:
         self._latest[event.operation_id] = event
@@ -389,4 +391,7 @@ class ProcessReporter:
         if key in self._sample or len(self._sample) < _MAX_SAMPLED:
             self._sample[key] = event
         self._emitter.emit(EventType.PROCESS_EVENT, event)
-        self._references[event.operation_id] = self._log.append(self._session_id, event)
+        reference = self._log.append(self._session_id, event)
+        self._references[event.operation_id] = reference
+        if event.source != "runtime":
+            self._reported[event.operation_id] = reference

@@ -109,5 +109,6 @@ class ExecutionProgress:
                 stage="executing",
                 message=self._last or self._title,
                 payload={"elapsedSeconds": round(elapsed, 1), "lines": self._lines},
+                source="runtime",  # the user's timeline; the model reads the result
             )
             first = False
