@@ -236,7 +236,7 @@ def _kernel_of(ctx: ToolContext) -> KernelBridge:
 # --- the tools
 
 
-@tool(host="kernel")
+@tool(host="kernel", names_process_log=False)
 async def python(
     ctx: ToolContext,
     code: Annotated[str, Field(description="Python code to run in the notebook's kernel")],
