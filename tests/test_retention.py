@@ -175,3 +175,28 @@ def test_a_last_event_id_past_the_end_is_an_error_on_both_transports(
     reply, pong = subscribe(server, rid, last + 3)
     assert reply["errCode"] == "LAST_EVENT_ID_OUT_OF_RANGE", reply
     assert pong == {"type": "pong"}
+
+
+def test_a_failed_run_whose_events_expired_is_not_retried_into_a_log_with_a_gap(
+    tmp_path: Path,
+) -> None:
+    server = ServerProcess(
+        tmp_path / "server", {"event_retention": RETENTION, "llm_max_retries": 0}
+    )
+    server.start()
+    try:
+        down = {"error": {"kind": "unavailable", "message": "503 overloaded"}}
+        rid = start(server, scripted(tmp_path / "t.json", [down, {"text": "Back."}]))
+        failed = server.read(rid)[-1]
+        assert failed["eventType"] == "MESSAGE_FAILED" and failed["data"]["recoverable"] is True
+        until(lambda: stream_status(server, rid).status_code == 410, "the events to expire")
+        with server.client() as http:
+            refused = http.post("neta/api/agent/run/retryTask", json={"requestId": rid})
+            status = http.get("neta/api/agent/run/status", params={"requestId": rid}).json()
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["errCode"] == "RUN_NOT_RETRYABLE"
+        assert "deleted" in refused.json()["message"]
+        assert status["status"] == "failed" and status["eventsExpired"] is True
+        assert status["lastSeq"] == -1
+    finally:
+        server.stop()

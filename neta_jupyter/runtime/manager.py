@@ -20,6 +20,7 @@ from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge, RunNotebook
 from .activations import Activations, CancelReason
 from .admission import StartGate
+from .answers import events_expired
 from .assembly import assemble_loop, prepare_tools
 from .attachments import ENTRY_KEY, announce, requested
 from .background import BackgroundJobs
@@ -322,6 +323,12 @@ class Runtime:
         refused = f"run {request_id} is {run.status} and cannot be retried"
         if run.status != "failed" or not run.state.recoverable:
             raise RunConflict(refused, code="RUN_NOT_RETRYABLE")
+        if await events_expired(self, run):  # its stream would start again with a gap
+            raise RunConflict(
+                f"run {request_id} cannot be retried: its events were deleted once kept long "
+                "enough after it failed; start a new run in its session instead",
+                code="RUN_NOT_RETRYABLE",
+            )
         await self.takeover.take(request_id, "RUN_NOT_RETRYABLE", refused)
         async with self.takeover.releasing(request_id):
             run = await self.get_run(principal, request_id)  # as it is now the run is ours
