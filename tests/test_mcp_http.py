@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from neta_jupyter.mcp import McpServer, parse
 from neta_jupyter.providers import ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from tests.helpers import ApiClient, types
@@ -188,3 +190,38 @@ def events_of(events: list[dict[str, Any]], server: str) -> list[dict[str, Any]]
         for e in events
         if e["eventType"] == "PROCESS_EVENT" and e["data"]["stage"] == server
     ]
+
+
+async def test_an_http_server_behind_the_environments_proxy_is_reached_through_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        asked.append(await reader.readline())
+        writer.write(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    listening = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    address = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}"
+    for name in ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(name, address)
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    entry = parse({"far": {"url": "http://mcp.example.invalid/mcp"}}).servers[0]
+    far = McpServer(
+        entry, redact=str, logger=logging.getLogger("test"), start_timeout=30, call_timeout=None
+    )
+    try:
+        await far.start()
+        assert asked == [b"POST http://mcp.example.invalid/mcp HTTP/1.1\r\n"]
+        assert far.state == "failed" and far.error is not None
+        assert far.error.startswith("could not start")
+
+        monkeypatch.setenv("no_proxy", "mcp.example.invalid")  # exempt: asked directly
+        await far.start()
+        assert len(asked) == 1 and far.state == "failed"
+    finally:
+        await far.close()
+        listening.close()

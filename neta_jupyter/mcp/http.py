@@ -10,6 +10,8 @@ knows the session (it was started afresh) all mean the server the session spoke 
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator
 
 import httpx2
@@ -20,18 +22,32 @@ _LOST = (httpx2.NetworkError, httpx2.RemoteProtocolError)
 """Failures that mean nobody answers at the other end (not a slow server: no timeouts here)."""
 
 
-def watched_client(headers: dict[str, str], gone: asyncio.Event) -> httpx2.AsyncClient:
-    """An HTTP client with the SDK's timeouts and ``headers`` that sets ``gone`` as above."""
+def watched_client(url: str, headers: dict[str, str], gone: asyncio.Event) -> httpx2.AsyncClient:
+    """A client of ``url`` with the SDK's timeouts and ``headers`` that sets ``gone`` as above."""
     return httpx2.AsyncClient(
         headers=headers,
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
-        transport=_Watch(gone),
+        transport=_Watch(gone, environment_proxy(url)),
     )
 
 
+def environment_proxy(url: str) -> str | None:
+    """The proxy ``HTTP_PROXY``, ``HTTPS_PROXY`` or ``ALL_PROXY`` names for ``url``.
+
+    A client given its own transport no longer reads them, and the SDK's client does: a server
+    reached through the environment's proxy must stay reachable. ``NO_PROXY`` exempts hosts.
+    """
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.netloc):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
 class _Watch(httpx2.AsyncBaseTransport):
-    def __init__(self, gone: asyncio.Event) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
+    def __init__(self, gone: asyncio.Event, proxy: str | None) -> None:
+        self._inner = httpx2.AsyncHTTPTransport(proxy=proxy)
         self._gone = gone
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:

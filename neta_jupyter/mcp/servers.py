@@ -218,7 +218,8 @@ class McpServer:
         """The transport's streams, open until ``stack`` closes; ``gone`` set if it is lost."""
         spec = self.entry.spec
         if isinstance(spec, HttpServer):
-            client = await stack.enter_async_context(watched_client(dict(spec.headers), gone))
+            client = watched_client(spec.url, dict(spec.headers), gone)
+            await stack.enter_async_context(client)
             streams: tuple[Any, Any] = await stack.enter_async_context(
                 streamable_http_client(spec.url, http_client=client)
             )
