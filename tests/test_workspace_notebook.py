@@ -7,6 +7,7 @@ reads; after each prompt the test waits for the run to end, as a reader would.
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,9 @@ def execute(server: ServerProcess) -> tuple[Any, list[str]]:
             client.execute_cell(cell, index)
             if cell.id == "stale":
                 runs.append(change_while_asked(server))
+            elif cell.id == "background":
+                runs.append(newest_run(server)["requestId"])
+                wait_for_background(server, runs[-1])
             elif (
                 cell.cell_type == "code" and cell.source.startswith("%neta ") and cell.id != "undo"
             ):
@@ -97,6 +101,22 @@ def change_while_asked(server: ServerProcess) -> str:
         ask = asked(server, rid, ask)
     assert ask.get("end") == "MESSAGE_COMPLETED", ask
     return rid
+
+
+def wait_for_background(server: ServerProcess, rid: str) -> None:
+    """The run suspends while the cell runs in the background, then ends by itself."""
+    first = server.read(rid)
+    assert first[-1]["data"]["suspendReason"]["type"] == "ASYNC_TOOL_PENDING", first[-1]
+    deadline = time.monotonic() + 120
+    while status(server, rid) != "completed":
+        assert time.monotonic() < deadline, status(server, rid)
+        time.sleep(0.2)
+
+
+def status(server: ServerProcess, rid: str) -> str:
+    with server.client() as http:
+        found = http.get("neta/api/agent/run/status", params={"requestId": rid}).json()
+    return str(found["status"])
 
 
 def asked(server: ServerProcess, rid: str, last: dict[str, Any] | None) -> dict[str, Any]:
@@ -131,7 +151,7 @@ def edits(server: ServerProcess, rid: str) -> list[dict[str, Any]]:
 def test_the_agent_builds_the_analysis_in_the_notebook_and_undo_takes_a_cell_back(
     server: ServerProcess,
 ) -> None:
-    nb, (stats_run, comment_run, plot_run) = execute(server)
+    nb, (stats_run, comment_run, plot_run, background_run) = execute(server)
     stats, plot = server.read(stats_run), server.read(plot_run)
     assert [stats[-1]["eventType"], plot[-1]["eventType"]] == ["MESSAGE_COMPLETED"] * 2
 
@@ -164,3 +184,12 @@ def test_the_agent_builds_the_analysis_in_the_notebook_and_undo_takes_a_cell_bac
 
     output = "".join(o.get("text", "") for o in written.outputs)
     assert "mean" in output and "190" in output, written.outputs
+
+    # The forecast cell ran in the background: the run suspended, then answered from its output,
+    # which is in the cell too.
+    first = server.read(background_run)
+    rest = server.read(background_run, first[-1]["seq"])
+    assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert "forecast for July: 183 units" in answer(rest), answer(rest)
+    forecast = next(c for c in file_cells(server) if c.id == "forecast")
+    assert "forecast for July: 183 units" in "".join(o.get("text", "") for o in forecast.outputs)
