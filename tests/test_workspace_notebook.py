@@ -48,9 +48,8 @@ def session_kernel(server: ServerProcess, name: str) -> SessionKernel:
     session = {"path": name, "name": name, "type": "notebook", "kernel": {"name": "python3"}}
     with server.client() as http:
         started = http.post("api/sessions", json=session).json()
-    kernel = SessionKernel(
-        connection_file=str(server.workdir / "runtime" / f"kernel-{started['kernel']['id']}.json")
-    )
+    connection = server.workdir / "runtime" / f"kernel-{started['kernel']['id']}.json"
+    kernel = SessionKernel(connection_file=str(connection), owns_kernel=False)
     kernel.load_connection_file()
     return kernel
 
