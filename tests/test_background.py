@@ -97,6 +97,26 @@ async def test_a_background_execution_suspends_the_run_which_completes_on_its_ow
     assert answered and "accuracy 0.93" in str(answered[-1].content)
 
 
+async def test_a_follower_waiting_meanwhile_gets_the_rest_as_it_happens(
+    api: ApiClient, runtime: Runtime, jp_serverapp: Any, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    script(runtime, in_background(GATED.format(gate=str(gate))), ScriptedTurn(text="trained"))
+    async with kernel_of(jp_serverapp) as (kernel_id, _bridge):
+        rid = await start(api, kernel_id)
+        first = await api.segment(rid)
+        assert first[-1]["data"]["suspendReason"]["type"] == "ASYNC_TOOL_PENDING"
+        # Connected after the suspension, before the code ends: the stream stays open.
+        following = asyncio.ensure_future(api.segment(rid, first[-1]["seq"]))
+        await asyncio.sleep(0.5)
+        assert not following.done(), "the stream of a run that will go on stays open"
+        gate.touch()
+        rest = await asyncio.wait_for(following, PATIENCE)
+    assert rest[0]["seq"] == first[-1]["seq"] + 1
+    assert_in_order(types(rest), ["TOOL_COMPLETED", "MESSAGE_COMPLETED"])
+    assert types(rest)[-1] == "MESSAGE_COMPLETED"
+
+
 async def test_stopping_a_run_that_waits_interrupts_its_code_and_the_kernel_goes_on(
     api: ApiClient, runtime: Runtime, jp_serverapp: Any
 ) -> None:

@@ -158,8 +158,11 @@ class Runtime:
         """Whether nothing follows seq ``after`` until the run is resumed or retried.
 
         Its last event is terminal, ``after`` is at or past it, its activation has wound down,
-        and no server has resumed it since (its status says so before its first event).
+        and no server has resumed it since (its status says so before its first event). A run
+        that waits for code running in the background here is not: it goes on by itself.
         """
+        if self.background.waits(request_id):
+            return False
         last = await self.last_event(request_id)
         if last is None or not last.terminal or after < last.seq or self.is_active(request_id):
             return False
