@@ -15,7 +15,7 @@ import pytest
 
 from neta_jupyter.providers import ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
-from tests.helpers import ApiClient, assert_in_order, script, types
+from tests.helpers import ApiClient, assert_in_order, script, stored, types
 from tests.test_kernel_tools import kernel_of, until_busy
 
 pytestmark = pytest.mark.timeout(120)
@@ -115,6 +115,35 @@ async def test_a_follower_waiting_meanwhile_gets_the_rest_as_it_happens(
     assert rest[0]["seq"] == first[-1]["seq"] + 1
     assert_in_order(types(rest), ["TOOL_COMPLETED", "MESSAGE_COMPLETED"])
     assert types(rest)[-1] == "MESSAGE_COMPLETED"
+
+
+async def test_resuming_a_waiting_run_by_hand_waits_for_the_code_in_the_run(
+    api: ApiClient, runtime: Runtime, jp_serverapp: Any, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    model = script(
+        runtime, in_background(GATED.format(gate=str(gate))), ScriptedTurn(text="trained")
+    )
+    async with kernel_of(jp_serverapp) as (kernel_id, _bridge):
+        rid = await start(api, kernel_id)
+        first = await api.segment(rid)
+        assert first[-1]["data"]["suspendReason"]["type"] == "ASYNC_TOOL_PENDING"
+        resumed = await api.resume(rid)  # the widget's Resume button
+        assert resumed.status_code == 200, resumed.text
+        assert (await api.status(rid))["status"] == "running"
+        gate.touch()
+        rest = await api.segment(rid, first[-1]["seq"])
+        await until_status(api, rid, "completed")
+    log = first + rest
+    assert [e["seq"] for e in log] == list(range(len(log)))
+    assert types(log).count("TOOL_COMPLETED") == 1
+    assert [t for t in types(log) if t.startswith("MESSAGE_")] == [
+        "MESSAGE_SUSPENDED",
+        "MESSAGE_COMPLETED",
+    ]
+    assert len(model.requests) == 2  # the code's end started nothing more
+    await asyncio.sleep(0.5)  # a second continuation would write in this while
+    assert len(await stored(runtime, rid)) == len(log)
 
 
 async def test_stopping_a_run_that_waits_interrupts_its_code_and_the_kernel_goes_on(
