@@ -6,6 +6,7 @@ retention is one second here; the waits below are safety bounds, not speeds.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -200,3 +201,34 @@ def test_a_failed_run_whose_events_expired_is_not_retried_into_a_log_with_a_gap(
         assert status["lastSeq"] == -1
     finally:
         server.stop()
+
+
+async def test_the_in_process_client_is_told_the_same_once_the_sweep_deleted_the_events(
+    tmp_path: Path,
+) -> None:
+    from neta_jupyter.client import Gone, InProcessTransport, RunClient
+    from neta_jupyter.runtime import Runtime, RuntimeConfig
+    from neta_jupyter.store import SqliteBackend, Store
+
+    store = Store(tmp_path / "db", event_retention=0.2)
+    runtime = Runtime(store, RuntimeConfig(root_dir=tmp_path, data_dir=tmp_path, demo_pace=0.0))
+    client = RunClient(InProcessTransport(runtime, "owner"))
+    try:
+        run = await runtime.start("owner", "hello", model="demo")
+        await runtime.wait(run.request_id)
+        assert [item async for item in client.follow(run.request_id)][-1].terminal
+        assert isinstance(store.backend, SqliteBackend) and store.backend.sweeper is not None
+        sweeper = store.backend.sweeper
+        deadline = time.monotonic() + 60
+        while not sweeper.deleted:
+            assert time.monotonic() < deadline, "timed out waiting for the sweep"
+            await asyncio.sleep(0.05)
+        status = client.status(run.request_id)
+        assert (status["eventsExpired"], status["lastSeq"]) == (True, -1)
+        with pytest.raises(Gone) as refused:
+            async for _ in client.follow(run.request_id):
+                pass
+        assert refused.value.code == "EVENTS_EXPIRED"
+        assert await store.records.get_run(run.request_id) is not None, "the record stays"
+    finally:
+        store.close()

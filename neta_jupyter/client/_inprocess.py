@@ -188,6 +188,8 @@ class InProcessTransport:
     async def _status(self, call: Call) -> Answer:
         request_id = _param(call, "requestId")
         run = await self.runtime.get_run(self.principal, request_id)
+        if await events_expired(self.runtime, run):
+            return run_summary(run, -1, events_expired=True)
         return run_summary(run, await self.runtime.last_seq(request_id))
 
     async def _runs(self, call: Call) -> Answer:
