@@ -191,10 +191,13 @@ def test_two_servers_resuming_at_once_give_one_200_and_one_409(
 ) -> None:
     a, b = pair
     counter = tmp_path / "count.txt"
-    rid = start(a, content="count", model=skill_script(tmp_path / "t.json", counter, 0.1))
+    script = tmp_path / "t.json"
+    rid = start(a, content="count", model=skill_script(script, counter, 0.1))
     first = a.read(rid)
     assert first[-1]["eventType"] == "MESSAGE_SUSPENDED"
     ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
+    # Should B win, its model (not played yet) starts from the turn after the call.
+    script.write_text(json.dumps({"turns": [{"text": "All counted."}]}))
     replies: list[httpx.Response] = []
     winner: list[ServerProcess] = []
     go = threading.Barrier(2)

@@ -110,6 +110,7 @@ class RedisLeases(RedisEvents):
         """Let go of a run taken but not activated (its lease, if this server holds it)."""
         token = self._tokens.pop(request_id, None)
         if token is not None:
+            self.let_go(request_id)
             keys = self._lease_keys(await self.keys(request_id), request_id)
             await self._client.eval(RELEASE, 2, *keys, token)
 

@@ -221,6 +221,9 @@ class RedisEvents:
     def read_here(self, stream: str, rows: list[EventRow]) -> None:
         """Told that ``rows`` of ``stream`` were written here (no tailer reads them again)."""
 
+    def let_go(self, stream: str) -> None:
+        """Told that this process writes ``stream`` no more (another may: a tailer reads it)."""
+
     def on_lost(self, listener: Callable[[str], None]) -> None:
         """Call ``listener`` with a run whose lease this process lost: it must write no more."""
         self._lost_listeners.append(listener)
@@ -230,6 +233,7 @@ class RedisEvents:
         self._fenced.add(stream)
         self._pending.pop(stream, None)
         if self._tokens.pop(stream, None) is not None:
+            self.let_go(stream)
             for listener in self._lost_listeners:
                 listener(stream)
 
@@ -380,6 +384,7 @@ class RedisEvents:
         """A written call that ended its run's activation: the lease it held is gone."""
         if call.releases and self._tokens.get(call.stream) == call.args[0]:
             del self._tokens[call.stream]
+            self.let_go(call.stream)
 
     async def _send(self, calls: list[Call]) -> RedisError | None:
         """Send ``calls`` in one pipeline, marking those written; why the rest failed, if so."""

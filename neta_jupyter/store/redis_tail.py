@@ -6,7 +6,8 @@ server has them, and hands what it reads to the same in-process fan-out local wr
 (:class:`~neta_jupyter.store.fanout.Fanout`). So one read per batch per server serves every
 follower, and slow followers behave as with local runs. A stream followed anew is added by
 waking the blocked read (``XADD`` to this server's wake stream of that user), never by a second
-read. Events this server also writes reach the fan-out twice; it keeps the first.
+read. The streams of the runs this server executes are left out: its own writes feed the
+fan-out; once it lets go of a run, its tailer reads the run's stream again.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class RedisTail(RedisEvents):
         """Per principal: stream → seq of the last event read of it."""
         self._tailers: dict[str, asyncio.Task[None]] = {}
         self._remote: list[RemoteListener] = []
+        self._waking: set[asyncio.Task[str]] = set()
 
     def on_remote(self, listener: RemoteListener) -> None:
         """Call ``listener`` with the events read of each followed stream (maybe seen before)."""
@@ -71,6 +73,17 @@ class RedisTail(RedisEvents):
         for watched in self._watched.values():
             watched.pop(stream, None)
 
+    def let_go(self, stream: str) -> None:
+        """Told that this server writes ``stream`` no more: its tailer reads it again."""
+        principal = self._owner.get(stream)
+        if principal is None or stream not in self._watched.get(principal, {}):
+            return
+        tailer = self._tailers.get(principal)
+        if tailer is not None and not tailer.done():
+            task = asyncio.get_running_loop().create_task(self._wake(UserKeys(principal)))
+            self._waking.add(task)
+            task.add_done_callback(self._waking.discard)
+
     def read_here(self, stream: str, rows: list[EventRow]) -> None:
         """Told that ``rows`` of ``stream`` were written here: the tailer skips them."""
         principal = self._owner.get(stream)
@@ -94,7 +107,13 @@ class RedisTail(RedisEvents):
                 if not wake_id:
                     wake_id = await self._wake(user)
                 ids = {wake_key: wake_id}
-                ids.update({user.stream(s): f"0-{seq + 1}" for s, seq in watched.items()})
+                ids.update(
+                    {
+                        user.stream(s): f"0-{seq + 1}"
+                        for s, seq in watched.items()
+                        if s not in self._tokens  # written here: the fan-out has it already
+                    }
+                )
                 replies = await self._client.xread(ids, count=COUNT, block=BLOCK_MS)
                 delay = FIRST_RETRY
             except RedisError as error:
