@@ -232,3 +232,43 @@ async def test_the_in_process_client_is_told_the_same_once_the_sweep_deleted_the
         assert await store.records.get_run(run.request_id) is not None, "the record stays"
     finally:
         store.close()
+
+
+def test_the_sqlite_sweep_deletes_only_finished_runs_events_past_the_retention(
+    tmp_path: Path,
+) -> None:
+    import logging
+    import sqlite3
+
+    from neta_jupyter.store import Database
+    from neta_jupyter.store.retention import EventSweeper
+    from neta_jupyter.store.schema import SEQ_BITS
+
+    path = tmp_path / "db"
+    Database(path).close()  # the layout
+    conn = sqlite3.connect(path, isolation_level=None)
+    now, old = time.time(), time.time() - 3600
+    runs = {"r_done": ("completed", old), "r_live": ("running", old), "r_new": ("failed", now),
+            "r_waits": ("suspended", old), "r_failed": ("failed", old)}  # fmt: skip
+    conn.execute("BEGIN")
+    for number, (rid, (status, updated)) in enumerate(runs.items(), 1):
+        conn.execute(
+            "INSERT INTO runs (request_id, principal, session_id, status, model, created, updated)"
+            " VALUES (?, 'owner', 's', ?, 'demo', ?, ?)",
+            (rid, status, updated, updated),
+        )
+        conn.execute("INSERT INTO event_streams VALUES (?, ?)", (number, rid))
+        rows = [((number << SEQ_BITS) + seq, "TEXT_DELTA", "{}") for seq in range(2500)]
+        conn.executemany("INSERT INTO events VALUES (?, ?, ?)", rows)
+    conn.execute("COMMIT")
+    sweeper = EventSweeper(str(path), 60.0, logging.getLogger("test"))
+    assert sweeper.sweep(conn) == 2 * 2500  # in several transactions of a bounded size
+    left = dict(
+        conn.execute(
+            "SELECT s.request_id, COUNT(e.key) FROM event_streams s LEFT JOIN events e "
+            f"ON e.key >> {SEQ_BITS} = s.stream GROUP BY s.request_id"
+        ).fetchall()
+    )
+    assert left == {"r_done": 0, "r_failed": 0, "r_live": 2500, "r_new": 2500, "r_waits": 2500}
+    assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 5, "records stay"
+    conn.close()
