@@ -169,6 +169,7 @@ class McpServer:
         """Start the server and list its tools; on failure the error is kept, never raised."""
         if self.entry.spec is None or self.entry.disabled:
             return
+        await self._last_session_ended()
         self.state, self.error = "starting", None
         self._ready, self._stop = asyncio.Event(), asyncio.Event()
         self._task = asyncio.create_task(self._hold(), name=f"mcp-{self.name}")
@@ -179,6 +180,16 @@ class McpServer:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+
+    async def _last_session_ended(self) -> None:
+        """Wait for a session noticed gone to finish ending (its end would mark the new one's)."""
+        last = self._task
+        if last is not None and not last.done():
+            self._stop.set()
+            if not (await asyncio.wait({last}, timeout=10))[0]:
+                last.cancel()
+                with contextlib.suppress(BaseException):
+                    await last
 
     @property
     def over_http(self) -> bool:
