@@ -2,9 +2,10 @@
 
 Each session lives in a task of its own: the SDK's transports are anyio task groups, which must be
 entered and left by the same task. A server starts when a run first may use its tools (or with
-the Jupyter server, ``"startup": true``); one that exits is started again when next needed, after
-a pause that grows while it keeps crashing; one that cannot start keeps its error, its tools are
-not offered, and a later run tries again once a growing pause has passed.
+the Jupyter server, ``"startup": true``); one that exits (an HTTP server: goes away, see
+``http.py``) is started or connected to again when next needed, after a pause that grows while it
+keeps crashing or staying away; one that cannot start keeps its error, its tools are not offered,
+and a later run tries again once a growing pause has passed.
 """
 
 from __future__ import annotations
