@@ -72,3 +72,64 @@ def test_the_board_updates_live_and_an_approval_is_given_by_a_click(
     assert page.locator("[data-testid=neta-crew-escalation]").count() == 0
     assert "every task is done" in page.inner_text("[data-testid=neta-crew-log]")
     shot(page, "browser-crew-completed")
+
+
+TASK_RUN = "[data-testid=neta-crew-task-run][data-task=one] [data-testid=neta-run]"
+RECORD_STATUSES = (
+    "() => { window.__taskRunStatuses = []; setInterval(() => {"
+    f" const run = document.querySelector({TASK_RUN!r});"
+    " if (run) window.__taskRunStatuses.push(run.dataset.status); }, 20); }"
+)
+
+
+@pytest.fixture
+def paced_lab(tmp_path: Path) -> Iterator[ServerProcess]:
+    # Tokens paced so that the task's answer is still being written while the board shows it.
+    server = ServerProcess(tmp_path, {"demo_pace": 0.05}, app="jupyterlab")
+    (server.root / "notes.txt").write_text("first note\nsecond note\n")
+    yield server
+    server.stop()
+
+
+def test_a_task_opens_into_its_run_and_its_answer_streams_inside_the_board(
+    paced_lab: ServerProcess, browser: Any
+) -> None:
+    crew = {
+        "name": "notes",
+        "agents": [{"name": "reader", "role": "You read files."}],
+        "tasks": [
+            {"id": "one", "agent": "reader", "description": "read notes.txt", "approval": "before"}
+        ],
+    }
+    write_notebook(
+        paced_lab.root / "crew.ipynb",
+        "%load_ext neta_jupyter",
+        f"import neta_jupyter\nc = neta_jupyter.crew({json.dumps(crew)}, approve='auto')",
+    )
+    paced_lab.start()
+    page = open_notebook(browser, paced_lab, "crew.ipynb")
+    run_cells(page, 2)
+    page.wait_for_function(BOARD.format("waiting"), timeout=90_000)
+    row = page.locator("[data-testid=neta-crew-task][data-task=one]")
+    row.locator("[data-testid=neta-crew-expand]").click()
+    page.locator("[data-testid=neta-crew-task-run][data-task=one]").wait_for(timeout=30_000)
+    page.evaluate(RECORD_STATUSES)
+    page.locator("[data-testid=neta-crew-approve]").click()
+    page.wait_for_function(
+        f"document.querySelector({TASK_RUN!r})?.dataset.status === 'completed'", timeout=120_000
+    )
+    page.wait_for_function(BOARD.format("completed"), timeout=60_000)
+    run = page.locator(TASK_RUN)
+    child = page.evaluate(
+        "document.querySelector('[data-testid=neta-crew-task][data-task=one] td:last-child')"
+        ".textContent"
+    )
+    assert child and run.get_attribute("data-request-id") == child, "the task's own run"
+    statuses = page.evaluate("window.__taskRunStatuses")
+    assert "running" in statuses, f"the run was shown while it ran: {statuses}"
+    answer = run.locator("[data-testid=neta-answer]").inner_text()
+    assert "note" in answer, answer
+    assert page.locator(f"{TASK_RUN} script").count() == 0
+    shot(page, "browser-crew-task-run")
+    row.locator("[data-testid=neta-crew-expand]").click()
+    assert page.locator("[data-testid=neta-crew-task-run]").count() == 0

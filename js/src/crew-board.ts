@@ -6,12 +6,16 @@
  * the trait redraws the view. Everything shown comes from agents or files, so it goes in as
  * text only. A click sends `{type: "decide" | "control", ...}` to the kernel, which applies it
  * to the crew; the board changes once the crew's log says it did.
+ *
+ * A task opens into the live view of its run (crew-runs.ts): followed from the page's server when
+ * the crew runs there (`mode` "server"), else through this widget's comm, as the run widget does.
  */
+import { TaskRuns } from "./crew-runs";
 
 interface BoardModel {
   get(name: "board"): unknown;
-  on(name: string, callback: () => void): void;
-  off(name: string, callback: () => void): void;
+  on(name: string, callback: (...args: unknown[]) => void): void;
+  off(name: string, callback: (...args: unknown[]) => void): void;
   send(content: Record<string, unknown>): void;
 }
 
@@ -38,6 +42,7 @@ interface Escalation {
 
 interface Board {
   name: string;
+  mode: string;
   status: string;
   message: string;
   tasks: Task[];
@@ -68,6 +73,7 @@ export function readBoard(value: unknown): Board {
   const raw = record(value);
   return {
     name: str(raw.name),
+    mode: str(raw.mode),
     status: str(raw.status) || "queued",
     message: str(raw.message),
     tasks: list(raw.tasks).map((item) => {
@@ -112,10 +118,23 @@ function button(label: string, testid: string, onClick: () => void): HTMLButtonE
 const APPROVALS = new Set(["approval_before", "approval_after", "permission"]);
 const ENDED = new Set(["completed", "failed", "stopped"]);
 
-function taskRow(task: Task): HTMLElement {
+const COLUMNS = ["", "task", "agent", "status", "attempt", "tokens", "run"];
+
+/** The task's row, and below it, when the task is open, its run's live view. */
+function taskRows(task: Task, runs: TaskRuns, redraw: () => void): HTMLElement[] {
   const row = node("tr", "neta-crew-task");
   row.dataset.task = task.taskId;
   row.dataset.status = task.status;
+  const open = runs.isOpen(task.taskId);
+  const toggle = button(open ? "▾" : "▸", "neta-crew-expand", () => {
+    runs.toggle(task.taskId, task.childRequestId);
+    redraw();
+  });
+  toggle.setAttribute("aria-expanded", String(open));
+  toggle.title = open ? "Hide this task's run" : "Show this task's run";
+  const first = node("td", "");
+  first.append(toggle);
+  row.append(first);
   const cells = [
     task.taskId,
     task.agent,
@@ -125,7 +144,15 @@ function taskRow(task: Task): HTMLElement {
     task.childRequestId,
   ];
   for (const text of cells) row.append(node("td", "", text));
-  return row;
+  const view = runs.view(task.taskId, task.childRequestId);
+  if (!view) return [row];
+  const detail = node("tr", "neta-crew-task-run");
+  detail.dataset.task = task.taskId;
+  const cell = node("td", "");
+  (cell as HTMLTableCellElement).colSpan = COLUMNS.length;
+  cell.append(view);
+  detail.append(cell);
+  return [row, detail];
 }
 
 function escalationItem(escalation: Escalation, model: BoardModel): HTMLElement {
@@ -153,7 +180,7 @@ function escalationItem(escalation: Escalation, model: BoardModel): HTMLElement 
   return item;
 }
 
-function draw(el: HTMLElement, board: Board, model: BoardModel): void {
+function draw(el: HTMLElement, board: Board, model: BoardModel, runs: TaskRuns, redraw: () => void): void {
   const root = node("div", "neta-crew");
   root.className = "neta-crew";
   root.dataset.status = board.status;
@@ -164,8 +191,8 @@ function draw(el: HTMLElement, board: Board, model: BoardModel): void {
   root.append(head);
   const table = node("table", "neta-crew-tasks");
   const header = node("tr", "");
-  for (const title of ["task", "agent", "status", "attempt", "tokens", "run"]) header.append(node("th", "", title));
-  table.append(header, ...board.tasks.map(taskRow));
+  for (const title of COLUMNS) header.append(node("th", "", title));
+  table.append(header, ...board.tasks.flatMap((task) => taskRows(task, runs, redraw)));
   root.append(table);
   if (board.escalations.length > 0) {
     const waits = node("ul", "neta-crew-escalations");
@@ -189,10 +216,15 @@ function draw(el: HTMLElement, board: Board, model: BoardModel): void {
 }
 
 function render({ model, el }: RenderContext): () => void {
-  const redraw = () => draw(el, readBoard(model.get("board")), model);
+  const lifetime = new AbortController();
+  const runs = new TaskRuns(model, () => readBoard(model.get("board")).mode, lifetime.signal);
+  const redraw = (): void => draw(el, readBoard(model.get("board")), model, runs, redraw);
   model.on("change:board", redraw);
   redraw();
-  return () => model.off("change:board", redraw);
+  return () => {
+    model.off("change:board", redraw);
+    lifetime.abort();
+  };
 }
 
 export default { render };

@@ -9,17 +9,14 @@
  * (transports, the renderer, model listeners, the views of child runs it opens); disposing the
  * view aborts it, and each of them ends itself.
  */
-import type { RunAction } from "./actions";
 import type { TraitName, WidgetTraits } from "./comm";
 import { childLifetime, onAbort } from "./lifetime";
-import { serverNotebookEdits, type NotebookEdits } from "./notebook";
+import { Connections, remember, send, showRun, startState } from "./live-run";
 import { browserNotifications, labToast, liveEnd, tell, type NotifyEnv } from "./notify";
 import { reduceAll } from "./reducer";
 import { SnapshotWriter, stateFromSnapshot } from "./snapshot";
-import { hasEnded, initialState, type RunState } from "./state";
-import { setImagePolicy } from "./sanitize";
-import { attachmentUrl, createCommTransport, imagePolicy, readPageConfig, type CommModel, type PageConfig, type Transport } from "./transport";
-import { createServerTransport } from "./transport-server";
+import { hasEnded, type RunState } from "./state";
+import type { CommModel, Transport } from "./transport";
 import { showPageToast } from "./view/page-toast";
 import { RunView } from "./view/run-view";
 
@@ -41,33 +38,6 @@ function stringTrait(model: WidgetModel, name: "request_id" | "prompt"): WidgetT
   return text(model.get(name));
 }
 
-/** How many runs' latest states the page keeps for their next view. */
-const RECENT_RUNS = 16;
-
-/**
- * The latest state of the runs viewed lately, by requestId. JupyterLab makes a new view of a widget
- * each time the kernel refreshes its output (at the end of every run); the new view starts from the
- * state the one before it reached, instead of following the whole run again from its first event.
- * A child run opened again starts from where its view had got to, too.
- */
-const recentStates = new Map<string, RunState>();
-
-function remember(state: RunState): void {
-  const id = state.requestId;
-  if (!id) return;
-  const known = recentStates.get(id);
-  if (known && known.lastSeq > state.lastSeq) return;
-  recentStates.delete(id);
-  recentStates.set(id, state);
-  const oldest = recentStates.keys().next();
-  if (recentStates.size > RECENT_RUNS && !oldest.done) recentStates.delete(oldest.value);
-}
-
-/** Where a view of run `requestId` starts: the latest state this page saw of it, or nothing. */
-function startState(requestId: string): RunState {
-  return (requestId && recentStates.get(requestId)) || initialState(requestId || null);
-}
-
 /** How this page tells of a run that ended while it was hidden (notify.ts). */
 function pageNotifyEnv(): NotifyEnv {
   return {
@@ -85,68 +55,6 @@ function listen(model: WidgetModel, name: string, callback: () => void, signal: 
   onAbort(signal, () => model.off(name, callback));
 }
 
-/** How the views of one widget reach runs: its page (server) or its comm, for any run of its tree. */
-class Connections {
-  readonly config: PageConfig | null = readPageConfig();
-
-  constructor(private readonly model: WidgetModel) {}
-
-  /** Follow the widget's own run, or, with `child`, another run of its tree; null until there is one. */
-  transport(lastSeq: () => number, signal: AbortSignal, child?: string): Transport | null {
-    const ownId = (): string => stringTrait(this.model, "request_id");
-    if (this.model.get("mode") === "server" && this.config) {
-      // A server run is followed by its id; without one yet, wait for the trait to be set.
-      const requestId = child ?? ownId();
-      return requestId ? createServerTransport({ config: this.config, requestId, lastSeq: lastSeq(), signal }) : null;
-    }
-    return createCommTransport({ model: this.model, requestId: ownId, lastSeq, child, signal });
-  }
-
-  resolveUrl = (path: string): string | null => attachmentUrl(path, this.config);
-
-  /** The server's notebook edits, for a run on the server; none in embedded mode. */
-  get notebook(): NotebookEdits | undefined {
-    if (this.model.get("mode") !== "server" || !this.config) return undefined;
-    this.edits ??= serverNotebookEdits(this.config);
-    return this.edits;
-  }
-
-  private edits: NotebookEdits | undefined;
-}
-
-/**
- * A live view of a child run inside the parent's view (a sub-agent row opened): the same view,
- * following the child's own stream, until `signal` aborts.
- */
-function showChildRun(connections: Connections, requestId: string, container: HTMLElement, signal: AbortSignal): void {
-  let state = startState(requestId);
-  let transport: Transport | null = null;
-  const view = new RunView(container, {
-    onAction: (action) => send(transport, action),
-    resolveUrl: connections.resolveUrl,
-    notebook: connections.notebook,
-    showRun: (id, el, s) => showChildRun(connections, id, el, s),
-    signal,
-  });
-  view.update(state);
-  if (hasEnded(state)) return;
-  transport = connections.transport(() => state.lastSeq, signal, requestId);
-  transport?.start(
-    (events) => {
-      const next = reduceAll(events, state);
-      if (next === state) return;
-      state = next;
-      remember(next);
-      view.update(next);
-    },
-    (message) => view.setNotice(message),
-  );
-}
-
-function send(transport: Transport | null, action: RunAction): Promise<void> {
-  return transport ? transport.send(action) : Promise.reject(new Error("Not connected to the run"));
-}
-
 class RunWidget {
   private readonly connections: Connections;
   private readonly view: RunView;
@@ -158,8 +66,11 @@ class RunWidget {
   private connection: AbortController;
 
   constructor(private readonly model: WidgetModel, el: HTMLElement, private readonly lifetime: AbortSignal) {
-    this.connections = new Connections(model);
-    setImagePolicy(imagePolicy(this.connections.config));
+    this.connections = new Connections({
+      model,
+      mode: () => model.get("mode"),
+      ownId: () => stringTrait(model, "request_id"),
+    });
     this.state = startState(this.requestId());
     this.connection = childLifetime(lifetime);
     this.view = new RunView(el, {
@@ -167,7 +78,7 @@ class RunWidget {
       onAction: (action) => send(this.transport, action),
       resolveUrl: this.connections.resolveUrl,
       notebook: this.connections.notebook,
-      showRun: (id, container, signal) => showChildRun(this.connections, id, container, signal),
+      showRun: (id, container, signal) => showRun(this.connections, id, container, signal),
       signal: lifetime,
       notifications: this.notify.notifications,
     });

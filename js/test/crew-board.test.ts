@@ -26,7 +26,7 @@ describe("readBoard", () => {
   });
 
   it("reads nothing as an empty queued board", () => {
-    expect(readBoard(null)).toEqual({ name: "", status: "queued", message: "", tasks: [], escalations: [], log: [] });
+    expect(readBoard(null)).toEqual({ name: "", mode: "", status: "queued", message: "", tasks: [], escalations: [], log: [] });
   });
 });
 

@@ -13,14 +13,23 @@ import html
 import shlex
 import weakref
 from collections import deque
-from collections.abc import Generator
-from typing import Any
+from collections.abc import AsyncIterator, Generator
+from typing import Any, assert_never
 
+from ..client import TransportError
 from ..client.crews import CrewSide, HttpCrews, InProcessCrews
 from ..crews import CrewDefinition, CrewDefinitionError, definition_of, resolve_inputs
 from ..crews.log import ESCALATION, LOG, RUN_STATUS, TASK_STATUS
 from ..crews.manager import Crews
 from ..runtime import RunApiError
+from ..widgets.comm import (
+    Action,
+    InputAction,
+    ResumeAction,
+    RetryAction,
+    SuspendAction,
+    TerminateAction,
+)
 from .host import PRINCIPAL, Host, HostError
 
 _LOG_LINES = 12
@@ -49,6 +58,53 @@ def crew_side(host: Host) -> CrewSide:
     return InProcessCrews(crews, PRINCIPAL)
 
 
+class TaskRuns:
+    """The crew's tasks' runs for the board's views, followed and acted on through the host."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    async def follow_run(
+        self, request_id: str, after_seq: int = -1
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The run's envelopes, as a view receives them (a dropped connection ends the segment)."""
+        try:
+            async for envelope in self.host.follow(request_id, after_seq):
+                yield self._outgoing(envelope)
+        except TransportError:
+            return
+
+    async def perform(self, action: Action) -> None:
+        """A view's action on the run it names."""
+        match action:
+            case ResumeAction():
+                await self.host.resume(
+                    action.request_id,
+                    approved=action.approved,
+                    ask_id=action.ask_id,
+                    always=action.always,
+                    answer=action.answer,
+                )
+            case TerminateAction():
+                await self.host.terminate(action.request_id)
+            case SuspendAction():
+                await self.host.suspend(action.request_id)
+            case RetryAction():
+                await self.host.retry(action.request_id)
+            case InputAction():
+                await self.host.add_input(action.request_id, action.content)
+            case _:
+                assert_never(action)
+
+    def _outgoing(self, envelope: dict[str, Any]) -> dict[str, Any]:
+        """Embedded images become data URLs the view can load (as for the run widget)."""
+        data = envelope.get("data")
+        if self.host.mode != "embedded" or not isinstance(data, dict) or not data.get("images"):
+            return envelope
+        images = [self.host.image_source(str(p)) for p in data["images"]]
+        return {**envelope, "data": {**data, "images": images}}
+
+
 class CrewHandle:
     """A crew started from this kernel: its board, its outputs, its controls (``await`` it)."""
 
@@ -71,6 +127,8 @@ class CrewHandle:
         self._widget: Any = None
         self._clicks: set[asyncio.Task[dict[str, Any]]] = set()
         self._task: asyncio.Task[None] | None = None
+        self.runs: TaskRuns | None = None
+        """Where the board's views follow the tasks' runs (set when the crew has a host)."""
 
     # --- following
 
@@ -202,7 +260,7 @@ class CrewHandle:
         from ..widgets.crew_board import CrewBoard, available
 
         if available():
-            self._widget = CrewBoard(self._clicked, board=self.board_state())
+            self._widget = CrewBoard(self._clicked, self.runs, board=self.board_state())
             display(self._widget)  # type: ignore[no-untyped-call]
             return
         self._display = display(self._bundle(), raw=True, display_id=True)  # type: ignore[no-untyped-call]
@@ -211,6 +269,7 @@ class CrewHandle:
         """What the board widget shows."""
         return {
             "name": self.definition.name,
+            "mode": self.runs.host.mode if self.runs else "embedded",
             "status": self.status,
             "message": self.error or self.message or "",
             "tasks": [
@@ -325,6 +384,7 @@ def start_crew(
     crew = definition_of(definition)
     resolve_inputs(crew, dict(inputs or {}))  # refused here, before anything starts
     handle = CrewHandle(crew_side(host), crew, dict(inputs or {}), approve)
+    handle.runs = TaskRuns(host)
     if display:
         handle.show()
     try:
