@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,56 @@ async def test_a_decision_is_answered_from_python_and_the_crew_goes_on(tmp_path:
         await k.run("await c.wait()", timeout=60)
         report = await k.json(REPORT)
         assert report["status"] == "completed", report
+
+
+async def test_a_board_view_follows_a_tasks_run_through_the_boards_comm(tmp_path: Path) -> None:
+    """Where the page cannot reach the runs itself, an opened task's run comes over the comm."""
+    from tests.test_widgets_comm import custom, to_widget
+
+    _files(tmp_path, tasks=[CREW["tasks"][1]])  # type: ignore[index]
+    async with kernel(tmp_path, {"NETA_DEMO_PACE": "0"}) as k:
+        await k.run("%load_ext neta_jupyter\nimport json, neta_jupyter")
+        own = await k.run("c = neta_jupyter.crew('crew.yaml', {'first': 'a'}, approve='auto')")
+        opened = [
+            m
+            for m in own
+            if m["msg_type"] == "comm_open" and "board" in m["content"]["data"]["state"]
+        ]
+        if not opened:
+            pytest.skip("the board's module is not built (cd js && npm run build)")
+        comm_id = opened[0]["content"]["comm_id"]
+        assert opened[0]["content"]["data"]["state"]["board"]["mode"] == "embedded"
+        await k.run("await c.wait()", timeout=60)
+        child = await k.json("print(json.dumps(c.tasks['two']['childRequestId']))")
+
+        def about(after: int, kind: str = "events") -> list[dict[str, Any]]:
+            found = [custom(m) or {} for m in k.messages[after:] if m["msg_type"] == "comm_msg"]
+            return [c for c in found if c.get("kind") == kind and c.get("requestId") == child]
+
+        mark = len(k.messages)
+        to_widget(k, comm_id, {"kind": "replay", "lastSeq": -1, "requestId": child})
+        await k.wait_for(
+            lambda m: any(
+                e["eventType"] == "MESSAGE_COMPLETED" for c in about(mark) for e in c["events"]
+            )
+        )
+        events = [e for c in about(mark) for e in c["events"]]
+        assert [e["seq"] for e in events] == list(range(len(events)))
+        assert {e["requestId"] for e in events} == {child}
+        answer = "".join(
+            e["data"].get("text", "") for e in events if e["eventType"].startswith("TEXT_")
+        )
+        assert "a,b" in answer or "data.csv" in answer, answer
+
+        mark = len(k.messages)
+        to_widget(k, comm_id, {"kind": "replay", "lastSeq": -1, "requestId": "r_nobody"})
+        to_widget(k, comm_id, {"kind": "unsubscribe", "requestId": child})
+        await k.wait_for(
+            lambda m: any(
+                (custom(x) or {}).get("kind") == "error"
+                for x in k.messages[mark:]
+                if x["msg_type"] == "comm_msg"
+            )
+        )
+        status = await k.json("print(json.dumps(c.status))")
+        assert status == "completed", "the board's comm stays up"
