@@ -145,14 +145,38 @@ function taskRows(task: Task, runs: TaskRuns, redraw: () => void): HTMLElement[]
   ];
   for (const text of cells) row.append(node("td", "", text));
   const view = runs.view(task.taskId, task.childRequestId);
-  if (!view) return [row];
+  return view ? [row, detailRow(task.taskId, view)] : [row];
+}
+
+/** The row under an open task holding its run's view: one per view, kept between redraws. */
+const detailRows = new WeakMap<HTMLElement, HTMLElement>();
+
+function detailRow(taskId: string, view: HTMLElement): HTMLElement {
+  const known = detailRows.get(view);
+  if (known) return known;
   const detail = node("tr", "neta-crew-task-run");
-  detail.dataset.task = task.taskId;
+  detail.dataset.task = taskId;
   const cell = node("td", "");
   (cell as HTMLTableCellElement).colSpan = COLUMNS.length;
   cell.append(view);
   detail.append(cell);
-  return [row, detail];
+  detailRows.set(view, detail);
+  return detail;
+}
+
+/**
+ * Make `parent`'s children `wanted`, never moving one that stays: an open run's view keeps its
+ * place (and the focus of whatever in it has focus, an answer being typed) while the rows
+ * around it are drawn again.
+ */
+function placeChildren(parent: HTMLElement, wanted: readonly HTMLElement[]): void {
+  const keep = new Set<Node>(wanted);
+  for (const child of [...parent.childNodes]) if (!keep.has(child)) child.remove();
+  let cursor = parent.firstChild;
+  for (const item of wanted) {
+    if (item === cursor) cursor = cursor.nextSibling;
+    else parent.insertBefore(item, cursor);
+  }
 }
 
 function escalationItem(escalation: Escalation, model: BoardModel): HTMLElement {
@@ -180,24 +204,35 @@ function escalationItem(escalation: Escalation, model: BoardModel): HTMLElement 
   return item;
 }
 
-function draw(el: HTMLElement, board: Board, model: BoardModel, runs: TaskRuns, redraw: () => void): void {
+interface Frame {
+  readonly root: HTMLElement;
+  readonly table: HTMLElement;
+  readonly header: HTMLElement;
+}
+
+function frame(el: HTMLElement): Frame {
   const root = node("div", "neta-crew");
   root.className = "neta-crew";
+  const table = node("table", "neta-crew-tasks");
+  const header = node("tr", "");
+  for (const title of COLUMNS) header.append(node("th", "", title));
+  el.replaceChildren(root);
+  return { root, table, header };
+}
+
+function draw(parts: Frame, board: Board, model: BoardModel, runs: TaskRuns, redraw: () => void): void {
+  const { root, table, header } = parts;
   root.dataset.status = board.status;
   const tokens = board.tasks.reduce((sum, task) => sum + task.tokens, 0);
   const usage = tokens > 0 ? ` · ${tokens.toLocaleString("en-US")} tokens` : "";
   const head = node("div", "neta-crew-status", `crew ${board.name} · ${board.status}${usage}`);
   if (board.message) head.append(node("span", "", ` · ${board.message}`));
-  root.append(head);
-  const table = node("table", "neta-crew-tasks");
-  const header = node("tr", "");
-  for (const title of COLUMNS) header.append(node("th", "", title));
-  table.append(header, ...board.tasks.flatMap((task) => taskRows(task, runs, redraw)));
-  root.append(table);
+  placeChildren(table, [header, ...board.tasks.flatMap((task) => taskRows(task, runs, redraw))]);
+  const sections = [head, table];
   if (board.escalations.length > 0) {
     const waits = node("ul", "neta-crew-escalations");
     waits.append(...board.escalations.map((e) => escalationItem(e, model)));
-    root.append(waits);
+    sections.push(waits);
   }
   if (!ENDED.has(board.status)) {
     const controls = node("div", "neta-crew-controls");
@@ -208,17 +243,17 @@ function draw(el: HTMLElement, board: Board, model: BoardModel, runs: TaskRuns, 
         : button("Pause", "neta-crew-pause", control("pause")),
       button("Stop", "neta-crew-stop", control("stop")),
     );
-    root.append(controls);
+    sections.push(controls);
   }
-  const log = node("pre", "neta-crew-log", board.log.join("\n"));
-  root.append(log);
-  el.replaceChildren(root);
+  sections.push(node("pre", "neta-crew-log", board.log.join("\n")));
+  placeChildren(root, sections);
 }
 
 function render({ model, el }: RenderContext): () => void {
   const lifetime = new AbortController();
   const runs = new TaskRuns(model, () => readBoard(model.get("board")).mode, lifetime.signal);
-  const redraw = (): void => draw(el, readBoard(model.get("board")), model, runs, redraw);
+  const shown = frame(el);
+  const redraw = (): void => draw(shown, readBoard(model.get("board")), model, runs, redraw);
   model.on("change:board", redraw);
   redraw();
   return () => {

@@ -83,6 +83,20 @@ describe("a crew task opened into its run", () => {
     expect(el.querySelectorAll("[data-testid=neta-run]")).toHaveLength(1);
   });
 
+  it("keeps the open run in place while the board redraws, with the focus of what is in it", async () => {
+    setBoard(board([{ taskId: "one", status: "running", attempt: 1, childRequestId: "r_four_1" }]));
+    expand().click();
+    await vi.waitFor(() => expect(last()).toEqual({ kind: "replay", lastSeq: -1, requestId: "r_four_1" }));
+    model.emit("msg:custom", { kind: "events", events: taskRun("r_four_1", "still writing").slice(0, 2), requestId: "r_four_1" });
+    await vi.waitFor(() => expect(runView()?.textContent).toContain("still writing"));
+    const control = runView()!.querySelector<HTMLElement>("button, textarea, input")!;
+    control.focus();
+    expect(document.activeElement).toBe(control);
+    setBoard(board([{ taskId: "one", status: "running", attempt: 1, childRequestId: "r_four_1", tokens: 40 }], ["one: step 1"]));
+    expect(el.querySelector("[data-testid=neta-crew-log]")?.textContent).toBe("one: step 1");
+    expect(document.activeElement).toBe(control);
+  });
+
   it("opens a task with no run yet, and follows its run once it starts; closing the board ends it", async () => {
     setBoard(board([{ taskId: "one", status: "pending" }]));
     expand().click();
