@@ -202,13 +202,12 @@ class ToolRunner:
             raise
         except ToolError as exc:
             _close_output(ctx)
-            return _with_process_log(str(exc), _logs(tool, process.close("failed")))
+            return _with_process_log(str(exc), process.close("failed"))
         except Exception as exc:  # a tool's own bug must not end the run: the model hears of it
             _close_output(ctx)
-            failed = process.close("failed")
-            return _with_process_log(f"{type(exc).__name__}: {exc}", _logs(tool, failed))
+            return _with_process_log(f"{type(exc).__name__}: {exc}", process.close("failed"))
         _close_output(ctx)
-        result.output = _with_process_log(result.output, _logs(tool, process.close("completed")))
+        result.output = _with_process_log(result.output, process.close("completed"))
         return result
 
     def fail_without_running(self, call: ToolCall, message: str) -> Outcome:
@@ -280,10 +279,6 @@ class ToolRunner:
             updated=change == "UPDATED",
             message_id=self._run.state.last_assistant,  # the reply whose call made it
         )
-
-
-def _logs(tool: Tool, references: list[str]) -> list[str]:
-    return references if tool.names_process_log else []
 
 
 def _with_process_log(text: str, references: list[str]) -> str:

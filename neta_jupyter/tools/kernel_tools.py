@@ -236,7 +236,7 @@ def _kernel_of(ctx: ToolContext) -> KernelBridge:
 # --- the tools
 
 
-@tool(host="kernel", names_process_log=False)
+@tool(host="kernel")
 async def python(
     ctx: ToolContext,
     code: Annotated[str, Field(description="Python code to run in the notebook's kernel")],

@@ -126,7 +126,7 @@ async def _cell_source(host: NotebookHost, cell_id: str) -> str:
     return _text(cell.get("source"))
 
 
-@tool(host="notebook", names_process_log=False)
+@tool(host="notebook")
 async def run_cell(
     ctx: ToolContext,
     cell_id: CellId,

@@ -192,9 +192,6 @@ class Tool:
     preview: PreviewFunction | None = None
     """Shows what a call would change (a diff, the code to run) when it asks permission."""
     crew_only: bool = False
-    names_process_log: bool = True
-    """Its result tells the model where its process timeline is logged. Off for executions,
-    whose timeline only repeats the output the model gets anyway."""
     """Offered only to the runs of a crew's tasks."""
 
     @property
@@ -282,7 +279,6 @@ def tool(
     host: ToolHost = "server",
     starts_runs: bool = False,
     crew_only: bool = False,
-    names_process_log: bool = True,
 ) -> Callable[[ToolFunction], Tool]:
     """Make a :class:`Tool` of an ``async def f(ctx, …)``; its docstring is the description."""
 
@@ -298,7 +294,6 @@ def tool(
             starts_runs=starts_runs,
             scope_parameter=_scope_parameter(function),
             crew_only=crew_only,
-            names_process_log=names_process_log,
         )
 
     return wrap
