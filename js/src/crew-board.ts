@@ -208,6 +208,9 @@ interface Frame {
   readonly root: HTMLElement;
   readonly table: HTMLElement;
   readonly header: HTMLElement;
+  readonly waits: HTMLElement;
+  /** Each open escalation's item, kept while it is open (with the answer being typed in it). */
+  readonly items: Map<string, HTMLElement>;
 }
 
 function frame(el: HTMLElement): Frame {
@@ -217,11 +220,11 @@ function frame(el: HTMLElement): Frame {
   const header = node("tr", "");
   for (const title of COLUMNS) header.append(node("th", "", title));
   el.replaceChildren(root);
-  return { root, table, header };
+  return { root, table, header, waits: node("ul", "neta-crew-escalations"), items: new Map() };
 }
 
 function draw(parts: Frame, board: Board, model: BoardModel, runs: TaskRuns, redraw: () => void): void {
-  const { root, table, header } = parts;
+  const { root, table, header, waits, items } = parts;
   root.dataset.status = board.status;
   const tokens = board.tasks.reduce((sum, task) => sum + task.tokens, 0);
   const usage = tokens > 0 ? ` · ${tokens.toLocaleString("en-US")} tokens` : "";
@@ -229,11 +232,15 @@ function draw(parts: Frame, board: Board, model: BoardModel, runs: TaskRuns, red
   if (board.message) head.append(node("span", "", ` · ${board.message}`));
   placeChildren(table, [header, ...board.tasks.flatMap((task) => taskRows(task, runs, redraw))]);
   const sections = [head, table];
-  if (board.escalations.length > 0) {
-    const waits = node("ul", "neta-crew-escalations");
-    waits.append(...board.escalations.map((e) => escalationItem(e, model)));
-    sections.push(waits);
-  }
+  const open = new Set(board.escalations.map((e) => e.escalationId));
+  for (const id of [...items.keys()]) if (!open.has(id)) items.delete(id);
+  const shown = board.escalations.map((e) => {
+    const item = items.get(e.escalationId) ?? escalationItem(e, model);
+    items.set(e.escalationId, item);
+    return item;
+  });
+  placeChildren(waits, shown);
+  if (shown.length > 0) sections.push(waits);
   if (!ENDED.has(board.status)) {
     const controls = node("div", "neta-crew-controls");
     const control = (action: string) => () => model.send({ type: "control", action });

@@ -80,3 +80,33 @@ describe("a question on the board", () => {
     expect(sent).toEqual([{ type: "decide", escalationId: "esc_2", decision: "answer", answer: "sales" }]);
   });
 });
+
+describe("an answer being typed on the board", () => {
+  it("stays, with its focus, while the board redraws", async () => {
+    const { default: widget } = await import("../src/crew-board");
+    const listeners: (() => void)[] = [];
+    const escalation = { escalationId: "esc_3", taskId: "one", kind: "question", message: "which table?" };
+    let board: unknown = { name: "files", status: "waiting", tasks: [{ taskId: "one" }], escalations: [escalation], log: [] };
+    const model = {
+      get: () => board,
+      on: (_name: string, callback: () => void) => listeners.push(callback),
+      off: () => undefined,
+      send: () => undefined,
+    };
+    const el = document.createElement("div");
+    document.body.append(el);
+    widget.render({ model, el });
+    const answer = el.querySelector<HTMLInputElement>("[data-testid=neta-crew-answer]")!;
+    answer.focus();
+    answer.value = "sal";
+    board = { name: "files", status: "waiting", tasks: [{ taskId: "one" }], escalations: [escalation], log: ["two: step 2"] };
+    for (const listener of listeners) listener();
+    expect(el.querySelector("[data-testid=neta-crew-log]")?.textContent).toBe("two: step 2");
+    expect(el.querySelector<HTMLInputElement>("[data-testid=neta-crew-answer]")?.value).toBe("sal");
+    expect(document.activeElement).toBe(answer);
+    board = { name: "files", status: "running", tasks: [{ taskId: "one" }], escalations: [], log: [] };
+    for (const listener of listeners) listener();
+    expect(el.querySelector("[data-testid=neta-crew-escalations]")).toBeNull();
+    el.remove();
+  });
+});
