@@ -92,6 +92,13 @@ def approve(page: Any) -> None:
     page.wait_for_selector("[data-testid=neta-permission]", state="hidden", timeout=60_000)
 
 
+def revert(edit: Any) -> None:
+    """Click an edit's Revert as a user does: scrolled into view first, since it arms only there."""
+    button = edit.locator("[data-testid=neta-revert]")
+    button.scroll_into_view_if_needed()
+    button.click()
+
+
 def test_revert_restores_the_cell_is_refused_after_a_user_change_and_survives_a_reload(
     lab: ServerProcess, browser: Any, tmp_path: Path
 ) -> None:
@@ -131,14 +138,14 @@ def test_revert_restores_the_cell_is_refused_after_a_user_change_and_survives_a_
     page.keyboard.type("  # mine")
     wait_source(page, 3, "mean = 0  # mine")
     page.keyboard.press("Escape")
-    edits.nth(1).locator("[data-testid=neta-revert]").click()
+    revert(edits.nth(1))
     refusal = edits.nth(1).locator("[data-testid=neta-revert-refusal]")
     refusal.wait_for(state="visible", timeout=30_000)
     assert "changed after the edit" in refusal.inner_text()
     assert source_of(page, 3) == "mean = 0  # mine"
 
     # The first cell's revert restores its source, live in the open notebook.
-    edits.nth(0).locator("[data-testid=neta-revert]").click()
+    revert(edits.nth(0))
     page.wait_for_selector("[data-testid=neta-edit][data-state=reverted]", timeout=30_000)
     wait_source(page, 2, BEFORE_A)
     assert page.locator("[role=dialog]").count() == 0
