@@ -361,3 +361,35 @@ def test_a_permission_ask_is_answered_on_the_other_server(
     assert rest[0]["eventType"] == "PERMISSION_ASK_RESOLVED"
     assert rest[-1]["eventType"] == "MESSAGE_COMPLETED"
     assert counter.read_text() == "ran\n"
+
+
+def test_redis_down_longer_than_a_lease_gives_the_run_one_writer_after(tmp_path: Path) -> None:
+    from tests.redis_server import RedisProcess
+
+    store = RedisProcess(tmp_path / "redis")
+    store.start()
+    a = ServerProcess(tmp_path / "a", {"store_url": store.url, **LEASE})
+    b = ServerProcess(tmp_path / "b", {"store_url": store.url, **LEASE})
+    try:
+        a.start()
+        b.start()
+        script = tmp_path / "slow.json"
+        script.write_text(json.dumps({"turns": [{"repeat": ["word ", 20000], "delay": 0.003}]}))
+        rid = start(a, content="write a lot", model=f"scripted:{script}")
+        seen = a.read(rid, limit=100)
+        store.kill9()
+        time.sleep(3.0)  # three lease times: A stops its run itself, writing nothing more
+        store.start()
+        until(lambda: status(b, rid)["status"] == "failed", "the run to be taken over")
+        time.sleep(1.0)
+        log = b.read(rid)
+        assert log[: len(seen)] == seen
+        assert [e["seq"] for e in log] == list(range(len(log))), "no gap, no duplicate"
+        [end] = terminals(log)
+        assert end is log[-1] and end["data"]["errorCode"] == "SYSTEM_CRASH"
+        assert end["data"]["recoverable"] is True
+        assert "could not be renewed" in a.log_text()
+    finally:
+        a.stop()
+        b.stop()
+        store.stop()

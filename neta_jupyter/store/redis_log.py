@@ -232,6 +232,7 @@ class RedisEvents:
         """The lease on ``stream`` is lost: drop what is queued for it and write it no more."""
         self._fenced.add(stream)
         self._pending.pop(stream, None)
+        self._retry = [call for call in self._retry if call.stream != stream]
         if self._tokens.pop(stream, None) is not None:
             self.let_go(stream)
             for listener in self._lost_listeners:
@@ -420,7 +421,8 @@ class RedisEvents:
         """A gap or another writer's lease: this stream is written no more by this process."""
         call.done, call.rows = True, []  # never durable: no follower is told of them
         self.log.error("neta: the store refused the events of %s: %s", call.stream, error)
-        self.fence_out(call.stream)
+        if call.args[0] == self.token(call.stream):
+            self.fence_out(call.stream)  # else written under a lease since let go of
 
     def _failed(self, error: Exception) -> None:
         reason = f"the Redis store refuses writes: {error}"

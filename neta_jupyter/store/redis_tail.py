@@ -6,8 +6,7 @@ server has them, and hands what it reads to the same in-process fan-out local wr
 (:class:`~neta_jupyter.store.fanout.Fanout`). So one read per batch per server serves every
 follower, and slow followers behave as with local runs. A stream followed anew is added by
 waking the blocked read (``XADD`` to this server's wake stream of that user), never by a second
-read. The streams of the runs this server executes are left out: its own writes feed the
-fan-out; once it lets go of a run, its tailer reads the run's stream again.
+read. Events this server also writes reach the fan-out twice; it keeps the first.
 """
 
 from __future__ import annotations
@@ -107,13 +106,7 @@ class RedisTail(RedisEvents):
                 if not wake_id:
                     wake_id = await self._wake(user)
                 ids = {wake_key: wake_id}
-                ids.update(
-                    {
-                        user.stream(s): f"0-{seq + 1}"
-                        for s, seq in watched.items()
-                        if s not in self._tokens  # written here: the fan-out has it already
-                    }
-                )
+                ids.update({user.stream(s): f"0-{seq + 1}" for s, seq in watched.items()})
                 replies = await self._client.xread(ids, count=COUNT, block=BLOCK_MS)
                 delay = FIRST_RETRY
             except RedisError as error:
