@@ -200,6 +200,10 @@ class Fanout:
                         self._leave(stream, tail)
                     tail = current
                     tail.readers += 1
+                    if tail.readers == 1 and self.watcher is not None:
+                        # A tail this server's own writes made is not watched yet, and another
+                        # server may write the stream next (a run resumed there).
+                        await self.watcher.watch(stream, tail.last)
                 if tail.last > pos:
                     # Followers that are behind share each turn of the loop: together they
                     # send about _STEP_EVENTS events per turn, then let others run.
@@ -235,8 +239,6 @@ class Fanout:
         tail = self._tails.get(stream)
         if tail is None:
             tail = self._tails[stream] = _Tail(last)
-            if self.watcher is not None:
-                await self.watcher.watch(stream, last)
         return tail
 
     def _leave(self, stream: str, tail: _Tail) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from .contract import DurableListener, EventRow, HealthListener
 from .health import Episode, StorageUnavailable
@@ -409,7 +409,7 @@ class RedisEvents:
                 call.done = True
                 self._released(call)
             elif is_transient(reply):
-                if str(reply).startswith("NOSCRIPT"):
+                if isinstance(reply, NoScriptError) or str(reply).startswith("NOSCRIPT"):
                     self._sha = None  # the Redis restarted without its scripts
                 broken.add(call.stream)
                 failed = reply if isinstance(reply, RedisError) else RedisError(str(reply))
