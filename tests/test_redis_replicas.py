@@ -363,11 +363,6 @@ def test_a_permission_ask_is_answered_on_the_other_server(
     assert counter.read_text() == "ran\n"
 
 
-@pytest.mark.xfail(
-    reason="known bug: after redis-server restarts, the run taken over keeps status running "
-    "(its ending write is not retried once the append script is gone from Redis)",
-    strict=False,
-)
 def test_redis_down_longer_than_a_lease_gives_the_run_one_writer_after(tmp_path: Path) -> None:
     from tests.redis_server import RedisProcess
 

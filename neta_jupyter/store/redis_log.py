@@ -321,7 +321,7 @@ class RedisEvents:
         if self._interval > 0:
             await asyncio.sleep(self._interval)  # group commit: let a burst gather first
         while not self._stopped and (
-            self._pending or self._updates or self._waiters or self._joined
+            self._pending or self._updates or self._waiters or self._joined or self._retry
         ):
             async with self._lock:
                 written = await self._cycle()
