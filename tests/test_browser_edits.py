@@ -87,9 +87,24 @@ def lab(tmp_path: Path) -> Iterator[ServerProcess]:
 
 
 def approve(page: Any) -> None:
+    """Approve the prompt as a user does: in view, and clicked again if the click did not count.
+
+    The prompt counts only a click that lands on its visible button; on a busy machine the page
+    may move under the pointer as the run redraws, and that click is (rightly) ignored.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.wait_for_selector("[data-testid=neta-permission]:visible", timeout=60_000)
-    page.click("[data-testid=neta-approve]")
-    page.wait_for_selector("[data-testid=neta-permission]", state="hidden", timeout=60_000)
+    button = page.locator("[data-testid=neta-approve]")
+    for _ in range(3):
+        button.scroll_into_view_if_needed()
+        button.click()
+        try:
+            page.wait_for_selector("[data-testid=neta-permission]", state="hidden", timeout=20_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError("three deliberate clicks on Approve did not resolve the prompt")
 
 
 def revert(edit: Any) -> None:
