@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,22 @@ from neta_jupyter.runtime import Runtime
 from tests.helpers import ApiClient
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Let the test process exit: stop AnyIO worker threads whose event loop a test closed.
+
+    AnyIO's worker threads are not daemons; their loop's root task stops them when it ends, but
+    each test here has a loop of its own, and one closed before that callback ran leaves an idle
+    worker that Python then waits for at exit for ever.
+    """
+    for thread in threading.enumerate():
+        queue = getattr(thread, "queue", None)
+        if thread.name == "AnyIO worker thread" and thread.is_alive() and queue is not None:
+            try:
+                queue.put_nowait(None)  # the worker's own shutdown command
+            except Exception:  # a full or odd queue: nothing more to do for it
+                continue
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
