@@ -15,16 +15,12 @@ from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
-from tornado.iostream import StreamClosedError
 
 from ..crews.log import ENDED_CREW, RUN_STATUS
 from ..crews.manager import Crews
 from ..crews.requests import CrewControlRequest, CrewRef, CrewRunRequest
-from ..events import sse_error_frame, sse_frame
-from ..events.encoding import sse_frames
-from ..store import EventRow, StorageError
+from ..store import EventRow
 from .base import NetaHandler
-from .following import heartbeat_json
 from .sse import StreamHandler, check_within_log, parse_last_event_id
 from .ws import RunSocket
 
@@ -103,27 +99,8 @@ class CrewStreamHandler(StreamHandler):
             return
         await self._follow(request_id, after, segment=True)
 
-    async def _pump(self, request_id: str, after: int, *, segment: bool) -> None:
-        interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
-        ticks = self.runtime.follow(request_id, after, heartbeat=interval)
-        try:
-            await self.flush()
-            async for tick in ticks:
-                if not tick:
-                    self.write(sse_frame("HEARTBEAT", heartbeat_json(request_id), None))
-                    await self.flush()
-                    continue
-                batch, ended = until_crew_end(tick)
-                self.write(sse_frames(batch))
-                await self.flush()
-                if ended:
-                    break
-        except StreamClosedError:
-            pass
-        except StorageError as exc:
-            self.write(sse_error_frame(exc.message, exc.code))
-        finally:
-            await ticks.aclose()  # type: ignore[attr-defined]
+    def _cut(self, batch: list[EventRow]) -> tuple[list[EventRow], bool]:
+        return until_crew_end(batch)
 
 
 class CrewSocket(RunSocket):

@@ -16,7 +16,7 @@ from ..events.encoding import sse_frames
 from ..runtime import RunNotFound, Runtime
 from ..runtime.answers import events_expired
 from ..runtime.runs import Run
-from ..store import StorageError
+from ..store import EventRow, StorageError
 from .base import NetaHandler
 from .compression import StreamGzip
 from .errors import ApiError
@@ -155,7 +155,7 @@ class StreamHandler(NetaHandler):
                     self.write(sse_frame("HEARTBEAT", heartbeat_json(request_id), None))
                     await self.flush()
                     continue
-                batch, ended = until_terminal(tick) if segment else (tick, False)
+                batch, ended = self._cut(tick) if segment else (tick, False)
                 self.write(sse_frames(batch))
                 await self.flush()
                 if ended:
@@ -166,6 +166,10 @@ class StreamHandler(NetaHandler):
             self.write(sse_error_frame(exc.message, exc.code))
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]
+
+    def _cut(self, batch: list[EventRow]) -> tuple[list[EventRow], bool]:
+        """The batch up to the end of the followed segment, and whether it ended there."""
+        return until_terminal(batch)
 
 
 class SessionStreamHandler(StreamHandler):
