@@ -19,7 +19,7 @@ from redis.exceptions import ResponseError
 from neta_jupyter.runtime import Runtime, RuntimeConfig
 from neta_jupyter.store import StorageError, Store
 from neta_jupyter.store.redis_conn import UserKeys, masked_url
-from neta_jupyter.store.redis_log import RunUpdate, fenced_append
+from neta_jupyter.store.redis_scripts import RunUpdate, fenced_append
 from tests.redis_server import SAFE, redis_server
 
 USER = UserKeys("alice")

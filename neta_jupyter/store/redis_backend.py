@@ -18,8 +18,9 @@ from redis.exceptions import RedisError
 from .health import StorageUnavailable
 from .redis_conn import check_durable, connect, masked_url
 from .redis_lease import RedisLeases
-from .redis_log import APPEND, RedisEvents
+from .redis_log import RedisEvents
 from .redis_records import RedisRecords
+from .redis_scripts import APPEND
 from .redis_tail import RedisTail
 
 

@@ -25,7 +25,8 @@ from .records import (
     newest_matching,
 )
 from .redis_conn import NOBODY, OWNERS, USERS, UserKeys
-from .redis_log import UPDATE_RUN, RedisEvents, RunUpdate, script_keys
+from .redis_log import RedisEvents
+from .redis_scripts import UPDATE_RUN, RunUpdate, script_keys
 
 CREATE_SESSION = """
 local found = redis.call('HGET', KEYS[1], ARGV[1])
