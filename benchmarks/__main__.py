@@ -65,13 +65,25 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(EXPERIMENTS),
         help="apply a change outside the streaming path in the server under test (repeatable)",
     )
+    parser.add_argument(
+        "--runs",
+        default="",
+        help="B11: only these numbers of concurrent runs, comma-separated (e.g. 40 or 40,80)",
+    )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        default=None,
+        help="B11: record the server with py-spy during each level into this folder",
+    )
     args = parser.parse_args(argv)
     chosen = [f.upper() for f in args.figures] or list(FIGURES)
     unknown = [f for f in chosen if f not in FIGURES]
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(FIGURES)}")
     os.environ["BENCH_EXPERIMENTS"] = ",".join(args.experiment)
-    settings = Settings(quick=args.quick, store=args.store)
+    settings = Settings(quick=args.quick, store=args.store, py_spy=args.py_spy)
+    settings.runs = tuple(int(n) for n in args.runs.split(",") if n.strip())
     settings.repeats = args.repeats or (1 if args.quick else 3)
     rows: list[Row] = []
     load_before = os.getloadavg()[0]

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from .harness import REPO, NetaServer, Row, Settings, _child_env, neta_server, percentile
 
@@ -44,7 +47,22 @@ class Level:
         return good and self.lag_p99 <= LIMIT_MS and self.delivery_p99 <= LIMIT_MS
 
 
-def _level(server: NetaServer, runs: int, seconds: float) -> Level:
+def _py_spy(server: NetaServer, folder: Path | None, runs: int, seconds: float) -> Any:
+    """py-spy recording the server for ``seconds`` (``--py-spy``), or None."""
+    if folder is None:
+        return None
+    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"b11-{runs}-{server.pid}.txt"
+    command = [exe, "record", "--nonblocking", "-f", "raw", "-r", "200", "-p", str(server.pid)]
+    return subprocess.Popen(
+        [*command, "-d", str(max(1, int(seconds))), "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _level(server: NetaServer, runs: int, seconds: float, spy: Path | None = None) -> Level:
     model = f"bench-stamp:{round(RATE * seconds)}:{1 / RATE}"
     shares = [runs // WORKERS + (i < runs % WORKERS) for i in range(WORKERS)]
     workers = [
@@ -72,9 +90,12 @@ def _level(server: NetaServer, runs: int, seconds: float) -> Level:
             raise RuntimeError("a B11 client process failed to start its runs")
     server.lag("start")
     cpu, began = server.cpu(), time.monotonic()
+    recorder = _py_spy(server, spy, runs, max(1.0, seconds * 0.6))
     time.sleep(max(1.0, seconds * 0.6))
     lags = server.lag("stop")["samples"]
     used, window = server.cpu() - cpu, time.monotonic() - began
+    if recorder is not None:
+        recorder.wait(60)
     latencies: list[float] = []
     completed = 0
     for worker in workers:
@@ -100,13 +121,13 @@ def _level(server: NetaServer, runs: int, seconds: float) -> Level:
 
 
 def _sweep(settings: Settings) -> list[Level]:
-    levels = QUICK_LEVELS if settings.quick else LEVELS
+    levels = settings.runs or (QUICK_LEVELS if settings.quick else LEVELS)
     seconds = 4.0 if settings.quick else SECONDS
     found: list[Level] = []
     with neta_server(settings) as server:
         for runs in levels:
-            found.append(_level(server, runs, seconds))
-            if not found[-1].held:
+            found.append(_level(server, runs, seconds, settings.py_spy))
+            if not found[-1].held and not settings.runs:
                 break
     return found
 
@@ -116,7 +137,7 @@ async def run(settings: Settings) -> list[Row]:
     best = [max((lv for lv in s if lv.held), key=lambda lv: lv.runs, default=None) for s in sweeps]
     first = [s[0] for s in sweeps]
     held = [b for b in best if b is not None]
-    tried = ", ".join(str(n) for n in (QUICK_LEVELS if settings.quick else LEVELS))
+    tried = ", ".join(str(n) for n in settings.runs or (QUICK_LEVELS if settings.quick else LEVELS))
     capacity = Row(
         f"B11 concurrent runs at {RATE} tokens/s, one SSE follower each, with lag and delivery "
         f"p99 <= {LIMIT_MS:g} ms (tried {tried})",

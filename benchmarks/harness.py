@@ -76,6 +76,10 @@ class Settings:
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="neta-bench-")))
     store: str = "sqlite"
     """Where the server under test keeps runs: ``sqlite`` (its data folder) or ``redis``."""
+    runs: tuple[int, ...] = ()
+    """B11's levels when given (``--runs``): fixed Ns to profile or compare, not the sweep."""
+    py_spy: Path | None = None
+    """B11 records the server with py-spy during each level's monitored window into this folder."""
     _redis: subprocess.Popen[bytes] | None = None
 
     def size(self, full: int, quick: int) -> int:
