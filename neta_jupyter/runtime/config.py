@@ -112,7 +112,11 @@ class RuntimeConfig:
         """How large a picture shown to a model may be."""
         return ImageLimits(max(1, self.image_max_side), max(1, self.image_max_bytes))
 
+    attachment_dir: Path | None = None
+    """Where attachments' bytes are stored (``None``: ``attachments`` in the data dir); several
+    servers sharing runs share this directory."""
+
     @property
     def attachments_dir(self) -> Path:
-        """Where produced files are stored."""
-        return self.data_dir / "attachments"
+        """Where uploaded, imported and produced files are stored."""
+        return self.attachment_dir or self.data_dir / "attachments"

@@ -103,6 +103,7 @@ class RunLoop:
             store.records,
             attachments_dir=config.attachments_dir,
             max_event_output=config.max_event_output,
+            data_dir=config.data_dir,
         )
         self._calls = ToolStep(
             self._turn,

@@ -160,6 +160,7 @@ def build_runtime(
     notebooks: NotebookFactory | None = None,
     logger: logging.Logger | None = None,
     mcp_config_dir: Path | None = None,
+    attachment_dir: Path | None = None,
 ) -> Runtime:
     """A runtime with every built-in tool, skills and the tools of the configured MCP servers.
 
@@ -167,10 +168,14 @@ def build_runtime(
     ``mcp_config_dir`` (by default the Jupyter config dir) and ``c.NetaApp.mcp_servers``; each
     starts when a run first may use it.
 
+    Attachments' bytes go to ``attachment_dir`` (default: ``attachments`` in ``data_dir``).
+
     Raises ``ValueError`` for settings that cannot be used (a malformed endpoint or rule) and
     ``ImportError``/``TypeError`` for an extra tool that cannot be loaded.
     """
     config = settings.runtime_config(root_dir=root_dir, data_dir=data_dir)
+    config.attachment_dir = attachment_dir
+    store.records.attachment_dir = config.attachments_dir
     tools = ToolRegistry(
         builtin_tools()
         + kernel_tools()

@@ -95,7 +95,7 @@ class ToolRunner:
         self._records = records
         self._attachments_dir = attachments_dir
         self._max_output = max_event_output
-        # The attachments folder sits in the data dir (RuntimeConfig.attachments_dir).
+        # By default the attachments folder sits in the data dir (RuntimeConfig.attachments_dir).
         self._process_log = ProcessLog(data_dir or attachments_dir.parent, emitter.redactor)
         self._process: dict[str, ProcessReporter] = {}
         self._meta: dict[str, dict[str, Any]] = {}

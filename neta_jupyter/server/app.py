@@ -51,6 +51,17 @@ class NetaApp(ExtensionApp, NetaSettings):
         "",
         help="Where the event log, attachments and logs live (default: <jupyter data dir>/neta).",
     ).tag(config=True)
+    attachment_dir = Unicode(
+        help="Where attachments' bytes are stored (uploads, imported URLs, files runs make); "
+        "default $NETA_ATTACHMENT_DIR, else 'attachments' in the data dir. Servers sharing runs "
+        "through Redis must all see the same directory here (a shared volume): Redis holds only "
+        "the attachments' records, never their bytes.",
+    ).tag(config=True)
+
+    @default("attachment_dir")
+    def _attachment_dir_from_environment(self) -> str:
+        return os.environ.get("NETA_ATTACHMENT_DIR", "")
+
     db_path = Unicode(
         "", help="SQLite file of the event log (default: <data_dir>/neta.sqlite3)."
     ).tag(config=True)
@@ -193,6 +204,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             kernels=self.kernels,
             notebooks=self.notebooks,
             logger=self.log,
+            attachment_dir=Path(self.attachment_dir).expanduser() if self.attachment_dir else None,
         )
         self.crews = Crews(self.runtime)
         try:

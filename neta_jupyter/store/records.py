@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from ..events.redact import Redactor
@@ -123,6 +124,7 @@ class AttachmentRecord:
     content_type: str
     file_size: int
     disk_path: str
+    """Where the bytes are: relative to the attachment directory (absolute in older records)."""
 
 
 class RecordStore:
@@ -136,6 +138,9 @@ class RecordStore:
         self._backend = backend
         self.redactor = redactor if redactor is not None else Redactor()
         """Every text written (prompts, messages, state, inputs) loses the secrets it knows."""
+        self.attachment_dir: Path | None = None
+        """Where attachments' bytes are stored. Records name their files relative to it, so
+        servers that mount one shared directory at different paths all find them."""
 
     # --- runs
 
@@ -324,11 +329,18 @@ class RecordStore:
 
     async def add_attachment(self, record: AttachmentRecord) -> None:
         """Register a stored file (replacing one at the same virtual path)."""
+        disk, base = Path(record.disk_path), self.attachment_dir
+        if base is not None and disk.is_relative_to(base):
+            record = dataclasses.replace(record, disk_path=disk.relative_to(base).as_posix())
         await self._backend.put_attachment(record)
 
     async def get_attachment(self, virtual_path: str) -> AttachmentRecord | None:
-        """The file stored at ``virtual_path``."""
-        return await self._backend.get_attachment(virtual_path)
+        """The file stored at ``virtual_path``, its ``disk_path`` where this server finds it."""
+        found = await self._backend.get_attachment(virtual_path)
+        base = self.attachment_dir
+        if found is None or base is None or Path(found.disk_path).is_absolute():
+            return found
+        return dataclasses.replace(found, disk_path=str(base / found.disk_path))
 
     # --- notebook edits
 
