@@ -105,3 +105,31 @@ async def test_a_delta_reaches_a_follower_while_the_provider_waits(tmp_path: Pat
     assert await asyncio.wait_for(follower, timeout=60) == ["one ", "two ", "three"]
     assert reply.text == "one two three"
     store.close()
+
+
+async def test_a_segments_first_delta_is_committed_with_its_start(tmp_path: Path) -> None:
+    # The first token of an answer is what a user waits for: it must not wait for a second
+    # commit behind the one that made the segment's start durable.
+    store = Store(tmp_path / "log.sqlite3")
+    done = asyncio.Event()
+
+    async def provider() -> AsyncIterator[StreamPart]:
+        yield TextPart("first ")
+        await done.wait()
+
+    async def follow() -> list[list[str]]:
+        batches: list[list[str]] = []
+        async for rows in store.events.follow("r_first", -1):
+            batches.append([event_type for _, event_type, _ in rows])
+            if "TEXT_DELTA" in batches[-1]:
+                done.set()
+                return batches
+        return batches
+
+    await store.events.open("r_first")
+    follower = asyncio.create_task(follow())
+    streamer = ReplyStreamer(RunEmitter(store.events, "r_first"), "c")
+    await asyncio.wait_for(streamer.consume(provider()), timeout=60)
+    batches = await asyncio.wait_for(follower, timeout=60)
+    store.close()
+    assert ["TEXT_START", "TEXT_DELTA"] in batches

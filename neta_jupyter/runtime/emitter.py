@@ -87,10 +87,12 @@ class RunEmitter:
             )
         )
 
-    def emit_text(self, event_type: EventType, text: str) -> None:
+    def emit_text(self, event_type: EventType, text: str, *, first: bool = False) -> None:
         """:meth:`emit` of a TEXT_DELTA or REASONING_DELTA, the bulk of a run's events.
 
-        ``text`` comes out of a :class:`StreamRedactor`.
+        ``text`` comes out of a :class:`StreamRedactor`. ``first``: the delta opens a segment
+        whose start event was just emitted; it is appended at once, so both share one commit
+        (appended later, it would wait for a second commit behind the first).
         """
         deltas = self._deltas
         of = (event_type, self.step, self.total_tokens)
@@ -98,11 +100,11 @@ class RunEmitter:
             if deltas:
                 self._append_deltas()
             self._deltas_of = of
-        if not self._flush_scheduled:
-            self._schedule_append()
         deltas.append(text)
-        if len(deltas) >= _MAX_DELTAS:
+        if first or len(deltas) >= _MAX_DELTAS:
             self._append_deltas()
+        elif not self._flush_scheduled:
+            self._schedule_append()
 
     def _append_deltas(self) -> None:
         """Append the deltas emitted so far."""

@@ -260,17 +260,19 @@ class ReplyStreamer:
                 unsent = self._fresh_text
                 fresh = self._redact_text.feed(text if unsent.past else unsent(text))
                 if fresh:
-                    if self._open is not _TEXT_START:
+                    opens = self._open is not _TEXT_START
+                    if opens:
                         self._segment(_TEXT_START)
-                    self._emitter.emit_text(_TEXT_DELTA, fresh)
+                    self._emitter.emit_text(_TEXT_DELTA, fresh, first=opens)
             return
         match part:
             case ReasoningPart(text=text) if text:
                 self._reasoning.append(text)
                 fresh = self._redact_reasoning.feed(self._fresh_reasoning(text))
                 if fresh:
+                    opens = self._open is not EventType.REASONING_START
                     self._segment(EventType.REASONING_START)
-                    self._emitter.emit_text(EventType.REASONING_DELTA, fresh)
+                    self._emitter.emit_text(EventType.REASONING_DELTA, fresh, first=opens)
             case ToolCallPart():
                 self._close_segment()
                 self._on_tool_fragment(part)
