@@ -11,9 +11,12 @@ duration], and the long animation frames, which say what such a task did (``desc
   a batch is kept as [first delta, last delta, time] (deltas are the words ``w0 w1 …``, so a
   delta is known by its number; a replayed delta is not counted again);
 * screens: a MutationObserver on the watched element finds the last word in it after each
-  change and posts a message to itself: the message runs after the frame that paints the
-  change (both the widget and the bare client change the DOM in animation-frame callbacks),
-  so its time is when that text is on screen. Kept as [last delta shown, time].
+  change and posts a message to itself, timed after the frame that paints the change: a change
+  made in an animation-frame callback (the bare client's, the widget's batched deltas) is painted
+  by that frame, and the message posted then runs after it; a change made in any other task (the
+  widget renders the first token of a block at once, in the task that received it) is painted by
+  the next frame, and the message is posted from that frame's callbacks. So its time is when that
+  text is on screen. Kept as [last delta shown, time].
 
 ``BARE`` is the baseline client: in the same page, it opens the server's WebSocket as the widget
 does, starts the run over REST, subscribes, and appends the text of each ``TEXT_DELTA`` to one
@@ -105,6 +108,21 @@ PROBE = (
     if (last >= 0) b6.arrivals.push([first, last, now]);
   };
 
+  // Whether the page is in a frame's animation-frame callbacks: the first of them says so and
+  // posts the message that says it is over, which runs once the frame has been painted.
+  let inFrame = false;
+  const frameOver = new MessageChannel();
+  frameOver.port1.onmessage = () => (inFrame = false);
+  const raf = window.requestAnimationFrame.bind(window);
+  window.requestAnimationFrame = (callback) =>
+    raf((time) => {
+      if (!inFrame) {
+        inFrame = true;
+        frameOver.port2.postMessage(0);
+      }
+      callback(time);
+    });
+
   const channel = new MessageChannel();
   channel.port1.onmessage = (message) => b6.screens.push([message.data, performance.now()]);
   const observer = new MutationObserver(() => {
@@ -112,7 +130,8 @@ PROBE = (
     const shown = lastWord(b6.find());
     if (shown > b6.shown) {
       b6.shown = shown;
-      channel.port2.postMessage(shown);
+      if (inFrame) channel.port2.postMessage(shown);
+      else raf(() => channel.port2.postMessage(shown));
     }
   });
 

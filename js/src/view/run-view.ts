@@ -1,6 +1,9 @@
 /**
  * The run widget's DOM. `update(state)` only remembers the newest state and asks for an animation
- * frame; the frame renders whatever is newest then, so a burst of events costs one DOM pass.
+ * frame; the frame renders whatever is newest then, so a burst of events costs one DOM pass. One
+ * exception: the first text of a block (the answer's or the reasoning's) is rendered at once, so
+ * the first token is on screen at the next frame with the render's work already done, not after
+ * a wait for the frame and then the render. That happens once per block; later deltas are batched.
  *
  * A change to a block makes the browser lay all of it out again, however little changed. A long
  * paragraph is laid out piece by piece while it is written (markdown.ts), but a long code block,
@@ -12,7 +15,7 @@ import type { Action, RunAction } from "../actions";
 import { childLifetime, onAbort } from "../lifetime";
 import type { NotebookEdits } from "../notebook";
 import type { BrowserNotifications } from "../notify";
-import type { RunState } from "../state";
+import type { RunState, TextSegment } from "../state";
 import { h, isolateKeys, setData } from "./dom";
 import type { EditsAccess } from "./edits";
 import { browserGuard, type PromptGuard } from "./guard";
@@ -62,6 +65,26 @@ export const browserClock: FrameClock = {
   setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
+
+/**
+ * `state` shows text in its last block where that block is blank or absent on screen (`shown`):
+ * the first delta of an answer or reasoning segment. A view that has not rendered yet is left to
+ * its first frame, which shows everything (a replay or a restored run arrives in one burst).
+ */
+function startsText(state: RunState, shown: RunState): boolean {
+  return opens(state.answer, shown.answer) || opens(state.reasoning, shown.reasoning);
+}
+
+function opens(segments: readonly TextSegment[], shown: readonly TextSegment[]): boolean {
+  if (segments === shown || segments.length === 0) return false;
+  const last = segments.length - 1;
+  const before = shown[last];
+  // Only what shows counts: a block that began with a blank line or two starts at its first word.
+  return VISIBLE.test((segments[last] as TextSegment).text) && !(before && VISIBLE.test(before.text));
+}
+
+/** A character that shows (it stops at the first one, so a long text costs nothing). */
+const VISIBLE = /\S/;
 
 export class RunView {
   readonly root: HTMLElement;
@@ -119,11 +142,12 @@ export class RunView {
     onAbort(this.lifetime.signal, () => this.dispose());
   }
 
-  /** Show this state at the next animation frame (never synchronously). */
+  /** Show this state at the next animation frame; at once if it starts a block's text. */
   update(state: RunState): void {
     if (this.disposed) return;
     this.state = state;
-    this.requestFrame();
+    if (this.rendered && startsText(state, this.rendered)) this.flush();
+    else this.requestFrame();
   }
 
   /** Render now; the frame callback, and tests, call it. */
