@@ -7,17 +7,24 @@ after a pause) through server B goes on on A, with A's kernel; B answers what A 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
+import signal
+import threading
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from neta_jupyter.store import Store
 from tests.redis_server import redis_server
 from tests.server_process import ServerProcess
-from tests.test_redis_replicas import LEASE, start
+from tests.test_redis_replicas import LEASE, post, start, status, terminals, with_signal
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -73,3 +80,169 @@ def test_an_attachment_a_run_wrote_on_one_server_is_served_by_the_other(
     finally:
         a.stop()
         b.stop()
+
+
+@pytest.fixture
+def pair(tmp_path: Path, redis_url: str) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    a, b = servers(tmp_path, redis_url, {}, {})
+    a.start()
+    b.start()
+    try:
+        yield a, b
+    finally:
+        for server in (a, b):
+            with_signal(server, signal.SIGCONT)
+            server.stop()
+
+
+def kernel_with_marker(server: ServerProcess, tmp_path: Path) -> tuple[str, str]:
+    """A kernel started on ``server`` and a value a run defined in it beforehand (``marker``)."""
+    with server.client() as http:
+        kernel = http.post("api/kernels", json={"name": "python3"})
+    assert kernel.status_code == 201, kernel.text
+    kernel_id, marker = str(kernel.json()["id"]), f"defined-on-a-{uuid.uuid4().hex[:8]}"
+    script = tmp_path / "define.json"
+    call = {"name": "python", "arguments": {"code": f"marker = {marker!r}"}}
+    script.write_text(json.dumps({"turns": [{"toolCalls": [call]}, {"text": "Defined."}]}))
+    model = f"scripted:{script}"
+    rid = start(server, content="define", model=model, kernelId=kernel_id, approve="auto")
+    assert server.read(rid)[-1]["eventType"] == "MESSAGE_COMPLETED"
+    return kernel_id, marker
+
+
+def printing_script(path: Path, *before: dict[str, Any]) -> str:
+    """A model that (after ``before``) prints ``marker`` in the kernel, then is done."""
+    show = {"toolCalls": [{"name": "python", "arguments": {"code": "print(marker)"}}]}
+    path.write_text(json.dumps({"turns": [*before, show, {"text": "Shown."}]}))
+    return f"scripted:{path}"
+
+
+def printed(log: list[dict[str, Any]]) -> str:
+    [done] = [e["data"] for e in log if e["eventType"] in ("TOOL_COMPLETED", "TOOL_FAILED")]
+    assert done["toolName"] == "python"
+    return json.dumps(done)
+
+
+def asked(server: ServerProcess, rid: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    first = server.read(rid)
+    assert first[-1]["eventType"] == "MESSAGE_SUSPENDED", first[-1]
+    ask = next(e for e in first if e["eventType"] == "PERMISSION_ASK")["data"]
+    return first, ask
+
+
+def test_a_permission_ask_answered_on_the_other_server_goes_on_in_the_kernel_s_server(
+    pair: tuple[ServerProcess, ServerProcess], tmp_path: Path
+) -> None:
+    a, b = pair
+    kernel_id, marker = kernel_with_marker(a, tmp_path)
+    model = printing_script(tmp_path / "show.json")
+    rid = start(a, content="show it", model=model, kernelId=kernel_id)  # python asks first
+    first, ask = asked(a, rid)
+    assert ask["toolName"] == "python"
+    response = post(b, "resumeTask", requestId=rid, approved=True, askId=ask["askId"])
+    assert response.status_code == 200, response.text
+    assert response.json() == {"success": True, "requestId": rid, "status": "running"}
+    rest = b.read(rid, after=first[-1]["seq"])  # followed through B
+    log = first + rest
+    assert [e["seq"] for e in log] == list(range(len(log))), "one contiguous log"
+    assert rest[0]["eventType"] == "PERMISSION_ASK_RESOLVED"
+    [end] = terminals(rest)
+    assert end is rest[-1] and end["eventType"] == "MESSAGE_COMPLETED", end
+    assert marker in printed(rest), "the code ran in A's kernel"
+    assert "handing resume of run" in b.log_text()
+
+
+def test_a_paused_kernel_bound_run_resumed_on_the_other_server_goes_on_in_the_kernel_s_server(
+    pair: tuple[ServerProcess, ServerProcess], tmp_path: Path
+) -> None:
+    a, b = pair
+    kernel_id, marker = kernel_with_marker(a, tmp_path)
+    wait = {"toolCalls": [{"name": "python", "arguments": {"code": "import time; time.sleep(2)"}}]}
+    model = printing_script(tmp_path / "show.json", wait)
+    rid = start(a, content="show it", model=model, kernelId=kernel_id, approve="auto")
+    a.read(rid, until_type="TOOL_START")
+    assert post(a, "suspendTask", requestId=rid).status_code == 200
+    first = a.read(rid)
+    assert first[-1]["data"]["suspendReason"]["type"] == "MANUAL_SUSPEND", first[-1]
+    response = post(b, "resumeTask", requestId=rid)
+    assert response.status_code == 200, response.text
+    rest = b.read(rid, after=first[-1]["seq"])
+    log = first + rest
+    assert [e["seq"] for e in log] == list(range(len(log)))
+    assert len(terminals(rest)) == 1 and rest[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert marker in printed(rest), "the code ran in A's kernel"
+
+
+def test_two_resumes_at_once_handed_to_the_kernel_s_server_give_one_200_and_one_409(
+    pair: tuple[ServerProcess, ServerProcess], tmp_path: Path
+) -> None:
+    a, b = pair
+    kernel_id, marker = kernel_with_marker(a, tmp_path)
+    model = printing_script(tmp_path / "s.json")
+    rid = start(a, content="show it", model=model, kernelId=kernel_id)
+    first, ask = asked(a, rid)
+    replies: list[httpx.Response] = []
+    go = threading.Barrier(2)
+
+    def resume() -> None:
+        go.wait()
+        replies.append(post(b, "resumeTask", requestId=rid, approved=True, askId=ask["askId"]))
+
+    threads = [threading.Thread(target=resume) for _ in range(2)]  # both through B
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(r.status_code for r in replies) == [200, 409], [r.text for r in replies]
+    [refused] = [r.json() for r in replies if r.status_code == 409]
+    assert refused["errCode"] in ("RUN_NOT_SUSPENDED", "RUN_BUSY"), refused
+    rest = a.read(rid, after=first[-1]["seq"])
+    assert len(terminals(rest)) == 1 and rest[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert marker in printed(rest), "the code ran in A's kernel"
+
+
+def test_a_host_that_does_not_answer_gives_503_and_acts_on_nothing_later(
+    tmp_path: Path, redis_url: str
+) -> None:
+    patient = {"lease_ttl": 60.0, "handoff_timeout": 2.0}  # A stays the kernel's host throughout
+    a, b = servers(tmp_path, redis_url, patient, patient)
+    a.start()
+    b.start()
+    try:
+        kernel_id, marker = kernel_with_marker(a, tmp_path)
+        model = printing_script(tmp_path / "show.json")
+        rid = start(a, content="show it", model=model, kernelId=kernel_id)
+        first, ask = asked(a, rid)
+        with_signal(a, signal.SIGSTOP)
+        response = post(b, "resumeTask", requestId=rid, approved=True, askId=ask["askId"])
+        assert response.status_code == 503, response.text
+        assert response.json()["errCode"] == "KERNEL_HOST_UNREACHABLE"
+        with_signal(a, signal.SIGCONT)
+        time.sleep(1.0)  # A reads the late hand-off now: it must not act on it
+        assert status(b, rid)["status"] == "suspended"
+        response = post(b, "resumeTask", requestId=rid, approved=True, askId=ask["askId"])
+        assert response.status_code == 200, response.text
+        rest = b.read(rid, after=first[-1]["seq"])
+        assert len(terminals(rest)) == 1 and marker in printed(rest)
+    finally:
+        with_signal(a, signal.SIGCONT)
+        a.stop()
+        b.stop()
+
+
+async def test_a_kernel_is_known_as_its_server_s_while_it_runs_there_and_not_after(
+    redis_url: str,
+) -> None:
+    host, other = Store(redis_url, lease_ttl=0.3), Store(redis_url)
+    running = {"k_1"}
+    host.leases.kernels_alive(lambda kernel_id: kernel_id in running)
+    await host.leases.host_kernel("alice", "k_1")
+    await asyncio.sleep(1.2)  # four lease times: the heartbeat renews it
+    assert await other.leases.kernel_host("alice", "k_1") == host.leases.replica
+    assert await other.leases.kernel_host("bob", "k_1") is None, "per user"
+    running.clear()  # the kernel shut down
+    await asyncio.sleep(0.5)
+    assert await other.leases.kernel_host("alice", "k_1") is None
+    host.close()
+    other.close()
+    await asyncio.sleep(0.1)  # their connections close

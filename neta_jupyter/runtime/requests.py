@@ -38,6 +38,7 @@ __all__ = [
     "VirtualToolSpec",
     "describe_validation",
     "resume_run",
+    "retry_run",
     "start_run",
 ]
 
@@ -192,17 +193,31 @@ def describe_validation(exc: ValidationError) -> str:
 
 
 async def start_run(runtime: Runtime, principal: str, body: RunRequest) -> Run:
-    """Start a run from a validated request body."""
-    return await runtime.start(principal, body.content, **body.start_options())
+    """Start a run from a validated request body (other servers learn where its kernel is)."""
+    run = await runtime.start(principal, body.content, **body.start_options())
+    await runtime.takeover.handoff.bound(run)
+    return run
 
 
 async def resume_run(runtime: Runtime, principal: str, body: ResumeRequest) -> Run:
-    """Resume a run (a permission decision, an answer, or after a shutdown)."""
-    return await runtime.resume(
-        principal,
-        body.request_id,
-        approved=body.approved,
-        ask_id=body.ask_id,
-        always=body.always,
-        answer=body.answer,
-    )
+    """Resume a run (a permission decision, an answer, or after a shutdown).
+
+    On the server hosting the run's kernel, when another one does.
+    """
+    decision: dict[str, Any] = {
+        "approved": body.approved,
+        "ask_id": body.ask_id,
+        "always": body.always,
+        "answer": body.answer,
+    }
+    handoff = runtime.takeover.handoff
+    handed = await handoff.elsewhere(principal, body.request_id, "resume", decision)
+    if handed is not None:
+        return handed
+    return await runtime.resume(principal, body.request_id, **decision)
+
+
+async def retry_run(runtime: Runtime, principal: str, body: RequestRef) -> Run:
+    """Retry a run that failed recoverably, on the server hosting its kernel if another one."""
+    handed = await runtime.takeover.handoff.elsewhere(principal, body.request_id, "retry", {})
+    return handed if handed is not None else await runtime.retry(principal, body.request_id)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .endings import end_crashed
 from .errors import RunConflict
+from .handoff import Handoff
 from .runs import Run
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ class Takeover:
         self._taken: set[str] = set()
         self._leases.on_lost(self._lost)
         self._leases.on_stop(self._stop_asked)
+        self.handoff = Handoff(runtime)
+        """Resumes and retries of runs whose kernel another server hosts go there."""
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)

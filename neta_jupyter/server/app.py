@@ -95,6 +95,12 @@ class NetaApp(ExtensionApp, NetaSettings):
         help="With runs in Redis: seconds between looks for runs whose server stopped renewing "
         "its hold on them; such a run ends as interrupted by a crash (and can be retried).",
     ).tag(config=True)
+    handoff_timeout = Float(
+        30.0,
+        help="With runs in Redis: seconds a server waits for the server hosting a run's kernel "
+        "to answer a resume, permission answer or retry handed to it, before answering 503 "
+        "KERNEL_HOST_UNREACHABLE.",
+    ).tag(config=True)
     activity_interval = Float(
         60.0,
         help="Seconds between reports of activity while runs execute, so that an idle culler "
@@ -206,6 +212,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             logger=self.log,
             attachment_dir=Path(self.attachment_dir).expanduser() if self.attachment_dir else None,
         )
+        self._host_kernels()
         self.crews = Crews(self.runtime)
         try:
             crashed = start_store(self.store, self._recover, self.log)
@@ -229,6 +236,13 @@ class NetaApp(ExtensionApp, NetaSettings):
             neta_kernel_owners=owners,
             neta_redactor=self.store.redactor,
         )
+
+    def _host_kernels(self) -> None:
+        """Runs bound to this server's kernels go on here, wherever they are resumed."""
+        self.runtime.takeover.handoff.wait = self.handoff_timeout
+        if self.serverapp is not None:
+            kernel_manager = self.serverapp.kernel_manager
+            self.store.leases.kernels_alive(lambda kid: kid in kernel_manager.list_kernel_ids())
 
     async def _recover(self) -> int:
         """Runs a crash left running end per the crash rules; then the crews they belong to."""

@@ -20,7 +20,7 @@ from ..runtime.answers import (
     session_snapshot,
 )
 from ..runtime.attachments import too_large, upload
-from ..runtime.requests import resume_run, start_run
+from ..runtime.requests import resume_run, retry_run, start_run
 from .base import NetaHandler
 from .errors import ApiError
 from .schemas import (
@@ -60,8 +60,7 @@ class RetryHandler(NetaHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        body = self.parse_body(RequestRef)
-        run = await self.runtime.retry(self.principal, body.request_id)
+        run = await retry_run(self.runtime, self.principal, self.parse_body(RequestRef))
         self.reply({"requestId": run.request_id, "status": run.status})
 
 

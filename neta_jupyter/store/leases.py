@@ -7,8 +7,11 @@ the leases itself (:mod:`.redis_lease`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+ControlHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+"""Carries out a control message another server handed over (principal, message); its answer."""
 
 
 class Leases(Protocol):
@@ -47,6 +50,37 @@ class Leases(Protocol):
         """Call ``listener`` with a run of this server that another server asked to stop."""
         ...
 
+    @property
+    def replica(self) -> str:
+        """The name of this server among the servers sharing the store."""
+        ...
+
+    async def host_kernel(self, principal: str, kernel_id: str) -> None:
+        """Say that this server hosts ``kernel_id`` for ``principal``'s runs."""
+        ...
+
+    async def drop_kernel(self, kernel_id: str) -> None:
+        """The kernel is gone from this server."""
+        ...
+
+    async def kernel_host(self, principal: str, kernel_id: str) -> str | None:
+        """The live server hosting ``kernel_id`` for ``principal``'s runs, if any."""
+        ...
+
+    def kernels_alive(self, check: Callable[[str], bool]) -> None:
+        """Ask ``check`` whether a hosted kernel still runs here whenever leases are renewed."""
+        ...
+
+    def on_control(self, handler: ControlHandler) -> None:
+        """Carry out the control messages other servers hand this one with ``handler``."""
+        ...
+
+    async def send_control(
+        self, principal: str, replica: str, message: dict[str, Any], timeout: float
+    ) -> dict[str, Any] | None:
+        """Hand ``message`` to server ``replica``; its answer, or None if none came in time."""
+        ...
+
 
 class LocalLeases:
     """The leases of a store only this server uses: all of them are its own."""
@@ -77,3 +111,28 @@ class LocalLeases:
 
     def on_stop(self, listener: Callable[[str], None]) -> None:
         """Never asked."""
+
+    replica = "local"
+    """The only server."""
+
+    async def host_kernel(self, principal: str, kernel_id: str) -> None:
+        """Every kernel a run names is this server's, or none's."""
+
+    async def drop_kernel(self, kernel_id: str) -> None:
+        """Nothing registered."""
+
+    async def kernel_host(self, principal: str, kernel_id: str) -> str | None:
+        """No other server to host it."""
+        return None
+
+    def kernels_alive(self, check: Callable[[str], bool]) -> None:
+        """Nothing to renew."""
+
+    def on_control(self, handler: ControlHandler) -> None:
+        """No other server sends any."""
+
+    async def send_control(
+        self, principal: str, replica: str, message: dict[str, Any], timeout: float
+    ) -> dict[str, Any] | None:
+        """No other server to ask."""
+        return None

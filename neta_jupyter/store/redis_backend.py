@@ -17,14 +17,14 @@ from redis.exceptions import RedisError
 
 from .health import StorageUnavailable
 from .redis_conn import check_durable, connect, masked_url
-from .redis_lease import RedisLeases
+from .redis_kernels import DROP, RedisKernels
 from .redis_log import RedisEvents
 from .redis_records import RedisRecords
 from .redis_scripts import APPEND
 from .redis_tail import RedisTail
 
 
-class RedisBackend(RedisLeases, RedisTail, RedisRecords):
+class RedisBackend(RedisKernels, RedisTail, RedisRecords):
     """A :class:`~neta_jupyter.store.contract.Backend` and its leases on one Redis."""
 
     def __init__(
@@ -45,6 +45,7 @@ class RedisBackend(RedisLeases, RedisTail, RedisRecords):
         RedisEvents.__init__(self, self.client, logger, commit_interval=commit_interval)
         RedisRecords.__init__(self, self.client, self)
         self.init_leases(lease_ttl)
+        self.init_kernels()
         self.init_tail()
         self.keep_s = max(0, round(event_retention))
 
@@ -63,28 +64,34 @@ class RedisBackend(RedisLeases, RedisTail, RedisRecords):
     def close(self) -> None:
         """Write what is pending (waiting here: the server is stopping) and disconnect."""
         calls = self.pending_calls()
+        hosted = self.stop_kernels()
         self.stop_heartbeat()
         self.stop_tails()
         self.stop()
-        if calls:
-            self._write_now(calls)
+        if calls or hosted:
+            self._write_now(calls, hosted)
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(self.client.aclose())
 
-    def _write_now(self, calls: list[tuple[list[str], list[str | int]]]) -> None:
+    def _write_now(self, calls: list[tuple[list[str], list[str | int]]], hosted: list[str]) -> None:
+        """The last writes (pending events, kernels hosted no more), waiting for each."""
         sync = redis.Redis.from_url(self.url, decode_responses=True)
         try:
             append = sync.register_script(APPEND)
             for keys, args in calls:
                 append(keys=keys, args=args)
+            drop = sync.register_script(DROP)
+            for key in hosted:
+                drop(keys=[key], args=[self.replica])
         except RedisError as error:
-            self.log.error("neta: events pending at shutdown were not saved: %s", error)
+            self.log.error("neta: what was pending at shutdown was not saved: %s", error)
         finally:
             sync.close()
 
     def crash(self) -> None:
         """Stop as a killed process would: what is not written yet is lost."""
         self.stop_heartbeat()
+        self.stop_kernels()
         self.stop_tails()
         self.stop()
         with contextlib.suppress(RuntimeError):
