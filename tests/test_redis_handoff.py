@@ -246,3 +246,30 @@ async def test_a_kernel_is_known_as_its_server_s_while_it_runs_there_and_not_aft
     host.close()
     other.close()
     await asyncio.sleep(0.1)  # their connections close
+
+
+def test_a_retry_sent_to_the_other_server_goes_on_in_the_kernel_s_server(
+    tmp_path: Path, redis_url: str
+) -> None:
+    once = {"llm_max_retries": 0}  # the model's first failure ends the run, recoverably
+    a, b = servers(tmp_path, redis_url, once, once)
+    a.start()
+    b.start()
+    try:
+        kernel_id, marker = kernel_with_marker(a, tmp_path)
+        down = {"error": {"kind": "unavailable", "message": "503 overloaded"}}
+        model = printing_script(tmp_path / "show.json", down)
+        rid = start(a, content="show it", model=model, kernelId=kernel_id, approve="auto")
+        first = a.read(rid)
+        assert first[-1]["eventType"] == "MESSAGE_FAILED", first[-1]
+        assert first[-1]["data"]["recoverable"] is True
+        response = post(b, "retryTask", requestId=rid)
+        assert response.status_code == 200, response.text
+        rest = b.read(rid, after=first[-1]["seq"])
+        log = first + rest
+        assert [e["seq"] for e in log] == list(range(len(log)))
+        assert len(terminals(rest)) == 1 and rest[-1]["eventType"] == "MESSAGE_COMPLETED"
+        assert marker in printed(rest), "the code ran in A's kernel"
+    finally:
+        a.stop()
+        b.stop()
