@@ -1,9 +1,10 @@
 """An MCP server written with the SDK, for the tests: ``tests/mcp_server.py [http PORT [--json]]``.
 
 Its tools: a read-only lookup, a note writer that changes things, one that fails, one that shows
-the token it was given (to prove it is redacted), an image, a structured result and a binary
-resource. ``--delay SECONDS`` makes it wait that long before it answers at all (a slow start);
-``PID_FILE`` in its environment names a file it writes its process id to.
+the token it was given (to prove it is redacted), an image, a structured result, a binary
+resource, and two whose names are too long for a model. ``--delay SECONDS`` makes it wait that
+long before it answers at all (a slow start); ``PID_FILE`` in its environment names a file it
+writes its process id to.
 """
 
 from __future__ import annotations
@@ -102,6 +103,21 @@ def export(name: str) -> EmbeddedResource:
     blob = base64.b64encode(b"region,rain\nnorth,12\n").decode()
     contents = BlobResourceContents(uri=f"file:///reports/{name}", mime_type="text/csv", blob=blob)
     return EmbeddedResource(type="resource", resource=contents)
+
+
+LONG = "summarise_the_quarterly_revenue_of_every_region_by_product_line"
+
+
+@server.tool(name=f"{LONG}_east", annotations=ToolAnnotations(read_only_hint=True))
+def east() -> str:
+    """A tool whose name is too long for the model vendors (a twin of the next)."""
+    return "revenue of the east"
+
+
+@server.tool(name=f"{LONG}_west", annotations=ToolAnnotations(read_only_hint=True))
+def west() -> str:
+    """A tool whose long name differs from the one before only past what a model may see."""
+    return "revenue of the west"
 
 
 def _mark(marker: str, text: str) -> None:

@@ -19,9 +19,12 @@ from typing import Any
 import pytest
 
 from neta_jupyter.kernel.magics import mcp_listing
+from neta_jupyter.mcp import parse
 from neta_jupyter.providers import ScriptedTurn
 from neta_jupyter.runtime import Runtime
+from neta_jupyter.tools import ToolContext, tool
 from tests.helpers import ApiClient, types
+from tests.mcp_server import LONG
 from tests.test_kernel_magics import server_kernel
 from tests.test_kernel_tools import call, script
 
@@ -173,6 +176,7 @@ async def test_a_tool_that_changes_things_asks_first_and_runs_once_approved(
     first = await api.segment(rid)
     ask = next(e["data"] for e in first if e["eventType"] == "PERMISSION_ASK")
     assert ask["toolName"] == "cat__write_note" and "buy milk" in ask["arguments"]
+    assert ask["mcpServer"] == "cat" and ask["mcpTool"] == "write_note"
     # The arguments were streamed to the card while the model wrote them, before the ask.
     generating = [e for e in first if e["eventType"] == "TOOL_CALL_GENERATING"]
     assert generating and generating[0]["data"]["toolName"] == "cat__write_note"
@@ -182,6 +186,8 @@ async def test_a_tool_that_changes_things_asks_first_and_runs_once_approved(
     response = await api.resume(rid, approved=True, askId=ask["askId"])
     assert response.status_code == 200, response.text
     second = await api.segment(rid, last_event_id=first[-1]["seq"])
+    start = next(e["data"] for e in second if e["eventType"] == "TOOL_START")
+    assert start["mcpServer"] == "cat" and start["mcpTool"] == "write_note"
     done = next(e["data"] for e in second if e["eventType"] == "TOOL_COMPLETED")
     assert done["output"] == "wrote 8 characters"
     assert (tmp_path / "notes.txt").read_text() == "buy milk"
@@ -213,6 +219,46 @@ async def test_errors_rules_images_structure_and_secrets(api: ApiClient, runtime
     assert done["cat__whoami"]["output"] == "my token is [redacted]"
     assert SECRET not in json.dumps(events)
     assert all(SECRET not in m.content for r in model.requests for m in r.messages)
+
+
+async def test_only_mcp_tools_name_their_server_and_long_names_stay_apart(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    answer = await listing(api)
+    cat = next(s for s in answer["servers"] if s["name"] == "cat")
+    names = {t["tool"]: t["name"] for t in cat["tools"]}
+    # Cut to what a model accepts, each ends in a hash of its own name: apart, and the same
+    # at every start of the server (rules and past calls keep naming it).
+    east, west = names[f"{LONG}_east"], names[f"{LONG}_west"]
+    assert east == "cat__summarise_the_quarterly_revenue_of_every_region_by_68c974ac"
+    assert west == "cat__summarise_the_quarterly_revenue_of_every_region_by_76469f24"
+    assert len(east) == len(west) == 64
+    assert "x" * 41 in parse({"x" * 41: {"command": "x"}}).servers[0].error  # type: ignore[operator]
+
+    runtime.tools.register(
+        tool(name="my__helper", readonly=True)(_helper)
+    )  # neta's own, "__" and all
+    model = script(runtime, call(west), call("my__helper"), ScriptedTurn(text="done"))
+    started = await api.start("west, then help", model="scripted")
+    rid = started["requestId"]
+    events = await api.segment(rid)
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    starts = {e["data"]["toolName"]: e["data"] for e in events if e["eventType"] == "TOOL_START"}
+    assert starts[west]["mcpServer"] == "cat" and starts[west]["mcpTool"] == f"{LONG}_west"
+    assert "mcpServer" not in starts["my__helper"] and "mcpTool" not in starts["my__helper"]
+    answered = [m.content for m in model.requests[1].messages if m.role == "tool"]
+    assert answered[0] == "revenue of the west"
+    # A session's history keeps which calls were an MCP server's, for the view drawn from it.
+    params = {"sessionId": started["sessionId"]}
+    tree = (await api.http.get("neta/api/sessions/tree", params=params)).json()
+    calls = {c["toolName"]: c for e in tree["entries"] for c in e.get("toolCalls") or []}
+    assert calls[west]["mcpServer"] == "cat" and calls[west]["mcpTool"] == f"{LONG}_west"
+    assert "mcpServer" not in calls["my__helper"]
+
+
+async def _helper(ctx: ToolContext) -> str:
+    """A tool of neta's own whose name holds the MCP separator."""
+    return "helped"
 
 
 async def test_progress_becomes_process_events_and_stop_cancels_the_call_on_the_server(

@@ -33,6 +33,10 @@ class ToolData(_Wire):
     """Virtual path of the full output when truncated."""
     images: list[str] | None = None
     """Virtual paths of images the tool produced (download via the attachment API)."""
+    mcp_server: str | None = None
+    """The MCP server offering the tool (START); absent for neta's own tools."""
+    mcp_tool: str | None = None
+    """The tool's own name on that server (START): ``toolName`` may be cut to fit a model."""
 
 
 class ToolSideData(_Wire):
@@ -65,6 +69,10 @@ class PermissionAskData(_Wire):
     """Call awaiting the decision."""
     arguments: str
     """Argument JSON that would run."""
+    mcp_server: str | None = None
+    """The MCP server that would run it; absent for neta's own tools."""
+    mcp_tool: str | None = None
+    """The tool's own name on that server."""
     rule_description: str | None = None
     """Human description of the rule that matched."""
     rule_pattern: str | None = None

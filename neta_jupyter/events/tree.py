@@ -28,6 +28,10 @@ class EntryToolCall(_Wire):
     """Virtual path of its whole output when the event had to cut it."""
     images: list[str] | None = None
     """Virtual paths of the images it produced."""
+    mcp_server: str | None = None
+    """The MCP server of the tool (as its TOOL_START said); absent for neta's own tools."""
+    mcp_tool: str | None = None
+    """The tool's own name on that server."""
     process: list[ProcessData] | None = None
     """Its process timeline, sampled: the last event of each stage of each operation."""
     process_logs: list[str] | None = None

@@ -11,7 +11,8 @@ from .config import (
     read_file,
 )
 from .fleet import McpServers, build, servers_of
-from .servers import McpServer, McpTool, neta_name
+from .servers import McpServer
+from .tools import McpTool, neta_name
 
 __all__ = [
     "CONFIG_FILE",

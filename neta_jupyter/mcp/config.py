@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 CONFIG_FILE = "mcp.json"
+MAX_SERVER_NAME = 40
 
 
 class StdioServer(BaseModel):
@@ -121,6 +122,10 @@ def parse(raw: dict[str, Any], environ: dict[str, str] | None = None) -> Entries
 def _entry(name: str, value: Any, env: dict[str, str]) -> ServerEntry:
     if not _NAME.match(name) or "__" in name:
         why = "the name may hold only letters, digits, '-' and single '_'"
+        return ServerEntry(name, None, f"MCP server {name!r}: {why}")
+    if len(name) > MAX_SERVER_NAME:
+        # Its tools' names begin with it, and a model sees at most 64 characters of them.
+        why = f"the name may be at most {MAX_SERVER_NAME} characters long"
         return ServerEntry(name, None, f"MCP server {name!r}: {why}")
     if not isinstance(value, dict):
         return ServerEntry(name, None, f"MCP server {name!r}: settings must be an object")

@@ -17,7 +17,8 @@ from ..events.redact import Redactor
 from ..tools import ToolRegistry
 from ..tools.registry import ProcessSink
 from .config import Entries, configured
-from .servers import McpServer, watch_start
+from .servers import McpServer
+from .starts import watch_start
 
 
 class McpServers:

@@ -14,11 +14,9 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
@@ -26,52 +24,16 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-from pydantic import BaseModel, ConfigDict
 
-from ..providers.base import ToolDefinition
-from ..tools import Tool, ToolContext, ToolError, ToolResult
-from ..tools.registry import (
-    ProcessSink,
-    ProcessSource,
-    ProcessStatus,
-    ProcessTarget,
-    json_arguments,
-)
+from ..tools import ToolContext, ToolError, ToolResult
 from .config import HttpServer, ServerEntry, ServerSpec
 from .http import watched_client
 from .results import tool_result
+from .starts import watch_start
 from .stderr import StderrLog
+from .tools import SEPARATOR, McpTool, mcp_tool
 
 State = Literal["idle", "starting", "ready", "failed", "exited", "stopped", "invalid", "disabled"]
-SEPARATOR = "__"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-
-class _AnyArguments(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-@dataclass(frozen=True, slots=True)
-class McpTool(Tool):
-    """A tool of an MCP server, offered as ``<server>__<tool>`` with the server's JSON Schema."""
-
-    schema: dict[str, Any] = field(default_factory=dict, compare=False)
-    server: str = ""
-    remote_name: str = ""
-
-    @property
-    def definition(self) -> ToolDefinition:
-        """The tool with its server's schema (no pydantic model stands between them)."""
-        return ToolDefinition(self.name, self.description, self.schema)
-
-    def parse_arguments(self, arguments: str) -> dict[str, Any]:
-        """A JSON object; the server checks it against its schema."""
-        return json_arguments(self.name, arguments)
-
-
-def neta_name(server: str, tool: str) -> str:
-    """The name the model sees: ``<server>__<tool>``, with characters models refuse replaced."""
-    return f"{server}{SEPARATOR}{_UNSAFE.sub('_', tool)}"[:64]
 
 
 class McpServer:
@@ -344,36 +306,20 @@ class McpServer:
         async def run(ctx: ToolContext, **arguments: Any) -> ToolResult:
             return await self.call(remote.name, arguments, ctx)
 
-        annotations = remote.annotations
-        schema = dict(remote.input_schema or {})
-        schema.setdefault("type", "object")
-        return McpTool(
-            name=neta_name(self.name, remote.name),
-            description=remote.description or remote.title or remote.name,
-            function=run,
-            arguments_model=_AnyArguments,
-            readonly=bool(annotations is not None and annotations.read_only_hint),
-            schema=schema,
-            server=self.name,
-            remote_name=remote.name,
-        )
+        return mcp_tool(self.name, remote, run)
 
     def as_json(self) -> dict[str, Any]:
         """The server, its state and its tools (no command line or headers: they hold secrets)."""
         spec = self.entry.spec
         out: dict[str, Any] = {
             "name": self.name,
-            "transport": None
-            if spec is None
-            else "http"
-            if isinstance(spec, HttpServer)
-            else "stdio",
+            "transport": _transport_name(spec),
             "state": self.state,
             "startup": self.at_startup,
             "tools": [
                 {
                     "name": t.name,
-                    "tool": t.remote_name,
+                    "tool": t.mcp_tool,
                     "description": t.description,
                     "readOnly": t.readonly,
                     "inputSchema": t.schema,
@@ -384,54 +330,6 @@ class McpServer:
         if self.error:
             out["error"] = self._redact(self.error)
         return out
-
-
-async def watch_start(
-    server: McpServer,
-    starting: asyncio.Task[None],
-    progress: ProcessSink,
-    *,
-    target: ProcessTarget = "runtime",
-    title: Callable[[str], None] | None = None,
-) -> None:
-    """Wait for ``starting``, reporting it each second as an operation of ``progress``.
-
-    ``title``: where a tool call waiting for the start shows it (its card's title). A run stopped
-    meanwhile leaves the start going: the next run that needs the server has it.
-    """
-    loop = asyncio.get_running_loop()
-    began = loop.time()
-    source: ProcessSource = "runtime" if target == "runtime" else "tool"
-    operation = f"op_mcp_{server.name}_{server.attempts}"
-
-    def say(status: ProcessStatus, message: str, **more: Any) -> None:
-        progress.report(
-            status=status,
-            stage=server.name,
-            message=message,
-            operation_id=operation,
-            target_type=target,
-            source=source,
-            **more,
-        )
-        if title is not None and status in ("started", "running"):
-            title(message)
-
-    what = f"MCP server {server.name}"
-    if server.restarting:
-        pause = f" in {server.pause:g} s" if server.pause else ""
-        again = "connecting again" if server.over_http else "starting it again"
-        say("started", f"{what} {server.lost}; {again}{pause}")
-    else:
-        say("started", f"starting {what}")
-    while not (await asyncio.wait({starting}, timeout=1.0))[0]:
-        waited = round(loop.time() - began)
-        limit = server.start_timeout
-        say("running", f"starting {what} ({waited} s)", current=waited, total=limit)
-    if server.state == "ready":
-        say("completed", f"{what} is ready ({len(server.tools)} tools)")
-    else:
-        say("failed", f"{what}: {server.error or server.state}", level="error")
 
 
 async def _watched(

@@ -280,6 +280,8 @@ class ToolStep:
                 tool_name=call.name,
                 tool_call_id=call.id,
                 arguments=call.arguments,
+                mcp_server=tool.mcp_server,
+                mcp_tool=tool.mcp_tool,
                 rule_description=decision.rule_description,
                 rule_pattern=decision.rule_pattern,
                 preview=await self._preview(call, tool, arguments),

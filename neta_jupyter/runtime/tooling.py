@@ -99,6 +99,8 @@ class ToolRunner:
         self._process_log = ProcessLog(data_dir or attachments_dir.parent, emitter.redactor)
         self._process: dict[str, ProcessReporter] = {}
         self._meta: dict[str, dict[str, Any]] = {}
+        self._origins: dict[str, dict[str, Any]] = {}
+        """The MCP server of each call of an MCP tool under way, for its history entry."""
 
     async def run_virtual(self, call: ToolCall, tool: VirtualTool) -> Outcome:
         """Answer a virtual tool call; returns (output for the model, ok)."""
@@ -129,7 +131,7 @@ class ToolRunner:
 
         ctx.report = report
         if not started:
-            self.start(call)
+            self.start(call, tool)
             ctx.report(f"Running {call.name}")
             await self._emitter.flush()
         began = time.monotonic()
@@ -171,7 +173,7 @@ class ToolRunner:
         return self._meta.pop(call_id, None)
 
     def _remember(self, call: ToolCall, **fields: Any) -> None:
-        meta = {k: v for k, v in fields.items() if v is not None}
+        meta = self._origins.pop(call.id, {}) | {k: v for k, v in fields.items() if v is not None}
         if (process := self._process.pop(call.id, None)) is not None:
             dumped = [
                 e.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -190,6 +192,8 @@ class ToolRunner:
         )
         ctx.process = process
         self._process[call.id] = process
+        if tool.mcp_server:
+            self._origins[call.id] = {"mcpServer": tool.mcp_server, "mcpTool": tool.mcp_tool}
         try:
             result = await tool.run(call.arguments, ctx)
         except asyncio.CancelledError:
@@ -216,11 +220,17 @@ class ToolRunner:
 
     # --- helpers
 
-    def start(self, call: ToolCall) -> None:
-        """TOOL_START with the complete arguments."""
+    def start(self, call: ToolCall, tool: Tool | None = None) -> None:
+        """TOOL_START with the complete arguments (and the MCP server of an MCP tool)."""
         self._emitter.emit(
             EventType.TOOL_START,
-            ToolData(tool_call_id=call.id, tool_name=call.name, arguments=call.arguments),
+            ToolData(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                arguments=call.arguments,
+                mcp_server=tool.mcp_server if tool else None,
+                mcp_tool=tool.mcp_tool if tool else None,
+            ),
         )
 
     def _failed(self, call: ToolCall, message: str, duration: int) -> Outcome:

@@ -193,6 +193,10 @@ class Tool:
     """Shows what a call would change (a diff, the code to run) when it asks permission."""
     crew_only: bool = False
     """Offered only to the runs of a crew's tasks."""
+    mcp_server: str | None = None
+    """The MCP server offering it; ``None`` for neta's own tools."""
+    mcp_tool: str | None = None
+    """Its name on that server (the name the model sees may be cut to fit, see ``mcp.tools``)."""
 
     @property
     def definition(self) -> ToolDefinition:
