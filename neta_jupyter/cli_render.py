@@ -39,14 +39,14 @@ from .terminal.text import (
     CUT_OFF_NOTE,
     PREVIEW_WIDTH,
     STALE_WORDS,
-    ask_words,
+    ToolLabel,
+    asked_label,
     clean,
     compact_arguments,
     duration,
     edit_words,
     one_line,
     read_preview,
-    tool_words,
 )
 from .terminal.words import (
     attachment_words,
@@ -117,7 +117,7 @@ class TerminalRenderer(BodyRenderer):
         self.style = Style(color)
         self._locate = locate_attachment or (lambda path: path)
         self._at_line_start = True
-        self._tool_names: dict[str, str] = {}
+        self._tools: dict[str, ToolLabel] = {}
         self._streamed_lines: dict[str, int] = {}
 
     # --- low-level writing
@@ -208,9 +208,10 @@ class TerminalRenderer(BodyRenderer):
             self._write("\n")
 
     def _tool(self, kind: EventType, data: ToolData) -> None:
-        if data.tool_name:
-            self._tool_names[data.tool_call_id] = data.tool_name
-        name = self.style.bold(tool_words(self._tool_names.get(data.tool_call_id, "tool")))
+        label = self._tools.get(data.tool_call_id, ToolLabel())
+        label = label.seen(data.tool_name, data.mcp_server, data.mcp_tool)
+        self._tools[data.tool_call_id] = label
+        name = self.style.bold(label.words())
         if kind == EventType.TOOL_START:
             self._line(f"▸ {name} {compact_arguments(data.arguments)}")
         elif kind == EventType.TOOL_RUNNING and data.title:
@@ -276,7 +277,7 @@ class TerminalRenderer(BodyRenderer):
 
     def _ask(self, ask: PermissionAskData) -> None:
         rule = f" ({one_line(ask.rule_description)})" if ask.rule_description else ""
-        self._line(self.style.yellow(f"? {ask_words(ask.tool_name)} needs approval{rule}"))
+        self._line(self.style.yellow(f"? {asked_label(ask).ask_words()} needs approval{rule}"))
         preview = read_preview(ask.preview)
         if preview is None:
             self._line(self.style.dim(f"  arguments: {compact_arguments(ask.arguments)}"))

@@ -13,7 +13,7 @@ from neta_jupyter.cli_render import TerminalRenderer
 from neta_jupyter.events import PermissionAskData
 from neta_jupyter.terminal.live import LiveRenderer
 from neta_jupyter.terminal.prompts import TerminalAsker
-from neta_jupyter.terminal.text import split_tool_name
+from neta_jupyter.terminal.text import ToolLabel
 
 ARGS = '{"table": "sales", "limit": 5}'
 TOOL = "warehouse__run_query"
@@ -24,12 +24,15 @@ def envelope(seq: int, event_type: str, **data: object) -> str:
     return json.dumps({"eventType": event_type, "seq": seq, "requestId": "r_1", "data": data})
 
 
+MCP = {"mcpServer": "warehouse", "mcpTool": "run_query"}
+
+
 def mcp_call() -> list[str]:
     """An MCP tool's call: asked for, approved, completed."""
     tool = {"type": "tool", "toolCallId": "c1", "toolName": TOOL}
-    ask = {"askId": "a1", "toolName": TOOL, "toolCallId": "c1", "arguments": ARGS}
+    ask = {"askId": "a1", "toolName": TOOL, "toolCallId": "c1", "arguments": ARGS, **MCP}
     return [
-        envelope(0, "TOOL_START", **tool, arguments=ARGS),
+        envelope(0, "TOOL_START", **tool, **MCP, arguments=ARGS),
         envelope(1, "PERMISSION_ASK", type="permission_ask", **ask),
         envelope(
             2, "PERMISSION_ASK_RESOLVED", type="permission_ask_resolved", askId="a1", approved=True
@@ -38,12 +41,13 @@ def mcp_call() -> list[str]:
     ]
 
 
-def test_the_server_is_split_off_at_the_first_separator() -> None:
-    assert split_tool_name(TOOL) == ("run_query", "warehouse")
-    assert split_tool_name("docs__search__v2") == ("search__v2", "docs")
-    assert split_tool_name("python") == ("python", None)
-    assert split_tool_name("__x") == ("__x", None)
-    assert split_tool_name("x__") == ("x__", None)
+def test_only_a_tool_the_events_say_is_an_mcp_servers_names_a_server() -> None:
+    assert ToolLabel().seen("my__helper").words() == "my__helper"  # neta's own
+    assert ToolLabel().seen(TOOL).words() == TOOL  # an old log's call, which says no server
+    cut = ToolLabel().seen("docs__search_every_page_1a2b3c4d", "docs", "search_every_page.v2")
+    assert cut.words() == "search_every_page.v2 from docs"  # its own name, not the one cut
+    assert cut.seen("docs__search_every_page_1a2b3c4d").words() == cut.words()  # later events
+    assert cut.ask_words() == "search_every_page.v2 from the MCP server docs"
 
 
 def test_the_plain_log_names_the_server_and_shows_the_arguments_asked_for() -> None:
@@ -97,7 +101,14 @@ class Typed(io.StringIO):
 def test_the_question_names_server_tool_and_arguments() -> None:
     surface = Surface()
     asker = TerminalAsker(surface, Typed("y\n"), assume_yes=False)
-    ask = PermissionAskData(ask_id="a1", tool_name=TOOL, tool_call_id="c1", arguments=ARGS)
+    ask = PermissionAskData(
+        ask_id="a1",
+        tool_name=TOOL,
+        tool_call_id="c1",
+        arguments=ARGS,
+        mcp_server="warehouse",
+        mcp_tool="run_query",
+    )
     decision = asyncio.run(asker.permission(ask))
     assert decision.approved
     assert surface.prompts == [

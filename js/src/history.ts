@@ -58,7 +58,9 @@ function replayCall(call: Entry, results: ReadonlyMap<string, string>, push: (t:
   const toolCallId = str(call["toolCallId"]);
   if (!toolCallId) return;
   const tool = { type: "tool", toolCallId, toolName: str(call["toolName"]) ?? "tool" };
-  push("TOOL_START", { ...tool, arguments: str(call["arguments"]) ?? "{}" });
+  const server = str(call["mcpServer"]);
+  const mcp = server ? { mcpServer: server, mcpTool: str(call["mcpTool"]) ?? "" } : {};
+  push("TOOL_START", { ...tool, ...mcp, arguments: str(call["arguments"]) ?? "{}" });
   const process = Array.isArray(call["process"]) ? call["process"].filter(isRecord) : [];
   for (const step of process) push("PROCESS_EVENT", { ...step, type: "process", toolCallId });
   const durationMs = num(call["durationMs"]);

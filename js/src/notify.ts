@@ -52,7 +52,7 @@ function describe(state: RunState, prompt: string): Omit<RunEnd, "key"> | null {
   }
   if (state.status !== "suspended" || !WAITING_FOR_USER.has(state.suspendReason?.type ?? "")) return null;
   if (state.clarify) return { kind: "waiting", title: "neta: the agent asks you", body: short(state.clarify.question) };
-  const label = toolLabel(state.permission?.toolName ?? "");
+  const label = toolLabel(state.permission?.toolName ?? "", state.permission?.mcp);
   const tool = label.server ? `${label.tool} from ${label.server}` : label.tool || "a tool";
   return { kind: "waiting", title: "neta: waiting for your approval", body: `Allow ${short(tool)} to run?` };
 }

@@ -1,6 +1,7 @@
 /** Reading what a run waits for: a permission ask or a clarify question (its own, or a child's). */
 import type { ClarifyData, PermissionAskData } from "./events";
 import type { AskPreview, ClarifyRequest, PermissionAsk } from "./state";
+import { readMcp } from "./reducer-tools";
 import { bool, id, isRecord, str, strList, type Loose } from "./wire";
 
 export function readPermission(data: Loose<PermissionAskData>): PermissionAsk | null {
@@ -9,6 +10,7 @@ export function readPermission(data: Loose<PermissionAskData>): PermissionAsk | 
   return {
     askId,
     toolName: str(data.toolName) ?? "",
+    mcp: readMcp(data),
     toolCallId: id(data.toolCallId),
     arguments: str(data.arguments) ?? "",
     ruleDescription: str(data.ruleDescription),

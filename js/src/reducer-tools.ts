@@ -1,10 +1,16 @@
 /** Tool cards: TOOL_CALL_GENERATING → TOOL_START → TOOL_RUNNING → TOOL_COMPLETED | TOOL_FAILED, plus TOOL_EVENT. */
 import type { ToolData, ToolSideData } from "./events";
-import { upsert, type NotebookEdit, type RunState, type ToolCard } from "./state";
+import { upsert, type McpOrigin, type NotebookEdit, type PermissionAsk, type RunState, type ToolCard } from "./state";
 import { bool, id, isRecord, num, str, strList, type Loose } from "./wire";
 
 function newCard(toolCallId: string): ToolCard {
   return { toolCallId, toolName: "", argsText: "", status: "generating", truncated: false, images: [], notices: [], streamed: "", edits: [] };
+}
+
+/** The MCP server an event says a tool comes from (TOOL_START, PERMISSION_ASK), if any. */
+export function readMcp(data: { readonly mcpServer?: unknown; readonly mcpTool?: unknown }): McpOrigin | undefined {
+  const server = str(data.mcpServer);
+  return server ? { server, tool: str(data.mcpTool) ?? "" } : undefined;
 }
 
 function isFinished(card: ToolCard): boolean {
@@ -21,6 +27,7 @@ const UPDATES: Readonly<Record<string, CardUpdate>> = {
   },
   TOOL_START: (card, data) => ({
     ...card,
+    mcp: readMcp(data) ?? card.mcp,
     argsText: str(data.arguments) ?? card.argsText,
     status: isFinished(card) ? card.status : "running",
   }),
@@ -59,6 +66,13 @@ export function applyTool(state: RunState, data: Loose<ToolData>, _seq: number, 
     return update(named, data);
   });
   return { ...state, tools };
+}
+
+/** The card of the call an ask is about learns its MCP server (TOOL_START comes once approved). */
+export function applyAskedTool(state: RunState, ask: PermissionAsk): RunState {
+  const card = ask.toolCallId ? state.tools.byId[ask.toolCallId] : undefined;
+  if (!card || !ask.mcp || card.mcp) return state;
+  return { ...state, tools: upsert(state.tools, card.toolCallId, () => ({ ...card, mcp: ask.mcp })) };
 }
 
 /** Streamed text a card keeps (its end): the result has the whole, the server cuts a runaway loop. */

@@ -12,7 +12,7 @@ import { FROM_HISTORY } from "./history";
 import { readClarify, readPermission } from "./reducer-asks";
 import { applyPhase, applyProgress, applyStopReason } from "./reducer-decisions";
 import { applySubagent } from "./reducer-subagents";
-import { applyTool, applyToolSide } from "./reducer-tools";
+import { applyAskedTool, applyTool, applyToolSide } from "./reducer-tools";
 import {
   applyAttachment,
   applyCompaction,
@@ -171,7 +171,7 @@ function applySession(state: RunState, data: Loose<SessionData>): RunState {
 
 function applyPermissionAsk(state: RunState, data: Loose<PermissionAskData>): RunState {
   const permission = readPermission(data);
-  return permission ? { ...state, permission } : state;
+  return permission ? { ...applyAskedTool(state, permission), permission } : state;
 }
 
 function applyPermissionResolved(state: RunState, data: Loose<PermissionResolvedData>): RunState {

@@ -43,9 +43,18 @@ export interface AskPreview {
   readonly stale: boolean;
 }
 
+/** The MCP server a tool comes from, as its events say, and the tool's own name there. */
+export interface McpOrigin {
+  readonly server: string;
+  /** Its name on the server (the name the model sees may be cut to fit). */
+  readonly tool: string;
+}
+
 export interface ToolCard {
   readonly toolCallId: string;
   readonly toolName: string;
+  /** Absent for neta's own tools (whose names may hold `__` too). */
+  readonly mcp?: McpOrigin;
   /** Argument JSON: fragments concatenated while generating, the whole object from TOOL_START on. */
   readonly argsText: string;
   readonly status: ToolStatus;
@@ -68,6 +77,7 @@ export interface ToolCard {
 export interface PermissionAsk {
   readonly askId: string;
   readonly toolName: string;
+  readonly mcp?: McpOrigin;
   readonly toolCallId?: string;
   readonly arguments: string;
   readonly ruleDescription?: string;

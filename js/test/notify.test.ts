@@ -46,7 +46,7 @@ describe("liveEnd", () => {
   });
 
   it("tells of a run that waits for the user's approval, naming an MCP tool's server", () => {
-    const ask = { type: "permission_ask", askId: "a1", toolName: "warehouse__run_query", toolCallId: "c1", arguments: "{}" };
+    const ask = { type: "permission_ask", askId: "a1", toolName: "warehouse__run_query", toolCallId: "c1", arguments: "{}", mcpServer: "warehouse", mcpTool: "run_query" };
     const { prev, batch, next } = ending(
       envelope("PERMISSION_ASK", 3, ask),
       envelope("MESSAGE_SUSPENDED", 4, { type: "message", suspendReason: { type: "PERMISSION_ASK", askId: "a1" } }),

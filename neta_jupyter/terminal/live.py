@@ -46,7 +46,16 @@ from ..events import (
     decode_event,
 )
 from .dispatch import BodyRenderer
-from .text import CUT_OFF_NOTE, clean, edit_words, one_line, phase_text, read_preview
+from .text import (
+    CUT_OFF_NOTE,
+    ToolLabel,
+    asked_label,
+    clean,
+    edit_words,
+    one_line,
+    phase_text,
+    read_preview,
+)
 from .views import (
     StatusLine,
     Tail,
@@ -98,7 +107,8 @@ class LiveRenderer(BodyRenderer):
         self._answer_open = False
         self._reasoning: str | None = None
         self._cards: dict[str, ToolCard] = {}
-        self._asked: set[str] = set()
+        self._asked: dict[str, ToolLabel] = {}
+        """The calls already shown in an approval card, with the tool they are of."""
         self._progress: dict[str, ProcessData] = {}
         self._step: int | None = None
         self._tokens = (0, 0)
@@ -224,7 +234,7 @@ class LiveRenderer(BodyRenderer):
         running = [c for c in self._cards.values() if c.phase == "running"]
         phase = self._phase
         if running:
-            activity = f"running {', '.join(clean(c.name) for c in running)}"
+            activity = f"running {', '.join(clean(c.label.name) for c in running)}"
         elif phase and phase.phase not in ("calling_model", "running_tools"):
             # What the loop does between the model's tokens, as the server says.
             activity = phase_text(phase.phase) or "working"
@@ -319,8 +329,8 @@ class LiveRenderer(BodyRenderer):
         if card is None:
             card = self._cards[data.tool_call_id] = ToolCard(data.tool_call_id)
             card.arguments_shown = data.tool_call_id in self._asked
-        if data.tool_name:
-            card.name = data.tool_name
+            card.label = self._asked.get(data.tool_call_id, card.label)
+        card.label = card.label.seen(data.tool_name, data.mcp_server, data.mcp_tool)
         return card
 
     def _tool(self, kind: EventType, data: ToolData) -> None:
@@ -361,8 +371,8 @@ class LiveRenderer(BodyRenderer):
 
     def _ask(self, ask: PermissionAskData) -> None:
         card = self._cards.pop(ask.tool_call_id, None) or ToolCard(ask.tool_call_id)
-        card.name, card.arguments = ask.tool_name, ask.arguments
-        self._asked.add(ask.tool_call_id)
+        card.label, card.arguments = asked_label(ask), ask.arguments
+        self._asked[ask.tool_call_id] = card.label
         self._print(card.asking(ask.rule_description, read_preview(ask.preview)))
 
     def _resolved(self, data: PermissionResolvedData) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol, TextIO
 
 from ..events import ClarifyData, PermissionAskData
-from .text import ask_words, clean, compact_arguments, one_line
+from .text import asked_label, clean, compact_arguments, one_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +104,11 @@ class TerminalAsker:
             return Decision(approved=True)
         if not self._interactive():
             self.surface.notice(
-                f"stdin is not a terminal, so {ask_words(ask.tool_name)} is denied "
+                f"stdin is not a terminal, so {asked_label(ask).ask_words()} is denied "
                 "(pass --yes to approve tool calls without asking)"
             )
             return Decision(approved=False)
-        question = f"Allow {ask_words(ask.tool_name)} {compact_arguments(ask.arguments)}? "
+        question = f"Allow {asked_label(ask).ask_words()} {compact_arguments(ask.arguments)}? "
         while True:
             line = await self._ask(question + "[y]es / [a]lways / [n]o: ")
             if line is None:

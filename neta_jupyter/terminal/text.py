@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import Usage
+from ..events import PermissionAskData, Usage
 
 _SEQUENCES = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: cursor moves, colours, erasing
@@ -48,28 +48,44 @@ def compact_arguments(arguments: str | None) -> str:
     return one_line(text)
 
 
-SERVER_SEPARATOR = "__"
-"""An MCP server's tools reach the model as ``<server>__<tool>``; server names never hold it."""
+@dataclass(frozen=True, slots=True)
+class ToolLabel:
+    """A tool as people read its name: an MCP server's tool by its own name, and its server.
+
+    The events say which tools are an MCP server's (``mcpServer``, ``mcpTool``): a name of
+    neta's own tool may hold ``__`` too, and an MCP tool's name may be cut to fit a model.
+    """
+
+    name: str = "tool"
+    server: str | None = None
+    """The MCP server offering it; ``None`` for neta's own tools."""
+    tool: str | None = None
+    """Its own name on that server."""
+
+    def seen(
+        self, name: str | None, server: str | None = None, tool: str | None = None
+    ) -> ToolLabel:
+        """The label once an event names the tool (and, for an MCP tool, its server)."""
+        if server:
+            return ToolLabel(name or self.name, server, tool)
+        return ToolLabel(name or self.name, self.server, self.tool)
+
+    def words(self) -> str:
+        """``run_query from warehouse`` for an MCP server's tool, else the tool's name."""
+        if self.server is None:
+            return clean(self.name)
+        return f"{clean(self.tool or self.name)} from {clean(self.server)}"
+
+    def ask_words(self) -> str:
+        """The name in a permission question, saying which MCP server would run it."""
+        if self.server is None:
+            return clean(self.name)
+        return f"{clean(self.tool or self.name)} from the MCP server {clean(self.server)}"
 
 
-def split_tool_name(name: str) -> tuple[str, str | None]:
-    """``(tool, server)`` of a tool's name; the server is None for neta's own tools."""
-    server, separator, tool = name.partition(SERVER_SEPARATOR)
-    if not separator or not server or not tool:
-        return name, None
-    return tool, server
-
-
-def tool_words(name: str) -> str:
-    """A tool's name for people: ``run_query from warehouse`` for an MCP server's tool."""
-    tool, server = split_tool_name(clean(name))
-    return tool if server is None else f"{tool} from {server}"
-
-
-def ask_words(name: str) -> str:
-    """A tool's name in a permission question, saying which MCP server would run it."""
-    tool, server = split_tool_name(clean(name))
-    return tool if server is None else f"{tool} from the MCP server {server}"
+def asked_label(ask: PermissionAskData) -> ToolLabel:
+    """The tool a permission ask is about."""
+    return ToolLabel().seen(ask.tool_name, ask.mcp_server, ask.mcp_tool)
 
 
 def duration(ms: int | None) -> str:

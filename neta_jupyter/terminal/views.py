@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..events import ProcessData
-from .text import STALE_WORDS, Preview, ask_words, clean, duration, one_line, tool_words
+from .text import STALE_WORDS, Preview, ToolLabel, clean, duration, one_line
 
 PREVIEW_LINES = 8
 """Lines of a tool's output shown in its card."""
@@ -151,7 +151,7 @@ class ToolCard:
     """One tool call as the display knows it."""
 
     call_id: str
-    name: str = "tool"
+    label: ToolLabel = field(default_factory=ToolLabel)
     arguments: str = ""
     phase: str = "generating"
     """``generating`` (arguments streaming), ``asking`` (waits for approval), ``running``."""
@@ -168,20 +168,20 @@ class ToolCard:
         label = {"generating": "preparing the call…", "running": "running…"}.get(self.phase, "")
         head = Table.grid(padding=(0, 1))
         head.add_row(self.spinner, Text(one_line(self.title) if self.title else label, "dim"))
-        body = Tail(arguments_view(self.name, self.arguments), height)
+        body = Tail(arguments_view(self.label.name, self.arguments), height)
         if self.streamed:
             output = Text(self.streamed.rstrip("\n"), style="dim")
-            body = Tail(Group(arguments_view(self.name, self.arguments), output), height)
-        title = Text(tool_words(self.name), style="bold cyan")
+            body = Tail(Group(arguments_view(self.label.name, self.arguments), output), height)
+        title = Text(self.label.words(), style="bold cyan")
         return Panel(Group(head, body), title=title, title_align="left", border_style="cyan")
 
     def asking(self, rule: str | None, preview: Preview | None = None) -> Panel:
         """The card of a call that waits for the user's approval (what it would do, if known)."""
         why = f" ({one_line(rule)})" if rule else ""
-        title = Text(f"? {ask_words(self.name)} needs approval{why}", style="bold yellow")
+        title = Text(f"? {self.label.ask_words()} needs approval{why}", style="bold yellow")
         self.arguments_shown = True
         return Panel(
-            preview_view(preview) if preview else arguments_view(self.name, self.arguments),
+            preview_view(preview) if preview else arguments_view(self.label.name, self.arguments),
             title=title,
             title_align="left",
             border_style="yellow",
@@ -192,10 +192,10 @@ class ToolCard:
     ) -> Panel:
         """The card of a call that completed or failed."""
         mark, style = ("✓", "green") if ok else ("✗", "red")
-        title = Text(f"{mark} {tool_words(self.name)}{duration(ms)}", style=f"bold {style}")
+        title = Text(f"{mark} {self.label.words()}{duration(ms)}", style=f"bold {style}")
         body: list[RenderableType] = []
         if not self.arguments_shown:
-            body.append(arguments_view(self.name, self.arguments))
+            body.append(arguments_view(self.label.name, self.arguments))
         if error:
             body.append(Text(f"error: {one_line(error, 2000)}", style=style))
         if output is not None:

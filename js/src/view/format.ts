@@ -1,5 +1,5 @@
 /** Text shown to the user: durations, sizes, token counts, arguments, status labels. */
-import type { RunState, Usage } from "../state";
+import type { McpOrigin, RunState, Usage } from "../state";
 
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -35,20 +35,19 @@ export function usageText(usage: Usage): string {
   return parts.join(" · ");
 }
 
-/** A tool as the user reads its name: an MCP server's tools are named `<server>__<tool>`. */
+/** A tool as the user reads its name. */
 export interface ToolLabel {
   readonly tool: string;
-  /** The MCP server offering it (its name never contains `__`); absent for neta's own tools. */
+  /** The MCP server offering it; absent for neta's own tools. */
   readonly server?: string;
 }
 
-const SERVER_SEPARATOR = "__";
-
-export function toolLabel(toolName: string): ToolLabel {
-  const cut = toolName.indexOf(SERVER_SEPARATOR);
-  const tool = cut > 0 ? toolName.slice(cut + SERVER_SEPARATOR.length) : "";
-  if (cut <= 0 || tool === "") return { tool: toolName };
-  return { tool, server: toolName.slice(0, cut) };
+/**
+ * An MCP server's tool by its own name and its server's, as its events say; any other tool by
+ * the name the model called (a tool of neta's own may hold `__` in its name too).
+ */
+export function toolLabel(toolName: string, mcp?: McpOrigin): ToolLabel {
+  return mcp ? { tool: mcp.tool || toolName, server: mcp.server } : { tool: toolName };
 }
 
 export type ArgsView =

@@ -82,7 +82,7 @@ export class PermissionPart extends PromptPart<PermissionAsk> {
     controls.on(always, "click", decide(true, true));
     controls.on(deny, "click", decide(false, false));
 
-    const parts: HTMLElement[] = [permissionTitle(ask.toolName)];
+    const parts: HTMLElement[] = [permissionTitle(ask)];
     const args = argsBlock(ask.arguments, "neta-pre neta-permission-args");
     if (ask.preview) parts.push(...previewBlocks(ask.preview));
     // The preview says what the call does; its raw arguments stay at hand, folded.
@@ -118,8 +118,8 @@ function previewBlocks(preview: AskPreview): HTMLElement[] {
 }
 
 /** "Allow `tool` to run?", naming the MCP server that offers the tool when one does. */
-function permissionTitle(toolName: string): HTMLElement {
-  const label = toolLabel(toolName);
+function permissionTitle(ask: PermissionAsk): HTMLElement {
+  const label = toolLabel(ask.toolName, ask.mcp);
   const tool = h("code", { className: "neta-permission-tool", text: label.tool || "this tool" });
   if (label.server === undefined) return h("div", { className: "neta-prompt-title" }, ["Allow ", tool, " to run?"]);
   const server = h("code", { className: "neta-permission-server", testid: "neta-permission-server", text: label.server });

@@ -61,7 +61,7 @@ class ToolCardView {
     setData(this.element, "status", card.status);
     this.status.className = `neta-badge neta-badge-${waiting ? "waiting" : card.status}`;
     setText(this.status, waiting ? "needs approval" : (STATUS_LABELS[card.status] ?? card.status));
-    const label = toolLabel(card.toolName);
+    const label = toolLabel(card.toolName, card.mcp);
     setText(this.name, label.tool || "tool");
     setText(this.server, label.server !== undefined ? `from ${label.server}` : "");
     setVisible(this.server, label.server !== undefined);
