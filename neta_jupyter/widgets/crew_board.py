@@ -12,17 +12,15 @@ the widget follows the run for it as the run widget follows a child run.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anywidget
 import traitlets
 
 from .comm import (
-    Action,
     BadMessage,
     ErrorMessage,
     KernelMessage,
@@ -32,23 +30,11 @@ from .comm import (
     outgoing,
     parse_view_message,
 )
-from .outbox import ChildFollower
+from .followers import FollowedRuns, RunFeed
 
 _log = logging.getLogger(__name__)
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 BOARD_JS = _STATIC / "crew_board.js"
-
-
-class TaskRunFeed(Protocol):
-    """Where the tasks' runs come from, and where a view's action on one of them goes."""
-
-    def follow_run(self, request_id: str, after_seq: int) -> AsyncIterator[dict[str, Any]]:
-        """The run's envelopes after ``after_seq`` up to its next terminal event."""
-        ...
-
-    def perform(self, action: Action) -> Awaitable[None]:
-        """Carry out a view's action on the run it names."""
-        ...
 
 
 def available() -> bool:
@@ -68,21 +54,17 @@ class CrewBoard(anywidget.AnyWidget):
     def __init__(
         self,
         on_action: Callable[[dict[str, Any]], None],
-        runs: TaskRunFeed | None = None,
+        runs: RunFeed | None = None,
         **traits: Any,
     ) -> None:
         super().__init__(**traits)
         self._on_action = on_action
-        self._runs = runs
-        self._followers: dict[str, ChildFollower] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._runs = FollowedRuns(runs, self._tell)
         self.on_msg(self._on_view_message)
 
     def close(self) -> None:
         """Stop following the tasks' runs, then close the comm."""
-        for follower in self._followers.values():
-            follower.stop()
-        self._followers.clear()
+        self._runs.close()
         super().close()
 
     def _on_view_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
@@ -99,55 +81,13 @@ class CrewBoard(anywidget.AnyWidget):
             return
         match message:
             case ReplayMessage(request_id=str() as request_id, last_seq=last_seq):
-                self._follow(request_id, last_seq)
+                self._runs.follow(request_id, last_seq)
             case ReplayMessage():
                 self._tell(ErrorMessage(kind="error", message="The board has no run of its own"))
             case UnsubscribeMessage(request_id=request_id):
-                follower = self._followers.pop(request_id, None)
-                if follower is not None:
-                    follower.stop()
+                self._runs.unfollow(request_id)
             case _:
-                self._act(message)
+                self._runs.act(message)
 
     def _tell(self, message: KernelMessage) -> None:
         self.send(outgoing(message))
-
-    def _follow(self, request_id: str, last_seq: int) -> None:
-        if self._runs is None:
-            self._refuse("This run cannot be followed from here", request_id)
-            return
-        previous = self._followers.pop(request_id, None)
-        if previous is not None:
-            previous.stop()
-        follower = ChildFollower(self._runs, request_id, self._tell)
-        if follower.start(last_seq):
-            self._followers[request_id] = follower
-        else:
-            self._refuse("The kernel has no running event loop", request_id)
-
-    def _refuse(self, text: str, request_id: str | None) -> None:
-        self._tell(ErrorMessage(kind="error", message=text, request_id=request_id))
-
-    def _act(self, action: Action) -> None:
-        runs = self._runs
-        if runs is None:
-            self._refuse("This run cannot be controlled from here", action.request_id)
-            return
-
-        async def perform() -> None:
-            try:
-                await runs.perform(action)
-            except Exception as exc:
-                self._refuse(str(exc) or type(exc).__name__, action.request_id)
-                return
-            follower = self._followers.get(action.request_id)
-            if follower is not None:
-                follower.poke()
-
-        try:
-            task = asyncio.get_running_loop().create_task(perform())
-        except RuntimeError:
-            self._refuse("The kernel has no running event loop", action.request_id)
-            return
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)

@@ -9,9 +9,8 @@ follows the server itself). A view may also ask for the events of a child run of
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, assert_never
 
@@ -19,7 +18,6 @@ import anywidget
 import traitlets
 
 from .comm import (
-    Action,
     BadMessage,
     ErrorMessage,
     InputAction,
@@ -34,7 +32,8 @@ from .comm import (
     outgoing,
     parse_view_message,
 )
-from .outbox import BATCH_INTERVAL, MAX_BATCH, ChildFollower, Outbox
+from .followers import FollowedRuns, RunFeed
+from .outbox import BATCH_INTERVAL, MAX_BATCH, Outbox
 
 __all__ = ["BATCH_INTERVAL", "MAX_BATCH", "EventFeed", "RunWidget"]
 
@@ -57,19 +56,11 @@ export default { render };
 """
 
 
-class EventFeed(Protocol):
+class EventFeed(RunFeed, Protocol):
     """What feeds a widget: its run's envelopes, other runs' (children's), and actions."""
 
     def events_after(self, seq: int) -> list[dict[str, Any]]:
         """The widget's run's envelopes with a seq above ``seq``, ready to send."""
-        ...
-
-    def follow_run(self, request_id: str, after_seq: int) -> AsyncIterator[dict[str, Any]]:
-        """Another run's envelopes after ``after_seq`` up to its next terminal event."""
-        ...
-
-    def perform(self, action: Action) -> Awaitable[None]:
-        """Carry out a view's action on the run it names."""
         ...
 
 
@@ -95,8 +86,7 @@ class RunWidget(anywidget.AnyWidget):
         self._feed = feed
         self._listening = False
         self._outbox = Outbox(self._send_message)
-        self._children: dict[str, ChildFollower] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._children = FollowedRuns(feed, self._send_message, lambda: self.request_id)
         self.on_msg(self._on_view_message)
 
     @traitlets.observe("comm")
@@ -116,9 +106,7 @@ class RunWidget(anywidget.AnyWidget):
 
     def close(self) -> None:
         """Stop following child runs, then close the comm."""
-        for child in self._children.values():
-            child.stop()
-        self._children.clear()
+        self._children.close()
         super().close()
 
     # --- kernel → view
@@ -152,15 +140,13 @@ class RunWidget(anywidget.AnyWidget):
                 if request_id is None or request_id == self.request_id:
                     self._replay(last_seq)
                 else:
-                    self._follow_child(request_id, last_seq)
+                    self._children.follow(request_id, last_seq)
             case UnsubscribeMessage(request_id=request_id):
-                child = self._children.pop(request_id, None)
-                if child is not None:
-                    child.stop()
+                self._children.unfollow(request_id)
             case (
                 ResumeAction() | TerminateAction() | SuspendAction() | RetryAction() | InputAction()
             ):
-                self._act(message)
+                self._children.act(message)
             case _:
                 assert_never(message)
 
@@ -169,44 +155,3 @@ class RunWidget(anywidget.AnyWidget):
         self._outbox.clear()
         if self._feed is not None:
             self._outbox.send_now(self._feed.events_after(last_seq))
-
-    def _follow_child(self, request_id: str, last_seq: int) -> None:
-        if self._feed is None:
-            self._refuse("This run cannot be followed from here", request_id)
-            return
-        previous = self._children.pop(request_id, None)
-        if previous is not None:
-            previous.stop()
-        child = ChildFollower(self._feed, request_id, self._send_message)
-        if child.start(last_seq):
-            self._children[request_id] = child
-        else:
-            self._refuse("The kernel has no running event loop", request_id)
-
-    def _refuse(self, text: str, request_id: str | None) -> None:
-        target = None if request_id == self.request_id else request_id
-        self._send_message(ErrorMessage(kind="error", message=text, request_id=target))
-
-    def _act(self, action: Action) -> None:
-        if self._feed is None:
-            self._refuse("This run cannot be controlled from here", action.request_id)
-            return
-        feed = self._feed
-
-        async def perform() -> None:
-            try:
-                await feed.perform(action)
-            except Exception as exc:
-                self._refuse(str(exc) or type(exc).__name__, action.request_id)
-                return
-            child = self._children.get(action.request_id)
-            if child is not None:
-                child.poke()
-
-        try:
-            task = asyncio.get_running_loop().create_task(perform())
-        except RuntimeError:
-            self._refuse("The kernel has no running event loop", action.request_id)
-            return
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
