@@ -12,7 +12,8 @@ from neta_jupyter.events.encoding import decode_event, encode_json
 from neta_jupyter.providers.base import StreamPart, TextPart
 from neta_jupyter.runtime.emitter import RunEmitter
 from neta_jupyter.runtime.streaming import ReplyStreamer
-from neta_jupyter.store import Store
+from neta_jupyter.store import MemoryBackend, Store
+from neta_jupyter.store.backlog import BACKLOG
 
 AWKWARD = ["plain", 'quo"te\\back', "new\nline\t", "\x00\x1f\x7f", "é 中 😀", "\u2028", "</script>"]
 
@@ -133,3 +134,44 @@ async def test_a_segments_first_delta_is_committed_with_its_start(tmp_path: Path
     batches = await asyncio.wait_for(follower, timeout=60)
     store.close()
     assert ["TEXT_START", "TEXT_DELTA"] in batches
+
+
+async def test_a_reply_streamed_faster_than_the_store_writes_waits_for_it() -> None:
+    # A provider whose parts are all buffered never suspends; while the store takes nothing
+    # (writes fail for a while), the streamer stops pulling parts once the events not yet
+    # durable reach the bound, instead of piling the whole reply up in memory.
+    backend = MemoryBackend()
+    store = Store(backend)
+    await store.events.open("r_fast")
+    pulled = 0
+    parts = 6 * BACKLOG
+    past_bound = asyncio.Event()
+
+    async def provider() -> AsyncIterator[StreamPart]:
+        nonlocal pulled
+        for _ in range(parts):
+            pulled += 1
+            if pulled > BACKLOG:
+                past_bound.set()
+            yield TextPart("tok ")
+
+    backend.fail_writes("the disk is full")
+    streamer = ReplyStreamer(RunEmitter(store.events, "r_fast"), "c")
+    consuming = asyncio.ensure_future(streamer.consume(provider()))
+    await asyncio.wait_for(past_bound.wait(), timeout=60)
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+    held = pulled
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+    assert not consuming.done() and pulled == held < parts, "it waits while the store is behind"
+
+    backend.fail_writes(None)
+    reply = await asyncio.wait_for(consuming, timeout=60)
+    assert reply.text == "tok " * parts
+    await store.events.flush()
+    stored = await store.events.read_after("r_fast", -1, parts + 10)
+    assert [e.seq for e in stored] == list(range(len(stored)))
+    texts = [json.loads(e.payload)["data"].get("text", "") for e in stored]
+    assert "".join(texts) == "tok " * parts
+    store.close()

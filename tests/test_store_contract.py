@@ -1,4 +1,5 @@
-"""The store contract (``tests/store_contract.py``) on every backend: SQLite, in-memory, Redis."""
+"""The store contract (``tests/store_contract.py``, ``tests/store_backlog.py``) on every backend:
+SQLite, in-memory, Redis."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import redis
 
 from neta_jupyter.store import MemoryBackend, MemoryData, RedisBackend, Store
 from tests.redis_server import redis_server
+from tests.store_backlog import BacklogContract
 from tests.store_contract import Place, StoreContract
 
 
@@ -110,7 +112,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-class TestStoreContract(StoreContract):
+class TestStoreContract(StoreContract, BacklogContract):
     @pytest.fixture(params=["sqlite", "memory", "redis"])
     def place(self, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
         found: SqlitePlace | MemoryPlace | RedisPlace

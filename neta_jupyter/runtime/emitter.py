@@ -133,6 +133,15 @@ class RunEmitter:
         self._flush_scheduled = False
         self._append_deltas()
 
+    async def keep_pace(self) -> None:
+        """Let the event loop run; while the store is far behind, wait for it to catch up."""
+        self._append_deltas()
+        behind = self._log.room()
+        if behind is None:
+            await asyncio.sleep(0)
+        else:
+            await behind
+
     async def emit_durable(self, event_type: EventType, data: EventData) -> int:
         """Append and wait until it (and everything before it) is durable."""
         seq = self.emit(event_type, data)

@@ -9,7 +9,6 @@ the client has: it ``continues`` it, or, when the reply came out differently, ``
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -207,8 +206,9 @@ class ReplyStreamer:
                 on_part(part)
                 if clock() >= deadline:
                     # A provider whose parts are already buffered never suspends: let the loop
-                    # commit and send what was emitted, and serve other runs, between slices.
-                    await asyncio.sleep(0)
+                    # commit and send what was emitted, and serve other runs, between slices
+                    # (and wait while the store is far behind, so its backlog stays bounded).
+                    await self._emitter.keep_pace()
                     deadline = clock() + _slice()
             self._replace_if_short()
         finally:

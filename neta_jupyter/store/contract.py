@@ -67,6 +67,14 @@ class EventBackend(Protocol):
         """Resolves once everything queued so far is durable."""
         ...
 
+    def room(self) -> Awaitable[None] | None:
+        """``None`` while the writer keeps up; else resolves once it has caught up enough.
+
+        A producer asks between slices of its stream and waits on what it is given, so the
+        events not yet durable stay within a bound (:mod:`~neta_jupyter.store.backlog`).
+        """
+        ...
+
     def on_durable(self, listener: DurableListener) -> None:
         """Call ``listener`` with the events each write made durable, as soon as it did."""
         ...

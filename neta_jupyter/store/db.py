@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
 
+from .backlog import Backlog
 from .checkpoint import Checkpointer
 from .contract import EventRow, HealthListener
 from .health import (
@@ -92,6 +93,7 @@ class Database:
         self.max_batch = max_batch
         self._pending: dict[int, list[EventRow]] = {}
         self._pending_count = 0
+        self._backlog = Backlog()
         self._pending_writes: Statements = []
         self._waiters: list[asyncio.Future[None]] = []
         self._timer: asyncio.Handle | None = None
@@ -213,6 +215,14 @@ class Database:
         else:
             self._waiters.append(fut)
         return fut
+
+    def room(self) -> asyncio.Future[None] | None:
+        """``None`` while few events wait for a commit; else resolves once they are committed.
+
+        A group commit is made on the loop's thread once ``max_batch`` events wait, so that
+        many are only exceeded while writes fail.
+        """
+        return self._backlog.room(self._pending_count)
 
     def writable(self) -> asyncio.Future[None]:
         """A future that resolves once writes work (at once when they do)."""
@@ -345,6 +355,7 @@ class Database:
             self._budget = max(-_COMMIT_BURST, self._budget - self._commit_cost)
         pending, self._pending = self._pending, {}
         count, self._pending_count = self._pending_count, 0
+        self._backlog.moved(0)
         self._pending_writes = []
         waiters, self._waiters = self._waiters, []
         self._cancel_timer()
@@ -445,6 +456,7 @@ class Database:
                 self.path,
                 self.unavailable,
             )
+        self._backlog.stop()
         for fut in self._waiters + self._writable:
             fut.cancel()
         if self._checkpointer is not None:

@@ -8,7 +8,7 @@ durable; a follower sees an event only after that.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from itertools import repeat
 from typing import NamedTuple
 
@@ -119,6 +119,14 @@ class EventLog:
     async def flush(self) -> None:
         """Return once everything appended so far is durable."""
         await self._backend.durable()
+
+    def room(self) -> Awaitable[None] | None:
+        """``None`` while the store's writer keeps up; else what resolves once it caught up.
+
+        Appending never waits; a producer that can outrun the store (a model's stream) waits
+        on this between slices, so what is not yet durable stays bounded in memory.
+        """
+        return self._backend.room()
 
     # --- reading
 

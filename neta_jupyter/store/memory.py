@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .backlog import Backlog
 from .contract import DurableListener, EventRow, HealthListener, SessionChanges
 from .health import StorageUnavailable
 from .records import (
@@ -58,6 +59,7 @@ class MemoryBackend:
         self._listeners: list[DurableListener] = []
         self._health_listeners: list[HealthListener] = []
         self._scheduled: asyncio.Handle | None = None
+        self._backlog = Backlog()
         self._fault: str | None = None
         self._closed = False
         self._dead = False
@@ -87,6 +89,10 @@ class MemoryBackend:
         else:
             self._waiters.append(fut)
         return fut
+
+    def room(self) -> asyncio.Future[None] | None:
+        """``None`` unless many events wait to be written (only while writes fail)."""
+        return self._backlog.room(sum(map(len, self._pending.values())))
 
     def on_durable(self, listener: DurableListener) -> None:
         """Call ``listener`` with the events each write made durable."""
@@ -148,6 +154,7 @@ class MemoryBackend:
             write(data)
         pending, self._pending = self._pending, {}
         self._kept = []
+        self._backlog.moved(0)
         for stream, rows in pending.items():
             data.streams.setdefault(stream, []).extend(rows)
         waiters, self._waiters = self._waiters, []
@@ -206,6 +213,7 @@ class MemoryBackend:
             self._scheduled.cancel()
             self._scheduled = None
         self._pending, self._kept = {}, []
+        self._backlog.stop()
         for fut in self._waiters + self._writable:
             fut.cancel()
 

@@ -19,6 +19,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
+from .backlog import Backlog
 from .contract import DurableListener, EventRow, HealthListener
 from .health import Episode, StorageUnavailable
 from .redis_conn import NOBODY, OWNERS, UserKeys
@@ -88,6 +89,9 @@ class RedisEvents:
         self._listeners: list[DurableListener] = []
         self._health_listeners: list[HealthListener] = []
         self._lock = asyncio.Lock()
+        self._sending = 0
+        """Events in the calls of the cycle in flight."""
+        self._backlog = Backlog()
         self._writer: asyncio.Task[None] | None = None
         self._episode = Episode()
         self._stopped = False
@@ -113,6 +117,7 @@ class RedisEvents:
         self._fenced.add(stream)
         self._pending.pop(stream, None)
         self._retry = [call for call in self._retry if call.stream != stream]
+        self._backlog.moved(self.backlog())
         if self._tokens.pop(stream, None) is not None:
             self.let_go(stream)
             for listener in self._lost_listeners:
@@ -181,6 +186,19 @@ class RedisEvents:
             self._schedule()
         return fut
 
+    def backlog(self) -> int:
+        """Events queued here and not yet durable (nor refused)."""
+        retried = sum(len(call.rows) for call in self._retry if not call.done)
+        return sum(map(len, self._pending.values())) + self._sending + retried
+
+    def room(self) -> asyncio.Future[None] | None:
+        """``None`` while the writer keeps up; else resolves once it has caught up enough.
+
+        A run can produce events far faster than a Redis that fsyncs every write takes them:
+        without this wait the difference piles up in this process's memory.
+        """
+        return self._backlog.room(self.backlog())
+
     def on_durable(self, listener: DurableListener) -> None:
         """Call ``listener`` with the events each write made durable."""
         self._listeners.append(listener)
@@ -205,6 +223,7 @@ class RedisEvents:
         ):
             async with self._lock:
                 written = await self._cycle()
+            self._backlog.moved(self.backlog())
             if not written:
                 await asyncio.sleep(self._episode.delay)
 
@@ -219,8 +238,12 @@ class RedisEvents:
         updates, self._updates = self._updates, []
         waiters, self._waiters = self._waiters, []
         joined, self._joined = self._joined, []
-        calls = retry + await self._calls(pending, updates)
-        error = await self._send(calls)
+        self._sending = sum(map(len, pending.values())) + sum(len(call.rows) for call in retry)
+        try:
+            calls = retry + await self._calls(pending, updates)
+            error = await self._send(calls)
+        finally:
+            self._sending = 0
         for call in calls:
             if call.done and call.rows:
                 for listener in self._listeners:
@@ -327,8 +350,11 @@ class RedisEvents:
             raise RuntimeError("the store is closed")
         self.refuse_while_failing()
         async with self._lock:
-            if (self._pending or self._updates or self._retry) and not await self._cycle():
-                self.refuse_while_failing()
+            if self._pending or self._updates or self._retry:
+                written = await self._cycle()
+                self._backlog.moved(self.backlog())
+                if not written:
+                    self.refuse_while_failing()
             try:
                 return await op(self._client)
             except RedisError as error:
@@ -388,5 +414,6 @@ class RedisEvents:
         if self._writer is not None:
             self._writer.cancel()
         self._pending, self._updates, self._retry = {}, [], []
+        self._backlog.stop()
         for fut in self._waiters + self._writable + self._joined:
             fut.cancel()

@@ -39,6 +39,10 @@ class SqliteEvents:
         """Resolves once everything queued so far is committed."""
         return self._db.durable()
 
+    def room(self) -> asyncio.Future[None] | None:
+        """``None`` unless many events wait to be committed (only while writes fail)."""
+        return self._db.room()
+
     def on_durable(self, listener: DurableListener) -> None:
         """Call ``listener`` with the events each commit made durable."""
         self._listeners.append(listener)
