@@ -393,3 +393,43 @@ def test_redis_down_longer_than_a_lease_gives_the_run_one_writer_after(tmp_path:
         a.stop()
         b.stop()
         store.stop()
+
+
+def test_kill_9_of_the_owner_ends_the_sub_agents_still_waiting_for_a_slot(
+    tmp_path: Path, redis_url: str
+) -> None:
+    # One sub-agent at a time: while the first writes its answer the other two wait for a slot
+    # of their batch, holding no lease of their own. Their parent's server dies: the other
+    # server ends every run of the tree, the waiting ones too, once each and recoverably.
+    config = {"store_url": redis_url, **LEASE, "demo_pace": 0.01, "subagent_concurrency": 1}
+    a = ServerProcess(tmp_path / "a", config)
+    b = ServerProcess(tmp_path / "b", {"store_url": redis_url, **LEASE})
+    b.root = a.root
+    (a.root / "notes.txt").write_text("first note\nsecond note\n")
+    (a.root / "data.csv").write_text("a,b\n1,2\n3,4\n")
+    (a.root / "README.md").write_text("# Title\n\nSome readme text here.\n")
+    a.start()
+    b.start()
+    try:
+        rid = start(a, content="compare notes.txt, data.csv and README.md")
+        [started] = a.read(rid, until_type="SUBAGENT_RUN_STARTED")[-1:]
+        children = [c["requestId"] for c in started["data"]["children"]]
+        assert len(children) == 3
+        until(lambda: status(b, children[0])["lastSeq"] > 5, "the first sub-agent to stream")
+        assert [status(b, c)["status"] for c in children] == ["running"] * 3
+        a.kill9()
+
+        tree = [rid, *children]
+        until(lambda: all(status(b, r)["status"] != "running" for r in tree), "every run to end")
+        for run in tree:
+            log = b.read(run)
+            assert [e["seq"] for e in log] == list(range(len(log))), run
+            assert log[-1]["seq"] == status(b, run)["lastSeq"], "nothing after its end"
+            [end] = terminals(log)
+            assert end["eventType"] == "MESSAGE_FAILED", (run, end)
+            assert end["data"]["errorCode"] == "SYSTEM_CRASH", run
+            assert end["data"]["recoverable"] is True, run
+            assert status(b, run)["status"] == "failed"
+    finally:
+        a.stop()
+        b.stop()

@@ -8,13 +8,15 @@ SIGSTOP) writes nothing after another took the run over. The heartbeat renews ev
 server holds every third of the lease time, whatever the run is doing (a tool may run for many
 lease times). When renewals fail for most of a lease time, the server stops its runs itself
 rather than act on runs another may be taking over. A run whose owner's lease expired is found
-by :meth:`RedisLeases.expired`; the runtime's sweeper takes it over.
+by :meth:`RedisLeases.expired`, and so is a sub-agent still waiting for a slot of its batch (it
+holds no lease of its own) whose parent's lease expired; the runtime's sweeper takes it over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import socket
@@ -149,11 +151,39 @@ class RedisLeases(RedisEvents):
                 pipe.hget(user.run(rid), "owner")
                 pipe.exists(user.lease(rid))
             replies = await pipe.execute()
+            unowned: list[str] = []
             for i, rid in enumerate(rids):
                 owner, held = replies[2 * i], replies[2 * i + 1]
-                if owner and not held:
-                    found.append(rid)
+                if not held:
+                    (found if owner else unowned).append(rid)
+            found += await self._orphans(user, unowned)
         return found
+
+    async def _orphans(self, user: UserKeys, unowned: list[str]) -> list[str]:
+        """Of runs left running that no server holds or held, those whose parent run nobody holds.
+
+        A sub-agent waiting for a slot of its batch holds no lease: the parent's batch starts
+        it, so it waits exactly as long as the parent's lease lives. Once that lapsed (its
+        server died) nobody would start it. A top-level run, or a crew's task (its parent is
+        the crew, not a run), is never one of these.
+        """
+        if not unowned:
+            return []
+        pipe = self._client.pipeline(transaction=False)
+        for rid in unowned:
+            pipe.hget(user.run(rid), "rec")
+        parents = [json.loads(rec or "{}").get("parent_request_id") for rec in await pipe.execute()]
+        children = [(rid, p) for rid, p in zip(unowned, parents, strict=True) if p]
+        if not children:
+            return []
+        pipe = self._client.pipeline(transaction=False)
+        for _, parent in children:
+            pipe.exists(user.run(parent))
+            pipe.exists(user.lease(parent))
+        replies = await pipe.execute()
+        return [
+            rid for i, (rid, _) in enumerate(children) if replies[2 * i] and not replies[2 * i + 1]
+        ]
 
     # --- the heartbeat
 
