@@ -73,6 +73,9 @@ class RedisKernels(RedisLeases):
         self._alive: Callable[[str], bool] = lambda kernel_id: True
         self._control: ControlHandler | None = None
         self._readers: dict[str, asyncio.Task[None]] = {}
+        self._read_up_to: dict[str, str] = {}
+        """Per principal, the id of the last control message read (a reader started again
+        after its user's kernels were all gone must not act on those again)."""
         self._handling: set[asyncio.Task[None]] = set()
 
     def kernels_alive(self, check: Callable[[str], bool]) -> None:
@@ -156,7 +159,8 @@ class RedisKernels(RedisLeases):
 
     async def _read_control(self, user: UserKeys) -> None:
         """Read this server's control stream of ``user`` while it hosts kernels for them."""
-        key, last, delay = control_key(user, self.replica), "0-0", FIRST_RETRY
+        key, delay = control_key(user, self.replica), FIRST_RETRY
+        last = self._read_up_to.get(user.principal, "0-0")
         while not self._stopped and any(p == user.principal for p, _ in self._hosted):
             try:
                 replies = await self._client.xread({key: last}, count=100, block=BLOCK_MS)
@@ -170,8 +174,13 @@ class RedisKernels(RedisLeases):
                 continue
             for _, entries in replies or []:
                 for entry_id, fields in entries:
-                    last = entry_id
-                    self._handle(user.principal, json.loads(fields["m"]))
+                    last = self._read_up_to[user.principal] = entry_id
+                    try:
+                        message = dict(json.loads(fields["m"]))
+                    except (KeyError, ValueError, TypeError):
+                        self.log.warning("neta: an unreadable hand-off was dropped")
+                        continue
+                    self._handle(user.principal, message)
         self._readers.pop(user.principal, None)
 
     def _handle(self, principal: str, message: dict[str, Any]) -> None:
