@@ -6,7 +6,7 @@
  */
 import type { SubagentChild as WireChild, SubagentData } from "./events";
 import { readClarify, readPermission } from "./reducer-asks";
-import { upsert, type Keyed, type RunState, type SubagentBatch, type SubagentChild } from "./state";
+import { sameRequest, upsert, type ClarifyRequest, type Keyed, type PermissionAsk, type RunState, type SubagentBatch, type SubagentChild } from "./state";
 import { bool, id, isRecord, num, str, type Loose } from "./wire";
 
 function newChild(requestId: string, batchId: string): SubagentChild {
@@ -48,9 +48,8 @@ function childOf(state: RunState, batch: SubagentBatch | undefined, data: Loose<
 }
 
 /** The same request as `prev` (told again with the child's next change) keeps `prev`, so its prompt stays armed. */
-function same<T extends { readonly askId?: string; readonly clarifyId?: string }>(prev: T | null, next: T | null): T | null {
-  if (!prev || !next) return next;
-  return JSON.stringify(prev) === JSON.stringify(next) ? prev : next;
+function same<T extends PermissionAsk | ClarifyRequest>(prev: T | null, next: T | null): T | null {
+  return sameRequest(prev, next) ? prev : next;
 }
 
 /** A new ask replaces the one before; a child that moved on (not suspended) waits for nothing. */

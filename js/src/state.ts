@@ -91,6 +91,11 @@ export interface ClarifyRequest {
   readonly options: readonly string[];
 }
 
+/** Whether `next` is `prev` told again (a replay, a child's next change): equal in every field. */
+export function sameRequest<T extends PermissionAsk | ClarifyRequest>(prev: T | null, next: T | null): boolean {
+  return prev === next || (prev !== null && next !== null && JSON.stringify(prev) === JSON.stringify(next));
+}
+
 export interface ProcessOperation {
   readonly operationId: string;
   readonly parentOperationId?: string;

@@ -185,6 +185,36 @@ describe("prompt buttons", () => {
     expect(onAction).not.toHaveBeenCalled();
   });
 
+  it("stay the nodes they were through a redraw of the same ask, so a click pressed before it counts", () => {
+    const events = hostileRun();
+    show(events);
+    clock.advance(ARM_DELAY_MS);
+    const pressed = approve();
+    pressed.dispatchEvent(new MouseEvent("mousedown", { bubbles: true, detail: 1 }));
+    show(events); // the ask told again, as a new object (a replay after a reconnect)
+    expect(approve()).toBe(pressed);
+    expect(pressed.isConnected && !pressed.disabled).toBe(true);
+    pressed.click();
+    expect(onAction).toHaveBeenCalledTimes(1);
+  });
+
+  it("still ignore a click on a hidden or covered button after such a redraw", () => {
+    const events = hostileRun();
+    show(events);
+    clock.advance(ARM_DELAY_MS);
+    show(events);
+    setVisible(false); // scrolled away: disarmed at once
+    approve().click();
+    setVisible(true);
+    clock.advance(ARM_DELAY_MS);
+    seen.deliberate = false; // covered: the click landed on something else
+    approve().click();
+    expect(onAction).not.toHaveBeenCalled();
+    seen.deliberate = true;
+    approve().click();
+    expect(onAction).toHaveBeenCalledTimes(1);
+  });
+
   it("of a clarify request are guarded the same way, Ctrl+Enter included", () => {
     show(clarifyRun());
     const option = container.querySelector<HTMLButtonElement>("[data-testid=neta-clarify-option]");

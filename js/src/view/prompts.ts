@@ -3,7 +3,7 @@
  * buttons answer only a deliberate click once the prompt has been in view a moment (guard.ts).
  */
 import type { Action } from "../actions";
-import type { AskPreview, ClarifyRequest, PermissionAsk, RunState } from "../state";
+import { sameRequest, type AskPreview, type ClarifyRequest, type PermissionAsk, type RunState } from "../state";
 import { button, h, setVisible, textarea } from "./dom";
 import { toolLabel } from "./format";
 import { ArmedControls } from "./guard";
@@ -23,7 +23,7 @@ async function sendWith(ctx: ViewContext, action: Action, controls: ArmedControl
 }
 
 /** One prompt at a time: built when its request arrives, its armed controls disposed with it. */
-abstract class PromptPart<T> implements Part {
+abstract class PromptPart<T extends PermissionAsk | ClarifyRequest> implements Part {
   abstract readonly element: HTMLElement;
   private shown: T | null = null;
   protected controls: ArmedControls | null = null;
@@ -37,9 +37,13 @@ abstract class PromptPart<T> implements Part {
     this.show(this.current(state));
   }
 
-  /** Show `request` (null: none); the parent's view shows a child run's request this way. */
+  /**
+   * Show `request` (null: none); the parent's view shows a child run's request this way. The same
+   * request told again keeps the prompt as it is, its buttons the very nodes and still armed: a
+   * click whose pointer went down before the redraw lands on the button it went down on.
+   */
   show(request: T | null): void {
-    if (request === this.shown) return;
+    if (sameRequest(this.shown, request)) return;
     this.shown = request;
     this.controls?.dispose();
     this.controls = null;
