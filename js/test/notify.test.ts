@@ -209,6 +209,21 @@ describe("the notify-me control", () => {
     await vi.waitFor(() => expect(control.hidden).toBe(true));
   });
 
+  it("reads the browser's permission when the run's status changes, not at each delta", () => {
+    const { notifications } = withPermission("default");
+    const permission = vi.spyOn(notifications, "permission");
+    const t = harness({ notifications });
+    let state = t.show(reduceAll(started()));
+    const reads = permission.mock.calls.length;
+    expect(t.byTestId("neta-notify").hidden).toBe(false);
+    for (let i = 0; i < 5; i++) {
+      state = t.show(reduceAll([envelope("TEXT_DELTA", state.lastSeq + 1, { type: "text", text: `w${i} ` })], state));
+    }
+    expect(permission.mock.calls.length).toBe(reads);
+    t.show(reduceAll([envelope("MESSAGE_COMPLETED", state.lastSeq + 1, { type: "message", finishReason: "STOP" })], state));
+    expect(t.byTestId("neta-notify").hidden).toBe(true);
+  });
+
   it("is not shown once the browser has an answer, nor for a run that ended", () => {
     const t = harness({ notifications: withPermission("denied").notifications });
     t.show(reduceAll(started()));

@@ -31,7 +31,10 @@ export class NotifyPart implements Part {
     });
   }
 
-  render(state: RunState): void {
+  render(state: RunState, prev: RunState | null): void {
+    // Reading the permission is a synchronous call into the browser (2 ms on a busy machine):
+    // read it when the status changes and after a click, not at every delta's render.
+    if (prev && state.status === prev.status) return;
     this.lastStatus = state.status;
     this.refresh(state.status);
   }

@@ -16,6 +16,7 @@ import { childLifetime, onAbort } from "../lifetime";
 import type { NotebookEdits } from "../notebook";
 import type { BrowserNotifications } from "../notify";
 import type { RunState, TextSegment } from "../state";
+import { prepareRendering } from "../markdown";
 import { h, isolateKeys, setData } from "./dom";
 import type { EditsAccess } from "./edits";
 import { browserGuard, type PromptGuard } from "./guard";
@@ -140,6 +141,7 @@ export class RunView {
     isolateKeys(this.root);
     container.append(this.root);
     onAbort(this.lifetime.signal, () => this.dispose());
+    prepareRendering();
   }
 
   /** Show this state at the next animation frame; at once if it starts a block's text. */
