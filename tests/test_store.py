@@ -235,3 +235,33 @@ async def first_segment(runtime: Runtime, request_id: str) -> list[EventRow]:
             break
     await follower.aclose()  # type: ignore[attr-defined]
     return got
+
+
+async def test_a_follower_gets_heartbeats_only_while_its_stream_is_quiet(tmp_path: Path) -> None:
+    # Its heartbeat deadline moves with every batch it sends; once the stream goes quiet it
+    # gets heartbeats again, and an idle stream does not pile up a waiter per heartbeat.
+    store = Store(tmp_path / "log.sqlite3")
+    log = store.events
+    await log.open("r_beat")
+    follower = log.follow("r_beat", -1, heartbeat=1.0)
+    got: list[list[EventRow]] = []
+
+    async def read() -> None:
+        async for batch in follower:
+            got.append(batch)
+            if sum(1 for b in got if not b) == 3:
+                return
+
+    reading = asyncio.create_task(read())
+    for i in range(100):  # 2 s of events, far closer together than the heartbeat
+        log.append_nowait(delta("r_beat", str(i)))
+        await asyncio.sleep(0.02)
+    await log.flush()
+    await asyncio.sleep(0.05)
+    live = list(got)
+    assert all(live) and sum(len(b) for b in live) == 100, "no heartbeat while events flow"
+    await asyncio.wait_for(reading, timeout=60)
+    assert got[len(live) :] == [[], [], []]
+    assert len(log._fanout._tails["r_beat"].waiters) <= 1
+    await follower.aclose()  # type: ignore[attr-defined]
+    store.close()

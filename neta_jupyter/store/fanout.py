@@ -9,6 +9,7 @@ reads, not memory. Followers that are behind share each turn of the event loop b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Protocol
 
@@ -28,6 +29,8 @@ TRANSIENT_SEQ = -1
 _STEP_EVENTS = 8192
 """Events that followers who are behind send per turn of the event loop, together."""
 _MIN_STEP = 64
+_EARLY = 0.001
+"""A heartbeat's timer may fire this much before its deadline (the loop's clock resolution)."""
 
 
 class Reads(Protocol):
@@ -55,14 +58,14 @@ class Watcher(Protocol):
 
 
 class _Tail:
-    """Recent durable events of one stream (contiguous seqs) and a signal for waiters."""
+    """Recent durable events of one stream (contiguous seqs) and the followers waiting on it."""
 
-    __slots__ = ("ended", "events", "last", "readers", "signal")
+    __slots__ = ("ended", "events", "last", "readers", "waiters")
 
     def __init__(self, last: int) -> None:
         self.events: list[EventRow] = []
         self.last = last
-        self.signal = asyncio.Event()
+        self.waiters: list[asyncio.Future[bool]] = []
         self.readers = 0
         self.ended = -1
         """Seq of a terminal event whose segment is dropped once no follower reads it."""
@@ -83,8 +86,75 @@ class _Tail:
         self.ended = -1
 
     def wake(self) -> None:
-        self.signal.set()
-        self.signal = asyncio.Event()
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(False)
+
+    async def wait(self, beat: _Beat | None) -> None:
+        """Until the tail grows (or ``beat`` says a heartbeat is due)."""
+        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        if beat is not None:
+            beat.arm(waiter)
+        try:
+            by_beat = await waiter
+        except BaseException:
+            self._drop(waiter)
+            raise
+        if by_beat:
+            self._drop(waiter)
+
+    def _drop(self, waiter: asyncio.Future[bool]) -> None:
+        with contextlib.suppress(ValueError):
+            self.waiters.remove(waiter)
+
+
+class _Beat:
+    """When a follower's next heartbeat is due, without a timer per wait.
+
+    A busy server wakes each follower at every commit; a timer made and cancelled per wait
+    (``asyncio.timeout``) cost more than the rest of the wait. The follower moves its deadline
+    (a float) instead, and one timer, when it fires before the deadline, sets itself again for it.
+    """
+
+    __slots__ = ("deadline", "handle", "interval", "loop", "waiter")
+
+    def __init__(self, interval: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.interval = interval
+        self.deadline = self.loop.time() + interval
+        self.handle: asyncio.TimerHandle | None = None
+        self.waiter: asyncio.Future[bool] | None = None
+
+    def sent(self) -> None:
+        """Something was sent: the next heartbeat is due ``interval`` from now."""
+        self.deadline = self.loop.time() + self.interval
+
+    def due(self) -> bool:
+        """Whether a heartbeat is due now (then the next one is ``interval`` later)."""
+        if self.loop.time() < self.deadline - _EARLY:
+            return False
+        self.sent()
+        return True
+
+    def arm(self, waiter: asyncio.Future[bool]) -> None:
+        """Wake ``waiter`` once the deadline passes."""
+        self.waiter = waiter
+        if self.handle is None:
+            self.handle = self.loop.call_at(self.deadline, self._fire)
+
+    def _fire(self) -> None:
+        self.handle = None
+        if self.loop.time() < self.deadline - _EARLY:
+            self.handle = self.loop.call_at(self.deadline, self._fire)
+        elif self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(True)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
 
 
 class Fanout:
@@ -181,12 +251,13 @@ class Fanout:
         why the stream is quiet. A read that fails raises
         :class:`~neta_jupyter.store.health.StorageError`.
 
-        A follower that keeps up waits on the stream's signal alone: no task or timer of its
-        own beyond the heartbeat deadline, since a busy server wakes hundreds of them per commit.
+        A follower that keeps up waits on the stream's tail alone: no task or timer of its own
+        beyond one heartbeat timer, since a busy server wakes hundreds of them per commit.
         """
         pos = after
         tail: _Tail | None = None
         told = 0
+        beat = _Beat(heartbeat) if heartbeat is not None else None
         self._followers += 1
         try:
             while True:
@@ -216,18 +287,18 @@ class Fanout:
                     if batch:
                         pos = batch[-1][0]
                         yield batch
+                        if beat is not None:
+                            beat.sent()
                         if behind:
                             await asyncio.sleep(0)
                         continue
-                if heartbeat is None:
-                    await tail.signal.wait()
-                    continue
-                try:
-                    async with asyncio.timeout(heartbeat):
-                        await tail.signal.wait()
-                except TimeoutError:
+                if beat is not None and beat.due():
                     yield []
+                    continue
+                await tail.wait(beat)
         finally:
+            if beat is not None:
+                beat.close()
             self._followers -= 1
             if tail is not None:
                 self._leave(stream, tail)
