@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import time
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 
 from neta_jupyter.events import AgentEvent, EventType, ReasoningData, TextData
@@ -175,3 +178,26 @@ async def test_a_reply_streamed_faster_than_the_store_writes_waits_for_it() -> N
     texts = [json.loads(e.payload)["data"].get("text", "") for e in stored]
     assert "".join(texts) == "tok " * parts
     store.close()
+
+
+async def test_envelope_timestamps_are_the_utc_time_of_the_event_in_milliseconds(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "log.sqlite3")
+    await store.events.open("r_time")
+    emitter = RunEmitter(store.events, "r_time")
+    moments: list[tuple[float, float]] = []
+    for text in ("a", "b", "c"):
+        before = time.time()
+        emitter.emit_text(EventType.TEXT_DELTA, text)
+        emitter.emit(EventType.TEXT_END, TextData())
+        moments.append((before, time.time()))
+        await asyncio.sleep(0.0123)
+    await emitter.flush()
+    stored = await store.events.read_after("r_time", -1)
+    store.close()
+    stamps = [json.loads(e.payload)["timestamp"] for e in stored]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", s) for s in stamps)
+    for (before, after), stamp in zip(moments, stamps[::2], strict=True):
+        at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        assert int(before * 1000) / 1000 <= at <= after

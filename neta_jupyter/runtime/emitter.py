@@ -12,19 +12,25 @@ from ..events.encoding import text_rests
 from ..events.redact import Redactor
 from ..store import EventLog
 
-# Timestamps are formatted once per millisecond, not per event.
+# Timestamps are formatted once per millisecond, not per event, and the date and time once per
+# second: at a model's pace every event falls in a millisecond of its own.
 _formatted_ms = -1
 _formatted = ""
+_second = -1
+_second_text = ""
 
 
 def _timestamp() -> str:
     """An envelope timestamp: UTC, milliseconds."""
-    global _formatted_ms, _formatted
+    global _formatted_ms, _formatted, _second, _second_text
     ms = time.time_ns() // 1_000_000
     if ms != _formatted_ms:
-        moment = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
+        second, milli = divmod(ms, 1000)
+        if second != _second:
+            _second = second
+            _second_text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
         _formatted_ms = ms
-        _formatted = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        _formatted = f"{_second_text}.{milli:03d}Z"
     return _formatted
 
 
@@ -37,6 +43,9 @@ _DELTAS = {
 
 _MAX_DELTAS = 512
 """Deltas held before they are appended even though the current callback has not returned."""
+_QUIET = 0.001
+"""Seconds after a run's previous delta past which a delta is appended at once, not batched."""
+_clock = time.monotonic
 
 
 class RunEmitter:
@@ -45,7 +54,9 @@ class RunEmitter:
     Text and reasoning deltas are appended in batches: those emitted during one callback of the
     event loop go to the log together when it returns (or before any other event, or a wait for
     durability), which is before anything else could read the log, so batching changes neither
-    the order of events nor when a client can see them, and costs each delta far less.
+    the order of events nor when a client can see them, and costs each delta far less. A delta
+    that follows a pause (a model's pace: one per callback) is appended at once, saving the
+    callback that would append it alone.
     """
 
     def __init__(self, log: EventLog, request_id: str) -> None:
@@ -61,6 +72,7 @@ class RunEmitter:
         self._deltas: list[str] = []
         self._deltas_of: tuple[EventType, int | None, int | None] | None = None
         self._flush_scheduled = False
+        self._last_delta = 0.0
 
     @property
     def log(self) -> EventLog:
@@ -104,7 +116,13 @@ class RunEmitter:
         if first or len(deltas) >= _MAX_DELTAS:
             self._append_deltas()
         elif not self._flush_scheduled:
-            self._schedule_append()
+            now = _clock()
+            if now - self._last_delta > _QUIET:
+                # A model's pace: nothing else comes in this callback to share the append with.
+                self._append_deltas()
+            else:
+                self._schedule_append()
+            self._last_delta = now
 
     def _append_deltas(self) -> None:
         """Append the deltas emitted so far."""
