@@ -233,6 +233,7 @@ async def test_only_mcp_tools_name_their_server_and_long_names_stay_apart(
     assert east == "cat__summarise_the_quarterly_revenue_of_every_region_by_68c974ac"
     assert west == "cat__summarise_the_quarterly_revenue_of_every_region_by_76469f24"
     assert len(east) == len(west) == 64
+    assert f"  {west}  ({LONG}_west)  [read-only]" in mcp_listing(answer)
     assert "x" * 41 in parse({"x" * 41: {"command": "x"}}).servers[0].error  # type: ignore[operator]
 
     runtime.tools.register(

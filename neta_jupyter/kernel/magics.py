@@ -422,7 +422,9 @@ def mcp_listing(answer: dict[str, Any]) -> str:
         lines.append(f"{head} — {server['error']}" if server.get("error") else head)
         for t in server.get("tools", []):
             mark = "read-only" if t.get("readOnly") else "asks first"
-            lines.append(f"  {t['name']}  [{mark}]  {t.get('description') or ''}".rstrip())
+            # A name cut to fit a model: the server's own name beside it.
+            own = f"  ({t['tool']})" if t.get("tool") and t["tool"] not in t["name"] else ""
+            lines.append(f"  {t['name']}{own}  [{mark}]  {t.get('description') or ''}".rstrip())
     return "\n".join(lines) or "no MCP servers configured (mcp.json or c.NetaApp.mcp_servers)"
 
 
