@@ -2,13 +2,11 @@
  * Every piece of model output the view shows, carrying HTML payloads, and the prompts' buttons
  * under clicks that are not deliberate or come too early.
  */
-import { beforeEach, describe, expect, it, vi } from "vitest";
-import type { RunAction } from "../src/actions";
+import { beforeEach, describe, expect, it } from "vitest";
 import { reduceAll } from "../src/reducer";
-import { ARM_DELAY_MS, isDeliberate, shownInViewport, type PromptGuard } from "../src/view/guard";
-import { RunView } from "../src/view/run-view";
-import { FakeClock } from "./clock";
+import { ARM_DELAY_MS, isDeliberate, shownInViewport } from "../src/view/guard";
 import { envelope, type Envelope } from "./helpers";
+import { byTestId, clock, container, guard, onAction, setup, view } from "./view-setup";
 
 const PAYLOAD = [
   "<style>body{background:red}</style>",
@@ -22,46 +20,11 @@ const PAYLOAD = [
 /** Elements no model output may create in the view. */
 const FOREIGN = "style, form, input, button:not(.neta-button), iframe, svg, script, img, div[style], a[href^=javascript]";
 
-let container: HTMLElement;
-let clock: FakeClock;
-let onAction: ReturnType<typeof vi.fn<(action: RunAction) => Promise<void>>>;
-let view: RunView;
-const seen = { visible: true, deliberate: true, watchers: new Set<(visible: boolean) => void>() };
-const guard: PromptGuard = {
-  observe(_element, onChange) {
-    seen.watchers.add(onChange);
-    onChange(seen.visible);
-    return () => seen.watchers.delete(onChange);
-  },
-  deliberate: () => seen.deliberate,
-};
-
-function setVisible(visible: boolean): void {
-  seen.visible = visible;
-  for (const watcher of seen.watchers) watcher(visible);
-}
-
-beforeEach(() => {
-  document.body.replaceChildren();
-  container = document.createElement("div");
-  document.body.append(container);
-  clock = new FakeClock();
-  onAction = vi.fn<(action: RunAction) => Promise<void>>(async () => {});
-  seen.visible = true;
-  seen.deliberate = true;
-  seen.watchers.clear();
-  view = new RunView(container, { prompt: PAYLOAD, onAction, resolveUrl: () => null, clock, guard });
-});
+beforeEach(() => setup({ prompt: PAYLOAD, resolveUrl: () => null }));
 
 function show(events: Envelope[]): void {
   view.update(reduceAll(events));
   clock.runFrames();
-}
-
-function byTestId(id: string): HTMLElement {
-  const found = container.querySelector<HTMLElement>(`[data-testid="${id}"]`);
-  if (!found) throw new Error(`no ${id}`);
-  return found;
 }
 
 const code = "import os\nprint('<b>x</b>')";
@@ -161,26 +124,26 @@ describe("prompt buttons", () => {
   });
 
   it("wait again from the start when the prompt leaves the view", () => {
-    setVisible(false);
+    guard.setVisible(false);
     show(hostileRun());
     clock.advance(5 * ARM_DELAY_MS);
     expect(approve().disabled).toBe(true);
-    setVisible(true);
+    guard.setVisible(true);
     clock.advance(ARM_DELAY_MS / 2);
-    setVisible(false);
-    setVisible(true);
+    guard.setVisible(false);
+    guard.setVisible(true);
     clock.advance(ARM_DELAY_MS / 2);
     expect(approve().disabled).toBe(true);
     clock.advance(ARM_DELAY_MS / 2);
     expect(approve().disabled).toBe(false);
-    setVisible(false);
+    guard.setVisible(false);
     expect(approve().disabled).toBe(true);
   });
 
   it("ignore clicks that are not deliberate", () => {
     show(hostileRun());
     clock.advance(ARM_DELAY_MS);
-    seen.deliberate = false;
+    guard.deliberate = false;
     for (const id of ["neta-approve", "neta-always", "neta-deny"]) byTestId(id).click();
     expect(onAction).not.toHaveBeenCalled();
   });
@@ -203,14 +166,14 @@ describe("prompt buttons", () => {
     show(events);
     clock.advance(ARM_DELAY_MS);
     show(events);
-    setVisible(false); // scrolled away: disarmed at once
+    guard.setVisible(false); // scrolled away: disarmed at once
     approve().click();
-    setVisible(true);
+    guard.setVisible(true);
     clock.advance(ARM_DELAY_MS);
-    seen.deliberate = false; // covered: the click landed on something else
+    guard.deliberate = false; // covered: the click landed on something else
     approve().click();
     expect(onAction).not.toHaveBeenCalled();
-    seen.deliberate = true;
+    guard.deliberate = true;
     approve().click();
     expect(onAction).toHaveBeenCalledTimes(1);
   });
@@ -224,12 +187,12 @@ describe("prompt buttons", () => {
     expect(option?.disabled).toBe(true);
     ctrlEnter();
     clock.advance(ARM_DELAY_MS);
-    seen.deliberate = false;
+    guard.deliberate = false;
     option?.click();
     byTestId("neta-clarify-send").click();
     ctrlEnter();
     expect(onAction).not.toHaveBeenCalled();
-    seen.deliberate = true;
+    guard.deliberate = true;
     ctrlEnter();
     expect(onAction).toHaveBeenCalledWith({ action: "resume", requestId: "r_test", askId: "cl", answer: "my answer" });
   });

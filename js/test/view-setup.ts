@@ -31,25 +31,31 @@ const testGuard: PromptGuard = {
   deliberate: () => guard.deliberate,
 };
 
+export interface SetupOptions {
+  readonly prompt?: string;
+  readonly resolveUrl?: (path: string) => string | null;
+}
+
+const DOWNLOAD = (path: string) => (path.startsWith("data:") ? path : `/base/download?virtualPath=${encodeURIComponent(path)}`);
+
 /** A new view in an empty page (before each test, and again where a test needs a fresh one). */
-export function setup(): void {
+export function setup(options: SetupOptions = {}): void {
+  guard.visible = true;
+  guard.deliberate = true;
+  guard.watchers.clear();
   document.body.replaceChildren();
   container = document.createElement("div");
   document.body.append(container);
   clock = new FakeClock();
   onAction = vi.fn<(action: RunAction) => Promise<void>>(async () => {});
   view = new RunView(container, {
-    prompt: "which columns have missing values?",
+    prompt: options.prompt ?? "which columns have missing values?",
     onAction,
-    resolveUrl: (path) => (path.startsWith("data:") ? path : `/base/download?virtualPath=${encodeURIComponent(path)}`),
+    resolveUrl: options.resolveUrl ?? DOWNLOAD,
     clock,
     guard: testGuard,
   });
-  guard.visible = true;
-  guard.deliberate = true;
-  guard.watchers.clear();
 }
-
 
 export function byTestId(id: string, root: ParentNode = container): HTMLElement {
   const found = root.querySelector<HTMLElement>(`[data-testid="${id}"]`);
