@@ -128,3 +128,43 @@ def test_a_finished_runs_stream_answers_410_once_its_events_expired(
             assert [e["role"] for e in tree.json()["entries"]] == ["user", "assistant"]
     finally:
         server.stop()
+
+
+CREW = {
+    "name": "one-note",
+    "agents": [{"name": "writer", "role": "writes notes"}],
+    "tasks": [{"id": "note", "agent": "writer", "description": "Write a short note"}],
+}
+
+
+@pytest.mark.parametrize("store", ["redis", "sqlite"])
+def test_an_ended_crews_stream_answers_410_once_its_events_expired(
+    tmp_path: Path, redis_url: str, store: str
+) -> None:
+    config: dict[str, Any] = {"event_retention": 1}
+    if store == "redis":
+        config["store_url"] = redis_url
+    server = ServerProcess(tmp_path / "one", config)
+    server.start()
+    try:
+        with server.client() as http:
+            started = http.post("neta/api/crew/run", json={"definition": CREW, "inputs": {}})
+            assert started.status_code == 200, started.text
+            rid = started.json()["requestId"]
+            params = {"requestId": rid}
+            deadline = time.monotonic() + 120  # a safety bound, not a speed
+            while http.get("neta/api/crew/status", params=params).json()["status"] != "completed":
+                assert time.monotonic() < deadline, "the crew did not complete"
+                time.sleep(0.1)
+            kept = http.get("neta/api/crew/stream", params=params)
+            assert kept.status_code == 200 and "crew:run:status" in kept.text
+            time.sleep(2.5)  # past the retention of one second (SQLite sweeps every 0.1 s)
+            gone = http.get("neta/api/crew/stream", params=params)
+            assert gone.status_code == 410, gone.text
+            assert gone.json()["errCode"] == "EVENTS_EXPIRED"
+            status = http.get("neta/api/crew/status", params=params)
+            assert status.status_code == 410 and status.json()["errCode"] == "EVENTS_EXPIRED"
+            crews = http.get("neta/api/crews").json()["crews"]
+            assert rid not in [c["requestId"] for c in crews]
+    finally:
+        server.stop()

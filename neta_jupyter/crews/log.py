@@ -205,6 +205,7 @@ class CrewLog:
         self._emit(RUN_STATUS, {k: v for k, v in data.items() if v is not None})
         if status in ENDED_CREW:
             self.indexed(ended=True)  # a restart need not look at it again
+            self._log.retire(self.state.request_id)  # kept the retention, as a finished run
 
     def task(self, task: TaskState) -> None:
         """``crew:task:status``: the whole of one task's state."""

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..providers import UnknownModel
-from ..runtime import RunNotFound
+from ..runtime import RunApiError, RunNotFound
 from ..store import new_id
 from .controls import pause, resume, retry, stop
 from .decisions import decide
@@ -38,6 +38,13 @@ class CrewNotFound(RunNotFound):
     """No crew by that id for this principal."""
 
     code = "CREW_NOT_FOUND"
+
+
+class CrewEventsExpired(RunApiError):
+    """The crew ended long enough ago that its log, its only record, was deleted."""
+
+    status = 410
+    code = "EVENTS_EXPIRED"
 
 
 class Crews:
@@ -108,13 +115,22 @@ class Crews:
 
     async def get(self, principal: str, request_id: str) -> CrewRun:
         """The principal's crew (another principal's crew does not exist for them)."""
+        events = self.rt.store.events
         crew = self._crews.get(request_id)
+        if crew is not None and crew.state.ended and await events.stored_last_seq(request_id) < 0:
+            del self._crews[request_id]  # its log expired since: what is kept here went with it
+            crew = None
         if crew is None:
-            state = await load(self.rt.store.events, request_id)
+            state = await load(events, request_id)
             if state is not None:
-                log = CrewLog(self.rt.store.events, state)
+                log = CrewLog(events, state)
                 await log.open()
                 crew = self._crews.setdefault(request_id, CrewRun(self.rt, log))
+        if crew is None and (await self._indexed()).get(request_id) == (principal, True):
+            raise CrewEventsExpired(
+                f"the log of crew {request_id} was deleted once the time it is kept after the "
+                "crew ended had passed; the runs of its tasks are kept as long as runs are"
+            )
         if crew is None or crew.state.principal != principal:
             raise CrewNotFound(f"no crew with requestId {request_id!r}")
         return crew
@@ -124,7 +140,10 @@ class Crews:
         out = []
         for crew_id, (owner, _ended) in (await self._indexed()).items():
             if owner == principal:
-                out.append((await self.get(principal, crew_id)).state.summary())
+                try:
+                    out.append((await self.get(principal, crew_id)).state.summary())
+                except CrewEventsExpired:
+                    continue  # nothing of it is left to show
         return sorted(out, key=lambda s: s["requestId"], reverse=True)
 
     async def _indexed(self) -> dict[str, tuple[str, bool]]:

@@ -67,6 +67,13 @@ class EventBackend(Protocol):
         """Resolves once everything queued so far is durable."""
         ...
 
+    def retire(self, stream: str) -> None:
+        """``stream``, of no run, is written no more (a crew that ended).
+
+        Its events are kept for the retention from now, then deleted, as a finished run's.
+        """
+        ...
+
     def room(self) -> Awaitable[None] | None:
         """``None`` while the writer keeps up; else resolves once it has caught up enough.
 

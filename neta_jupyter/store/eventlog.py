@@ -120,6 +120,13 @@ class EventLog:
         """Return once everything appended so far is durable."""
         await self._backend.durable()
 
+    def retire(self, stream: str) -> None:
+        """``stream``, of no run, is written no more (a crew that ended).
+
+        Its events, those appended so far included, are kept the retention, then deleted.
+        """
+        self._backend.retire(stream)
+
     def room(self) -> Awaitable[None] | None:
         """``None`` while the store's writer keeps up; else what resolves once it caught up.
 

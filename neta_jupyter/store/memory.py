@@ -90,6 +90,9 @@ class MemoryBackend:
             self._waiters.append(fut)
         return fut
 
+    def retire(self, stream: str) -> None:
+        """Nothing: this backend keeps every event for as long as it lives."""
+
     def room(self) -> asyncio.Future[None] | None:
         """``None`` unless many events wait to be written (only while writes fail)."""
         return self._backlog.room(sum(map(len, self._pending.values())))

@@ -92,6 +92,7 @@ class RedisEvents:
         self._sending = 0
         """Events in the calls of the cycle in flight."""
         self._backlog = Backlog()
+        self._retiring: set[asyncio.Task[None]] = set()
         self._writer: asyncio.Task[None] | None = None
         self._episode = Episode()
         self._stopped = False
@@ -190,6 +191,23 @@ class RedisEvents:
         """Events queued here and not yet durable (nor refused)."""
         retried = sum(len(call.rows) for call in self._retry if not call.done)
         return sum(map(len, self._pending.values())) + self._sending + retried
+
+    def retire(self, stream: str) -> None:
+        """The stream expires the retention after what is queued for it is written."""
+        if self.keep_s <= 0 or self._stopped:
+            return
+        with contextlib.suppress(RuntimeError):  # no loop (a last write at close): kept
+            task = asyncio.get_running_loop().create_task(self._retire(stream, self.keep_s))
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
+
+    async def _retire(self, stream: str, keep: int) -> None:
+        key = (await self.keys(stream)).stream(stream)
+        try:
+            await self.durable()
+            await self.now(lambda client: client.expire(key, keep))
+        except (RedisError, StorageUnavailable) as error:
+            self.log.warning("neta: the events of %s are kept for good: %s", stream, error)
 
     def room(self) -> asyncio.Future[None] | None:
         """``None`` while the writer keeps up; else resolves once it has caught up enough.

@@ -3,7 +3,9 @@
 A live run's stream is never cut: a follower must get exactly the events after its position.
 Once a run has finished (completed or failed), its events are kept for the retention, then
 deleted; the run's record, its session tree and its attachments stay. A stream request for such
-a run is answered ``410 EVENTS_EXPIRED`` (the transcript saved with the notebook remains).
+a run is answered ``410 EVENTS_EXPIRED`` (the transcript saved with the notebook remains). A
+crew's log, a stream of no run, is kept the retention after the crew ended, then deleted the same
+way; its stream then answers 410 too.
 Redis expires a finished run's stream by itself (the append script sets its time to live); SQLite
 has this sweep, on a thread of its own at a low priority, like the checkpoint.
 """
@@ -37,13 +39,20 @@ SELECT s.stream FROM runs r JOIN event_streams s ON s.request_id = r.request_id
 WHERE r.status IN {FINISHED} AND r.updated < ?1
   AND EXISTS (SELECT 1 FROM events e
               WHERE e.key >= s.stream << {SEQ_BITS} AND e.key < (s.stream + 1) << {SEQ_BITS})
+UNION
+SELECT d.stream FROM ended_streams d
+WHERE d.ended < ?1
+  AND EXISTS (SELECT 1 FROM events e
+              WHERE e.key >= d.stream << {SEQ_BITS} AND e.key < (d.stream + 1) << {SEQ_BITS})
 """
+"""Streams to empty: finished runs' and ended crews' (``ended_streams``) past the retention."""
 # The condition is checked again inside each delete: a run retried since the query stays whole.
 _DELETE = f"""
 DELETE FROM events WHERE key IN (
   SELECT key FROM events WHERE key >= ?1 << {SEQ_BITS} AND key < (?1 + 1) << {SEQ_BITS}
-    AND EXISTS (SELECT 1 FROM runs r JOIN event_streams s ON s.request_id = r.request_id
-                WHERE s.stream = ?1 AND r.status IN {FINISHED} AND r.updated < ?2)
+    AND (EXISTS (SELECT 1 FROM runs r JOIN event_streams s ON s.request_id = r.request_id
+                 WHERE s.stream = ?1 AND r.status IN {FINISHED} AND r.updated < ?2)
+         OR EXISTS (SELECT 1 FROM ended_streams d WHERE d.stream = ?1 AND d.ended < ?2))
   LIMIT {_ROWS_PER_DELETE})
 """
 

@@ -16,6 +16,10 @@ CREATE TABLE IF NOT EXISTS event_streams (
     stream INTEGER PRIMARY KEY,
     request_id TEXT NOT NULL UNIQUE
 );
+CREATE TABLE IF NOT EXISTS ended_streams (
+    stream INTEGER PRIMARY KEY,
+    ended REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS runs (
     request_id TEXT PRIMARY KEY,
     principal TEXT NOT NULL,

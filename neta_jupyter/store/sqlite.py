@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 
 from .contract import DurableListener, EventRow, HealthListener
@@ -38,6 +39,14 @@ class SqliteEvents:
     def durable(self) -> asyncio.Future[None]:
         """Resolves once everything queued so far is committed."""
         return self._db.durable()
+
+    def retire(self, stream: str) -> None:
+        """Noted with the next group commit: the retention sweep deletes its events later."""
+        number = self._base(stream, create=True) >> SEQ_BITS
+        self._db.queue_write(
+            "INSERT OR REPLACE INTO ended_streams (stream, ended) VALUES (?, ?)",
+            (number, time.time()),
+        )
 
     def room(self) -> asyncio.Future[None] | None:
         """``None`` unless many events wait to be committed (only while writes fail)."""
