@@ -196,7 +196,7 @@ async def test_unknown_messages_are_ignored_with_a_warning_and_bad_ones_refused(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     widget = Recording(TreeFeed())
-    with caplog.at_level(logging.WARNING, logger="neta_jupyter.widgets.run_widget"):
+    with caplog.at_level(logging.WARNING, logger="neta_jupyter.widgets.followers"):
         widget._on_view_message(widget, {"kind": "hologram", "lastSeq": 1}, [])
         widget._on_view_message(widget, "replay", [])
         assert widget.sent == []

@@ -12,7 +12,6 @@ the widget follows the run for it as the run widget follows a child run.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,19 +19,9 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .comm import (
-    BadMessage,
-    ErrorMessage,
-    KernelMessage,
-    ReplayMessage,
-    UnknownKind,
-    UnsubscribeMessage,
-    outgoing,
-    parse_view_message,
-)
+from .comm import ErrorMessage, KernelMessage, ReplayMessage, UnsubscribeMessage, outgoing
 from .followers import FollowedRuns, RunFeed
 
-_log = logging.getLogger(__name__)
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 BOARD_JS = _STATIC / "crew_board.js"
 
@@ -71,15 +60,10 @@ class CrewBoard(anywidget.AnyWidget):
         if isinstance(content, dict) and content.get("type") in ("decide", "control"):
             self._on_action(content)
             return
-        try:
-            message = parse_view_message(content)
-        except UnknownKind as exc:
-            _log.warning("crew board: ignored %s", exc)
-            return
-        except BadMessage as exc:
-            self._tell(ErrorMessage(kind="error", message=f"The kernel refused {exc}"))
-            return
+        message = self._runs.read(content, "crew board")
         match message:
+            case None:
+                return
             case ReplayMessage(request_id=str() as request_id, last_seq=last_seq):
                 self._runs.follow(request_id, last_seq)
             case ReplayMessage():

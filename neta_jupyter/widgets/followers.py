@@ -8,11 +8,22 @@ own run) goes to the feed, and a refusal goes back to the views naming the run i
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
-from .comm import Action, ErrorMessage, KernelMessage
+from .comm import (
+    Action,
+    BadMessage,
+    ErrorMessage,
+    KernelMessage,
+    UnknownKind,
+    ViewMessage,
+    parse_view_message,
+)
 from .outbox import ChildFollower
+
+_log = logging.getLogger(__name__)
 
 
 class RunFeed(Protocol):
@@ -45,6 +56,17 @@ class FollowedRuns:
         self._own = own
         self._followers: dict[str, ChildFollower] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+
+    def read(self, content: Any, widget: str) -> ViewMessage | None:
+        """``content`` as a view's message; ``None`` if it is none (logged; a bad one refused)."""
+        try:
+            return parse_view_message(content)
+        except UnknownKind as exc:
+            _log.warning("%s: ignored %s", widget, exc)
+        except BadMessage as exc:
+            _log.warning("%s: refused %s", widget, exc)
+            self._send(ErrorMessage(kind="error", message=f"The kernel refused {exc}"))
+        return None
 
     def follow(self, request_id: str, last_seq: int) -> None:
         """Send the run's events after ``last_seq`` to the views, from now on (again)."""

@@ -41,30 +41,29 @@ class Outbox:
         if not events:
             return
         self._pending.extend(events)
-        if self._timer is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._flush()
-            return
-        delay = max(0.0, self._last_sent + BATCH_INTERVAL - loop.time())
-        self._timer = loop.call_later(delay, self._flush)
+        if self._timer is None:
+            self._send_soon(at_once=False)
 
     def flush(self) -> None:
         """Send what is queued as soon as the rate limit allows."""
-        if not self._pending or self._timer is not None:
-            return
+        if self._pending and self._timer is None:
+            self._send_soon(at_once=True)
+
+    def _send_soon(self, *, at_once: bool) -> None:
+        """Send once BATCH_INTERVAL has passed since the last message (outside a loop: now).
+
+        ``at_once``: when it has passed already, send in this call rather than on the loop.
+        """
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self._flush()
             return
         delay = self._last_sent + BATCH_INTERVAL - loop.time()
-        if delay <= 0:
+        if at_once and delay <= 0:
             self._flush()
         else:
-            self._timer = loop.call_later(delay, self._flush)
+            self._timer = loop.call_later(max(0.0, delay), self._flush)
 
     def clear(self) -> None:
         """Forget what is queued (a replay sends it again)."""

@@ -9,7 +9,6 @@ follows the server itself). A view may also ask for the events of a child run of
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, assert_never
@@ -18,8 +17,6 @@ import anywidget
 import traitlets
 
 from .comm import (
-    BadMessage,
-    ErrorMessage,
     InputAction,
     KernelMessage,
     ReplayMessage,
@@ -27,17 +24,14 @@ from .comm import (
     RetryAction,
     SuspendAction,
     TerminateAction,
-    UnknownKind,
     UnsubscribeMessage,
     outgoing,
-    parse_view_message,
 )
 from .followers import FollowedRuns, RunFeed
 from .outbox import BATCH_INTERVAL, MAX_BATCH, Outbox
 
 __all__ = ["BATCH_INTERVAL", "MAX_BATCH", "EventFeed", "RunWidget"]
 
-_log = logging.getLogger(__name__)
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _FALLBACK_ESM = """
@@ -126,16 +120,10 @@ class RunWidget(anywidget.AnyWidget):
     # --- view → kernel
 
     def _on_view_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        try:
-            message = parse_view_message(content)
-        except UnknownKind as exc:
-            _log.warning("run widget: ignored %s", exc)
-            return
-        except BadMessage as exc:
-            _log.warning("run widget: refused %s", exc)
-            self._send_message(ErrorMessage(kind="error", message=f"The kernel refused {exc}"))
-            return
+        message = self._children.read(content, "run widget")
         match message:
+            case None:
+                return
             case ReplayMessage(request_id=request_id, last_seq=last_seq):
                 if request_id is None or request_id == self.request_id:
                     self._replay(last_seq)
