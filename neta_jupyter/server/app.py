@@ -110,8 +110,9 @@ class NetaApp(ExtensionApp, NetaSettings):
         DEFAULT_RETENTION,
         help="Seconds a finished (completed or failed) run's events are kept, a week by default; "
         "then its event stream answers 410 EVENTS_EXPIRED, while its status, its messages in "
-        "the session tree and its attachments stay. 0 keeps them forever. The events of a run "
-        "that is running or suspended are never deleted.",
+        "the session tree and its attachments stay. A crew's log is kept as long after the "
+        "crew ended. 0 keeps them forever. The events of a run that is running or suspended "
+        "are never deleted.",
     ).tag(config=True)
     max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
     image_hosts = List(
