@@ -81,10 +81,15 @@ function opens(segments: readonly TextSegment[], shown: readonly TextSegment[]):
   const last = segments.length - 1;
   const before = shown[last];
   // Only what shows counts: a block that began with a blank line or two starts at its first word.
-  return VISIBLE.test((segments[last] as TextSegment).text) && !(before && VISIBLE.test(before.text));
+  // A text on screen longer than a few blank lines has begun: it is not read (a growing text is
+  // a chain of pieces that reading would copy into one, at each batch).
+  if (before && (before.text.length > BLANK_START || VISIBLE.test(before.text))) return false;
+  return VISIBLE.test((segments[last] as TextSegment).text);
 }
 
-/** A character that shows (it stops at the first one, so a long text costs nothing). */
+/** Longest blank start of a block that is still told apart from one that has begun. */
+const BLANK_START = 64;
+/** A character that shows. */
 const VISIBLE = /\S/;
 
 export class RunView {
