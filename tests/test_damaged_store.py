@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from neta_jupyter.cli import main as cli_main
 from neta_jupyter.client import HttpTransport, RunClient, ServerError
 from neta_jupyter.runtime import Runtime, RuntimeConfig
 from neta_jupyter.store import Store
+from neta_jupyter.store.doctor import salvage
 from tests.helpers import TERMINAL
 from tests.server_process import ServerProcess
 
@@ -204,3 +206,27 @@ def test_the_terminal_client_says_how_to_recover(
     assert cli_main(["run", "hello", "--data-dir", str(tmp_path)]) == 2
     said = capsys.readouterr().err
     assert "is a folder" in said and f"neta-jupyter doctor --data-dir {tmp_path}" in said
+
+
+def test_a_salvage_keeps_when_ended_crews_logs_expire(tmp_path: Path) -> None:
+    """An ended crew's log is still deleted after the retention once its store was salvaged."""
+
+    async def end_a_crew(db: Path) -> None:
+        store = Store(db)
+        try:
+            await store.events.open("crew_1")
+            store.events.retire("crew_1")
+            await store.events.flush()
+        finally:
+            store.close()
+
+    db = tmp_path / "neta.sqlite3"
+    asyncio.run(end_a_crew(db))
+    garbage_header(db)
+    result = salvage(db)
+    assert not [note for note in result.notes if "ended_streams" in note], result.notes
+    with sqlite3.connect(db) as conn:
+        ended = conn.execute(
+            "SELECT e.request_id FROM ended_streams d JOIN event_streams e USING (stream)"
+        ).fetchall()
+    assert ended == [("crew_1",)]

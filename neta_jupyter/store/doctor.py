@@ -36,6 +36,9 @@ from .schema import EVENTS_TABLE, SCHEMA, SEQ_BITS
 
 TABLES = ("event_streams", "runs", "sessions", "entries", "inputs", "attachments", "events")
 """Every table of the layout, in the order a salvage copies them."""
+ADDED_LATER = ("ended_streams",)
+"""Tables a store made by an earlier version lacks (it gains them when a server opens it):
+copied when present, never reported missing."""
 _SHOWN_PROBLEMS = 5
 _BATCH = 500
 
@@ -291,9 +294,10 @@ def _copy_all(source: sqlite3.Connection, fresh: sqlite3.Connection, result: Sal
     except sqlite3.Error as exc:
         result.notes.append(f"the list of tables cannot be read ({exc}): nothing was kept")
         return
-    for table in TABLES:
+    for table in TABLES + ADDED_LATER:
         if table not in present:
-            result.notes.append(f"table {table} was not found in the damaged file")
+            if table not in ADDED_LATER:
+                result.notes.append(f"table {table} was not found in the damaged file")
             continue
         columns = _shared_columns(source, fresh, table)
         if table == "events" and "key" not in columns:
