@@ -18,6 +18,7 @@ from ..providers import ModelRegistry, UnknownModel
 from ..store import EventRow, SessionRecord, StorageError, Store, StoredEvent, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge, RunNotebook
+from . import session_ops
 from .activations import Activations, CancelReason
 from .admission import StartGate
 from .answers import events_expired
@@ -32,8 +33,9 @@ from .imports import ImportedCalls, import_run
 from .loop import RunLoop
 from .resumes import decide_ask
 from .runs import Run, Runs
-from .state import RunState, check_thinking_level, new_options
-from .steps import Compact, first_step
+from .session_ops import compact_run, own_session
+from .state import RunState, new_options
+from .steps import first_step
 from .subagents import Subagents
 from .takeover import Takeover
 from .tree import SessionTree, session_stream
@@ -114,7 +116,9 @@ class Runtime:
 
     async def session_stream(self, principal: str, session_id: str) -> str:
         """The key in the event log of the stream of the principal's session's tree events."""
-        return session_stream((await self._session(principal, session_id, None)).session_id)
+        return session_stream(
+            (await own_session(self.store.records, principal, session_id, None)).session_id
+        )
 
     def is_active(self, request_id: str) -> bool:
         """Whether the run's task is executing in this process."""
@@ -218,7 +222,7 @@ class Runtime:
             attachments=attachments,
         )
         attached, imports = await requested(self.store.records, principal, attachments)
-        session = await self._session(principal, session_id, session_name)
+        session = await own_session(self.store.records, principal, session_id, session_name)
         session = await self._supersede_suspended(session)
         request_id = new_id("r")
         run = Run(
@@ -401,20 +405,9 @@ class Runtime:
         model: str | None = None,
     ) -> Run:
         """Summarise a session's older turns now: a run of one ``Compact`` step."""
-        session = await self._supersede_suspended(await self._session(principal, session_id, None))
-        run = Run(
-            request_id=new_id("r"),
-            principal=principal,
-            session_id=session.session_id,
-            status="running",
-            model=model or self.config.default_model,
-            created=time.time(),
-            prompt="/compact",
-            state=RunState(
-                leaf=session.leaf_entry_id,
-                next=Compact(scope="manual", instructions=instructions),
-            ),
-        )
+        session = await own_session(self.store.records, principal, session_id, None)
+        session = await self._supersede_suspended(session)
+        run = compact_run(principal, session, model or self.config.default_model, instructions)
         await self.runs.create(run)
         await self.takeover.take(run.request_id, "RUN_NOT_ACTIVE", "the new run is held elsewhere")
         (await self._emitter(run)).emit(
@@ -426,19 +419,13 @@ class Runtime:
 
     async def switch_leaf(self, principal: str, session_id: str, entry_id: str | None) -> None:
         """Continue the session's conversation from another entry of its tree."""
-        records = self.store.records
-        session = await self._session(principal, session_id, None)
-        if entry_id is not None:
-            entry = await records.get_entry(entry_id)
-            if entry is None or entry.session_id != session.session_id:
-                raise RunNotFound(f"no entry {entry_id!r} in that session", code="ENTRY_NOT_FOUND")
-        await self.tree.switch(session.session_id, entry_id)
+        await session_ops.switch_leaf(
+            self.store.records, self.tree, principal, session_id, entry_id
+        )
 
     async def set_thinking_level(self, principal: str, session_id: str, level: str | None) -> None:
         """How hard the model thinks in the session's next runs (``None``: the default)."""
-        check_thinking_level(level)
-        session = await self._session(principal, session_id, None)
-        await self.store.records.set_thinking_level(session.session_id, level)
+        await session_ops.set_thinking_level(self.store.records, principal, session_id, level)
 
     async def import_run(
         self, principal: str, name: str, prompt: str, answer: str, calls: ImportedCalls = ()
@@ -477,17 +464,6 @@ class Runtime:
         await asyncio.gather(*(source.aclose() for source in self.tools.sources))
 
     # --- internals
-
-    async def _session(
-        self, principal: str, session_id: str | None, name: str | None
-    ) -> SessionRecord:
-        records = self.store.records
-        if session_id is not None:
-            session = await records.get_session(session_id)
-            if session is None or session.principal != principal:
-                raise RunNotFound(f"no session with id {session_id!r}", code="SESSION_NOT_FOUND")
-            return session
-        return await records.get_or_create_session(principal, name or new_id("session"))
 
     async def _supersede_suspended(self, session: SessionRecord) -> SessionRecord:
         """End the session's suspended runs; the session as it is after (its leaf may move)."""
