@@ -4,8 +4,9 @@ the client subtracts the stamp from the time it parsed the event.
 Baseline: the bare tornado server writing and flushing one freshly stamped event per millisecond
 (TCP_NODELAY, like the real handlers).
 
-Both clients accept compression, as browsers and httpx do: the server under test gzips SSE and
-deflates WebSocket messages, flushing each batch; the bare server sends plain frames.
+Both clients accept compression, as browsers and httpx do, and the server under test compresses
+for every client (``stream_compression = "always"``, what a remote browser gets): it gzips SSE
+and deflates WebSocket messages, flushing each batch; the bare server sends plain frames.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ async def _neta(settings: Settings, deltas: int) -> tuple[list[Stamps], list[Sta
     sse: list[Stamps] = []
     ws: list[Stamps] = []
     model = f"bench-stamp:{deltas}:{INTERVAL}"
-    with neta_server(settings) as server:
+    with neta_server(settings, stream_compression="always") as server:
         async with http_client() as client:
             for _ in range(settings.repeats):
                 stamps = Stamps()

@@ -4,7 +4,9 @@ Server CPU (user + system, all threads, from ``/proc``) for 20,000-chunk answers
 1,000-chunk answers, divided by the difference in chunks: the fixed cost of a run (starting it,
 its first and last events) cancels out. Each sample streams several answers of each length so
 the difference spans many ticks of the 10 ms CPU clock. The follower is the lean SSE counter,
-accepting gzip as httpx does. Baseline: the bare server's CPU per event sending the same frames.
+accepting gzip as httpx does, and the server compresses for every client (as for a remote
+one: ``stream_compression = "always"``). Baseline: the bare server's CPU per event sending the
+same frames.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ async def run(settings: Settings) -> list[Row]:
     short, long = settings.size(SHORT, 100), settings.size(LONG, 2_000)
     answers = settings.size(ANSWERS, 1)
     samples: list[float] = []
-    with neta_server(settings) as server:
+    with neta_server(settings, stream_compression="always") as server:
         await _cpu(server, 100, 1)  # warm up: imports and first-use caches
         for _ in range(settings.repeats):
             small, _ = await _cpu(server, short, answers)

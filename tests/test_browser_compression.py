@@ -36,7 +36,10 @@ NO_RUN_SOCKET = """
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path, {"demo_pace": 0.0}, app="jupyterlab")
+    # Compressed as for a remote browser (by default a page on the server's machine is not).
+    server = ServerProcess(
+        tmp_path, {"demo_pace": 0.0, "stream_compression": "always"}, app="jupyterlab"
+    )
     script = tmp_path / "answer.json"
     script.write_text(json.dumps({"turns": [{"text": DELTAS, "delay": 0.001}]}))
     write_notebook(

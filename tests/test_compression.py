@@ -1,7 +1,8 @@
 """Compressed event streams: gzip SSE and permessage-deflate WebSocket, negotiated per client.
 
 A client that accepts compression gets the same events in far fewer bytes, each batch as soon
-as it is durable; a client that does not gets plain frames.
+as it is durable; a client that does not gets plain frames. The server here compresses for
+every client, as for a remote one (which clients get it by default: test_compression_policy).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import zlib
 from typing import Any
 
 import httpx
+import pytest
 import websockets
 from httpx_sse import aconnect_sse
 
@@ -21,6 +23,11 @@ from tests.helpers import TERMINAL, ApiClient, script, stored
 
 DELTAS = [f"w{i} " for i in range(2000)]
 STREAM = "neta/api/agent/run/stream"
+
+
+@pytest.fixture
+def neta_config() -> dict[str, Any]:
+    return {"stream_compression": "always"}
 
 
 async def _raw(api: ApiClient, rid: str, accept: str) -> tuple[httpx.Headers, int, list[str]]:

@@ -12,7 +12,7 @@ from typing import IO
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop
-from traitlets import Dict, Float, Int, List, Unicode, default
+from traitlets import Dict, Enum, Float, Int, List, Unicode, default
 
 from ..crews.manager import Crews
 from ..mcp import McpServers, servers_of
@@ -23,6 +23,7 @@ from ..store.health import DB_NAME, recovery_steps
 from ..store.retention import DEFAULT_RETENTION
 from . import crew, handlers
 from .activity import RunActivity
+from .compression import POLICIES
 from .datadir import DataDirInUse, lock_data_dir, network_filesystem
 from .kernels import ServerKernels, kernels_for
 from .mcp import McpHandler
@@ -101,6 +102,14 @@ class NetaApp(ExtensionApp, NetaSettings):
         "to answer a resume, permission answer or retry handed to it, before answering 503 "
         "KERNEL_HOST_UNREACHABLE.",
     ).tag(config=True)
+    stream_compression = Enum(
+        list(POLICIES),
+        default_value="auto",
+        help="Compress the run API's event streams (gzip over SSE, permessage-deflate over the "
+        "WebSocket) for clients that accept it: 'auto' for every client but a browser on this "
+        "machine reaching the server directly (bytes are free there, compressing costs CPU); "
+        "'always'; 'never'.",
+    ).tag(config=True)
     activity_interval = Float(
         60.0,
         help="Seconds between reports of activity while runs execute, so that an idle culler "
@@ -177,6 +186,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             neta_kernel_token=self.kernel_token,
             neta_heartbeat_interval=self.heartbeat_interval,
             neta_max_body_bytes=self.max_body_bytes,
+            neta_stream_compression=self.stream_compression,
         )
 
     def _open(self, data_dir: Path) -> None:

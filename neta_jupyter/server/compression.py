@@ -29,6 +29,22 @@ it (browsers do), with the window kept across messages unless the client asks ot
 size is the client's to offer: tornado does not negotiate it)."""
 
 
+POLICIES = ("auto", "always", "never")
+"""``c.NetaApp.stream_compression``: "auto" compresses for every client but one on this machine
+reached directly (a loopback peer with no proxy's ``Forwarded``/``X-Forwarded-For``), where
+bytes cost nothing and compressing only costs CPU (B3's replay over SSE: 0.70 → 0.55 of the bare
+server with gzip)."""
+_LOOPBACK = ("127.", "::1", "::ffff:127.")
+
+
+def worth_compressing(request: httputil.HTTPServerRequest, policy: str) -> bool:
+    """Whether the policy compresses the streams of ``request``'s client."""
+    if policy != "auto":
+        return policy == "always"
+    proxied = "Forwarded" in request.headers or "X-Forwarded-For" in request.headers
+    return proxied or not (request.remote_ip or "").startswith(_LOOPBACK)
+
+
 def accepts_gzip(accept_encoding: str) -> bool:
     """Whether an ``Accept-Encoding`` header admits gzip (``gzip;q=0`` refuses it)."""
     for item in accept_encoding.split(","):
@@ -52,8 +68,10 @@ class StreamGzip(OutputTransform):
     ``q=0``; a response that already has a ``Content-Encoding`` is left as it is.
     """
 
-    def __init__(self, request: httputil.HTTPServerRequest) -> None:
-        self._on = accepts_gzip(request.headers.get("Accept-Encoding", ""))
+    def __init__(self, request: httputil.HTTPServerRequest, policy: str = "always") -> None:
+        self._on = worth_compressing(request, policy) and accepts_gzip(
+            request.headers.get("Accept-Encoding", "")
+        )
         self._zip: Any = None
 
     def transform_first_chunk(

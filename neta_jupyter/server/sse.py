@@ -117,7 +117,8 @@ class StreamHandler(NetaHandler):
     def _start_stream(self) -> None:
         if not any(isinstance(t, StreamGzip) for t in self._transforms):
             # Before the first flush, which is when transforms read the headers.
-            self._transforms.append(StreamGzip(self.request))
+            policy = self.settings.get("neta_stream_compression", "auto")
+            self._transforms.append(StreamGzip(self.request, policy))
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")

@@ -29,7 +29,7 @@ from ..runtime.requests import resume_run, start_run
 from ..runtime.tree import session_stream
 from ..store import StorageError
 from .base import AUTH_RESOURCE, principal_of
-from .compression import WEBSOCKET_COMPRESSION
+from .compression import WEBSOCKET_COMPRESSION, worth_compressing
 from .errors import ApiError, describe_validation
 from .following import heartbeat_json
 from .schemas import (
@@ -100,7 +100,8 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
 
     def get_compression_options(self) -> dict[str, Any] | None:
         """permessage-deflate when the client offers it, one message per durable batch."""
-        return WEBSOCKET_COMPRESSION
+        policy = self.settings.get("neta_stream_compression", "auto")
+        return WEBSOCKET_COMPRESSION if worth_compressing(self.request, policy) else None
 
     @property
     def runtime(self) -> Runtime:
