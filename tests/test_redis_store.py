@@ -326,3 +326,18 @@ async def test_an_ended_runs_events_expire_and_a_live_or_waiting_runs_never(
     await store.backend.update_run("r_1", "running", {}, with_events=False)  # retried
     assert await client.ttl(USER.stream("r_1")) == -1
     store.close()
+
+
+async def test_more_readers_at_once_than_connections_all_read(url: str, client: Redis) -> None:
+    """Followers catching up at the same moment wait for a connection instead of failing."""
+    from tests.store_contract import delta
+
+    store = Store(url + "?max_connections=4")
+    log = store.events
+    await log.open("r_1")
+    for number in range(50):
+        log.append_nowait(delta("r_1", f"d{number} "))
+    await log.flush()
+    reads = await asyncio.gather(*(log.read_after("r_1", -1) for _ in range(40)))
+    assert all([e.seq for e in read] == list(range(50)) for read in reads)
+    store.close()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from .health import StorageError
 
@@ -156,9 +156,26 @@ class UserKeys:
         return f"{self.prefix}run:{request_id}:edits"
 
 
+POOL_SIZE = 100
+"""Connections to Redis per server unless the URL says (``?max_connections=N``)."""
+POOL_WAIT = 30.0
+"""Seconds a command waits for a free connection before it fails as a storage error."""
+
+
 def connect(url: str) -> Redis:
-    """A client for ``url`` (hiredis parses replies when installed)."""
-    return Redis.from_url(url, decode_responses=True, health_check_interval=30)
+    """A client for ``url`` (hiredis parses replies when installed).
+
+    A command waits for a free connection of the pool: redis-py's default pool fails the one
+    past its size at once, so a hundred followers catching up at the same moment made a 500.
+    """
+    pool = BlockingConnectionPool.from_url(
+        url,
+        decode_responses=True,
+        health_check_interval=30,
+        max_connections=POOL_SIZE,
+        timeout=POOL_WAIT,
+    )
+    return Redis(connection_pool=pool)
 
 
 class StoreMisconfigured(StorageError):
