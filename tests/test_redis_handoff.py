@@ -123,6 +123,16 @@ def printed(log: list[dict[str, Any]]) -> str:
     return json.dumps(done)
 
 
+def went_on_in_the_hosts_kernel(
+    first: list[dict[str, Any]], rest: list[dict[str, Any]], marker: str
+) -> None:
+    """The run's log goes on without a gap to one completed end, its code run in A's kernel."""
+    log = first + rest
+    assert [e["seq"] for e in log] == list(range(len(log)))
+    assert len(terminals(rest)) == 1 and rest[-1]["eventType"] == "MESSAGE_COMPLETED"
+    assert marker in printed(rest), "the code ran in A's kernel"
+
+
 def asked(server: ServerProcess, rid: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     first = server.read(rid)
     assert first[-1]["eventType"] == "MESSAGE_SUSPENDED", first[-1]
@@ -167,10 +177,7 @@ def test_a_paused_kernel_bound_run_resumed_on_the_other_server_goes_on_in_the_ke
     response = post(b, "resumeTask", requestId=rid)
     assert response.status_code == 200, response.text
     rest = b.read(rid, after=first[-1]["seq"])
-    log = first + rest
-    assert [e["seq"] for e in log] == list(range(len(log)))
-    assert len(terminals(rest)) == 1 and rest[-1]["eventType"] == "MESSAGE_COMPLETED"
-    assert marker in printed(rest), "the code ran in A's kernel"
+    went_on_in_the_hosts_kernel(first, rest, marker)
 
 
 def test_two_resumes_at_once_handed_to_the_kernel_s_server_give_one_200_and_one_409(
@@ -266,10 +273,7 @@ def test_a_retry_sent_to_the_other_server_goes_on_in_the_kernel_s_server(
         response = post(b, "retryTask", requestId=rid)
         assert response.status_code == 200, response.text
         rest = b.read(rid, after=first[-1]["seq"])
-        log = first + rest
-        assert [e["seq"] for e in log] == list(range(len(log)))
-        assert len(terminals(rest)) == 1 and rest[-1]["eventType"] == "MESSAGE_COMPLETED"
-        assert marker in printed(rest), "the code ran in A's kernel"
+        went_on_in_the_hosts_kernel(first, rest, marker)
     finally:
         a.stop()
         b.stop()
