@@ -107,11 +107,24 @@ def approve(page: Any) -> None:
     raise AssertionError("three deliberate clicks on Approve did not resolve the prompt")
 
 
-def revert(edit: Any) -> None:
-    """Click an edit's Revert as a user does: scrolled into view first, since it arms only there."""
+def revert(edit: Any, outcome: Any) -> None:
+    """Click an edit's Revert as a user does, until ``outcome`` (a locator) shows.
+
+    The button arms only while in view, so it is scrolled there first; on a busy machine a click
+    that came before it armed, or that the page moved away from, is (rightly) ignored: click again.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     button = edit.locator("[data-testid=neta-revert]")
-    button.scroll_into_view_if_needed()
-    button.click()
+    for _ in range(3):
+        button.scroll_into_view_if_needed()
+        button.click()
+        try:
+            outcome.wait_for(state="visible", timeout=20_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError("three deliberate clicks on Revert had no effect")
 
 
 def test_revert_restores_the_cell_is_refused_after_a_user_change_and_survives_a_reload(
@@ -153,15 +166,13 @@ def test_revert_restores_the_cell_is_refused_after_a_user_change_and_survives_a_
     page.keyboard.type("  # mine")
     wait_source(page, 3, "mean = 0  # mine")
     page.keyboard.press("Escape")
-    revert(edits.nth(1))
     refusal = edits.nth(1).locator("[data-testid=neta-revert-refusal]")
-    refusal.wait_for(state="visible", timeout=30_000)
+    revert(edits.nth(1), refusal)
     assert "changed after the edit" in refusal.inner_text()
     assert source_of(page, 3) == "mean = 0  # mine"
 
     # The first cell's revert restores its source, live in the open notebook.
-    revert(edits.nth(0))
-    page.wait_for_selector("[data-testid=neta-edit][data-state=reverted]", timeout=30_000)
+    revert(edits.nth(0), page.locator("[data-testid=neta-edit][data-state=reverted]"))
     wait_source(page, 2, BEFORE_A)
     assert page.locator("[role=dialog]").count() == 0
     shot(page, "browser-edit-reverted")

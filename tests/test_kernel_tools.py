@@ -101,7 +101,8 @@ async def test_python_says_what_printed_nothing_and_which_files_exist(
 async def test_bridge_collects_outputs_and_errors(jp_serverapp: Any) -> None:
     async with kernel_of(jp_serverapp) as (_kid, bridge):
         result = await bridge.execute(
-            "print('hello'); import sys; print('oops', file=sys.stderr)\n6*7"
+            # stdout and stderr are separate streams: flushed, hello is sent before oops
+            "print('hello', flush=True); import sys; print('oops', file=sys.stderr)\n6*7"
         )
         assert result.output.splitlines() == ["hello", "oops", "42"]
         with pytest.raises(ToolError) as failure:
