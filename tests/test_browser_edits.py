@@ -96,11 +96,20 @@ def approve(page: Any) -> None:
 
     page.wait_for_selector("[data-testid=neta-permission]:visible", timeout=60_000)
     button = page.locator("[data-testid=neta-approve]")
+    asked = page.inner_text("[data-testid=neta-permission]")
     for _ in range(3):
         button.scroll_into_view_if_needed()
         button.click()
         try:
-            page.wait_for_selector("[data-testid=neta-permission]", state="hidden", timeout=20_000)
+            # Resolved: the prompt is gone, or already shows the run's next ask.
+            page.wait_for_function(
+                """(asked) => {
+                    const prompt = document.querySelector('[data-testid=neta-permission]');
+                    return !prompt || prompt.offsetParent === null || prompt.innerText !== asked;
+                }""",
+                arg=asked,
+                timeout=20_000,
+            )
             return
         except PlaywrightTimeout:
             continue
