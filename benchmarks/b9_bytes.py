@@ -83,6 +83,9 @@ class CountingProxy:
         self.upstream = upstream
         self.down = 0
         self._server: asyncio.Server | None = None
+        self._open: dict[asyncio.StreamWriter, asyncio.Future[object]] = {}
+        """The connections it carries (a client's kept-alive one outlives the stream), each
+        with its two pipes."""
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -100,13 +103,23 @@ class CountingProxy:
                 await dst.drain()
             dst.close()
 
-        await asyncio.gather(
+        pipes = asyncio.gather(
             pipe(reader, up_writer, False), pipe(up_reader, writer, True), return_exceptions=True
         )
+        self._open[writer] = pipes
+        try:
+            await pipes
+        finally:
+            self._open.pop(writer, None)
+            up_writer.close()
 
     async def stop(self) -> None:
+        """Stop listening and end the connections still open (else they die with the loop)."""
         assert self._server is not None
         self._server.close()
+        for writer, pipes in list(self._open.items()):
+            writer.close()
+            await asyncio.wait([pipes], timeout=5)
 
 
 def _answer(server: NetaServer, chars: int) -> str:
