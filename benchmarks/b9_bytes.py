@@ -83,7 +83,7 @@ class CountingProxy:
         self.upstream = upstream
         self.down = 0
         self._server: asyncio.Server | None = None
-        self._open: dict[asyncio.StreamWriter, asyncio.Future[object]] = {}
+        self._open: dict[asyncio.StreamWriter, asyncio.Future[tuple[object, object]]] = {}
         """The connections it carries (a client's kept-alive one outlives the stream), each
         with its two pipes."""
 
