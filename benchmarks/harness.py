@@ -29,6 +29,8 @@ EXPERIMENTS = {
     "tool-schema-cache": "Tool.definition computed once per tool, not on every model call",
     "slow-callbacks": "log event-loop callbacks and turns over 30 ms (BENCH_SLOW_CALLBACK "
     "seconds) to the server log, with wall and CPU time (diagnostic)",
+    "gc-pauses": "log garbage collections over a third of BENCH_SLOW_CALLBACK (10 ms) to the "
+    "server log (diagnostic)",
 }
 """Changes outside the streaming path that ``--experiment`` applies to the server under test."""
 BATCH = 2048

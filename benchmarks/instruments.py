@@ -87,6 +87,30 @@ def _experiments(names: str) -> None:
         Tool.definition = property(cached)  # type: ignore[assignment,method-assign]
     if "slow-callbacks" in chosen:
         _log_slow_callbacks(float(os.environ.get("BENCH_SLOW_CALLBACK", "0.03")))
+    if "gc-pauses" in chosen:
+        _log_gc_pauses(float(os.environ.get("BENCH_SLOW_CALLBACK", "0.03")) / 3)
+
+
+def _log_gc_pauses(threshold: float) -> None:
+    """Log every garbage collection that pauses the server longer than ``threshold`` seconds."""
+    log = logging.getLogger("neta_jupyter.bench")
+    began = [0.0]
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began[0] = time.perf_counter()
+            return
+        took = time.perf_counter() - began[0]
+        if took > threshold:
+            log.warning(
+                "gc pause %.1f ms: generation %d, %d collected, %s tracked per generation",
+                took * 1000,
+                info["generation"],
+                info["collected"],
+                gc.get_count(),
+            )
+
+    gc.callbacks.append(timed)
 
 
 def _describe(handle: asyncio.events.Handle) -> str:
