@@ -22,6 +22,8 @@ from .harness import (
 )
 
 TARGET = 0.5
+WS_TARGET = 0.7
+"""The WebSocket carries less per event than SSE, so it is held to more of its bare server."""
 
 
 async def _neta_sse(server: NetaServer, deltas: int) -> tuple[float, str]:
@@ -78,9 +80,9 @@ async def run(settings: Settings) -> list[Row]:
         Row(f"B1 throughput SSE, {deltas:,} deltas", "events/s", sse, bare_sse),
         Row(f"B1 throughput WebSocket, {deltas:,} deltas", "events/s", ws, bare_ws),
     ]
-    for row in rows:
-        row.target = f"ratio >= {TARGET}"
-        row.met = (row.ratio or 0) >= TARGET
+    for row, target in zip(rows, (TARGET, WS_TARGET), strict=True):
+        row.target = f"ratio >= {target}"
+        row.met = (row.ratio or 0) >= target
     if settings.redis_url is not None:
         xadd = [_bare_xadd(settings.redis_url, frames, i) for i in range(settings.repeats)]
         rows.append(

@@ -16,7 +16,7 @@ import time
 from .clients import Received, sse_count
 from .harness import Frames, Row, Settings, bare_server, http_client, neta_server, percentile
 
-LAG_TARGET_MS = 50.0
+LAG_TARGET_MS = 20.0
 
 
 def _rate(results: list[Received], began: float, per: int = 1) -> float:
