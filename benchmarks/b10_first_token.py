@@ -8,6 +8,9 @@ the rest of the answer. The server under test reaches it as its ``openai`` endpo
 * first token over SSE: from the stand-in writing the first token to an httpx-sse client
   parsing the run's first ``TEXT_DELTA``; baseline: the same, for a client that asks the
   stand-in directly and parses its first chunk (the provider's own stream, no server between);
+* the same through a bare relay (``bare_server.py``'s ``/relay``: a process that passes the
+  stand-in's bytes on as they come, nothing else): what one process between the provider and the
+  client costs on this machine, the floor under the server's figure (informational);
 * session created: from sending ``POST run/async`` to the client parsing the run's
   ``SESSION_CREATED`` (it opens the stream as soon as the POST answers); baseline: the round
   trip of a plain ``GET /api/status`` of the same server.
@@ -38,7 +41,15 @@ from httpx_sse import aconnect_sse
 from .b6_lab import JupyterProcess, chromium, chromium_path, open_notebook, write_notebook
 from .b6_page import PROBE
 from .b6_widget import ARM_WIDGET, SETUP_CELL, WIDGET_INDEX, _missing
-from .harness import NetaServer, Row, Settings, http_client, neta_server, percentile
+from .harness import (
+    NetaServer,
+    Row,
+    Settings,
+    bare_server,
+    http_client,
+    neta_server,
+    percentile,
+)
 
 WAIT = 0.1
 RUNS = 60
@@ -116,10 +127,15 @@ class StandIn:
         self._server.close()
 
 
-async def _direct(client: httpx.AsyncClient, stand_in: StandIn, port: int) -> float:
-    """ms from the stand-in's first token to a direct client parsing it."""
+async def _direct(
+    client: httpx.AsyncClient, stand_in: StandIn, port: int, relay: str | None = None
+) -> float:
+    """ms from the stand-in's first token to a direct client parsing it (or through ``relay``)."""
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
-    async with aconnect_sse(client, "POST", url, json={"stream": True}) as source:
+    method, params = "POST", {}
+    if relay is not None:
+        url, method, params = relay, "GET", {"port": str(port)}
+    async with aconnect_sse(client, method, url, json={"stream": True}, params=params) as source:
         async for sse in source.aiter_sse():
             if sse.data != "[DONE]" and json.loads(sse.data)["choices"][0]["delta"].get("content"):
                 return (time.perf_counter() - stand_in.first[-1]) * 1000
@@ -209,7 +225,18 @@ async def run(settings: Settings) -> list[Row]:
     direct: list[list[float]] = []
     created: list[list[float]] = []
     status: list[list[float]] = []
+    relayed: list[list[float]] = []
     try:
+        with bare_server(settings) as bare:
+            async with http_client() as client:
+                await _direct(client, stand_in, port, bare.base + "relay")  # warm up
+                for _ in range(settings.repeats):
+                    relayed.append(
+                        [
+                            await _direct(client, stand_in, port, bare.base + "relay")
+                            for _ in range(runs)
+                        ]
+                    )
         with neta_server(settings) as server:
             async with http_client() as client:
                 await _through(client, server, stand_in)  # warm up
@@ -270,8 +297,16 @@ async def run(settings: Settings) -> list[Row]:
     )
     for row in (to_transport, to_screen) if widget else ():
         row.met = (row.median or 0) - (row.baseline_median or 0) <= WIDGET_TARGET_MS
+    hop = Row(
+        "B10 first token through a bare relay process p99 (a process passing the stand-in's "
+        "bytes on, nothing else; baseline: read from the provider directly)",
+        "ms",
+        [percentile(s, 0.99) for s in relayed],
+        [percentile(s, 0.99) for s in direct],
+    )
     return [
         overhead,
+        hop,
         to_transport,
         to_screen,
         Row(

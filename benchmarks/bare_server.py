@@ -9,6 +9,8 @@ cut into batches of ``batch`` events. Then:
 * ``WS /ws`` with ``{"type": "subscribe", "name": N}`` sends the array frames;
 * ``GET /paced?n=&interval=`` (or ``{"type": "paced", "n", "interval"}`` on the WebSocket) sends
   one freshly stamped event every ``interval`` seconds, each written and flushed on its own;
+* ``GET /relay?port=P`` POSTs to ``127.0.0.1:P`` and passes the reply's body on as it comes,
+  flushing after each read: one process between a provider and its client, doing nothing else;
 * ``GET /lag?action=start|stop`` drives the event-loop lag monitor.
 """
 
@@ -118,6 +120,28 @@ class Paced(web.RequestHandler):
         self.finish()
 
 
+class Relay(web.RequestHandler):
+    async def get(self) -> None:
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", int(self.get_query_argument("port"))
+        )
+        writer.write(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: relay\r\nContent-Length: 0\r\n\r\n"
+        )
+        await reader.readuntil(b"\r\n\r\n")  # the provider's headers: ours are our own
+        self.set_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.request.connection.stream.set_nodelay(True)  # type: ignore[attr-defined]
+        try:
+            while data := await reader.read(65536):
+                self.write(data)
+                await self.flush()
+        except StreamClosedError:
+            return
+        finally:
+            writer.close()
+        self.finish()
+
+
 class Socket(WebSocketHandler):
     def open(self, *args: Any, **kwargs: Any) -> None:
         self.set_nodelay(True)
@@ -151,6 +175,7 @@ async def main(port: int, frames_dir: str) -> None:
             (r"/load", Load),
             (r"/sse", Sse),
             (r"/paced", Paced),
+            (r"/relay", Relay),
             (r"/ws", Socket),
             (r"/lag", Lag),
         ],
