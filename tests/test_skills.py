@@ -16,7 +16,7 @@ import pytest
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.tools import ToolContext, ToolError, discover_skills, run_skill
-from neta_jupyter.tools.skills import builtin_skills_dir, parse_skill_file
+from neta_jupyter.tools.skills import builtin_skills_dir, parse_skill_file, skill_catalogue
 from tests.helpers import ApiClient, assert_in_order, types
 
 
@@ -295,3 +295,19 @@ async def test_timeout_kills_the_skills_process_tree(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="timed out after 1 s"):
         await run_skill.run(arguments, context(tmp_path))
     await wait_gone(await wait_for_pids(pidfile))
+
+
+def test_the_skill_list_follows_edits_to_project_skills(tmp_path: Path) -> None:
+    """Skills are listed at every model call: one added, edited, broken or removed shows at once."""
+    make_skill(tmp_path, "tidy", "print('tidy')")
+    first = dict(skill_catalogue(tmp_path))
+    assert "tidy" in first
+    skill_md = tmp_path / ".neta" / "skills" / "tidy" / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace(first["tidy"], "Tidy a frame, edited"))
+    assert dict(skill_catalogue(tmp_path))["tidy"] == "Tidy a frame, edited"
+    make_skill(tmp_path, "plot", "print('plot')")
+    assert "plot" in dict(skill_catalogue(tmp_path))
+    skill_md.write_text("---\nname: tidy\n---\nno entry any more\n")
+    assert "tidy" not in dict(skill_catalogue(tmp_path))
+    (tmp_path / ".neta" / "skills" / "plot" / "SKILL.md").unlink()
+    assert "plot" not in dict(skill_catalogue(tmp_path))

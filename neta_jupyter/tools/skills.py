@@ -54,6 +54,7 @@ import signal
 import sys
 from collections import deque
 from dataclasses import dataclass, field, replace
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
@@ -155,6 +156,7 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
     return {}, text
 
 
+@cache
 def builtin_skills_dir() -> Path | None:
     """The package's skills folder (a real folder in any normal installation)."""
     folder = resources.files("neta_jupyter").joinpath("skills")
@@ -183,12 +185,35 @@ def builtin_skills() -> dict[str, Skill]:
 def _scan(folder: Path, *, builtin: bool) -> dict[str, Skill]:
     found: dict[str, Skill] = {}
     for path in sorted(folder.glob(f"*/{SKILL_FILE}")) if folder.is_dir() else []:
-        try:
-            skill = parse_skill_file(path, builtin=builtin)
-        except (OSError, UnicodeDecodeError, SkillFileError):
-            continue
-        found.setdefault(skill.name, skill)
+        skill = _read(path, builtin)
+        if skill is not None:
+            found.setdefault(skill.name, skill)
     return found
+
+
+_READ: dict[tuple[Path, bool], tuple[tuple[int, ...], Skill | None]] = {}
+"""Each ``SKILL.md`` read so far (``None``: unusable), with the file's state when it was read.
+
+Every model call lists the skills; reading and parsing every file each time held the event loop
+about a millisecond per call. A file whose state changed is read again.
+"""
+
+
+def _read(path: Path, builtin: bool) -> Skill | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    state = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    known = _READ.get((path, builtin))
+    if known is not None and known[0] == state:
+        return known[1]
+    try:
+        skill: Skill | None = parse_skill_file(path, builtin=builtin)
+    except (OSError, UnicodeDecodeError, SkillFileError):
+        skill = None
+    _READ[(path, builtin)] = (state, skill)
+    return skill
 
 
 def skills_summary(root_dir: Path) -> str:
