@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,7 @@ def _py_spy(server: NetaServer, folder: Path | None, runs: int, seconds: float) 
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / f"b11-{runs}-{server.pid}.txt"
     command = [exe, "record", "--nonblocking", "-f", "raw", "-r", "200", "-p", str(server.pid)]
+    command += os.environ.get("BENCH_PY_SPY_ARGS", "").split()  # e.g. --gil
     return subprocess.Popen(
         [*command, "-d", str(max(1, int(seconds))), "-o", str(out)],
         stdout=subprocess.DEVNULL,

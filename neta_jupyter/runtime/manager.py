@@ -15,7 +15,7 @@ from typing import Any
 
 from ..events import ErrorCode, EventType, SessionData
 from ..providers import ModelRegistry, UnknownModel
-from ..store import EventRow, SessionRecord, StorageError, Store, StoredEvent, new_id
+from ..store import EventRow, Push, SessionRecord, StorageError, Store, StoredEvent, new_id
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge, RunNotebook
 from . import session_ops
@@ -135,7 +135,12 @@ class Runtime:
     # --- following: the only way transports read a run's events
 
     def follow(
-        self, request_id: str, after: int, *, heartbeat: float | None = None
+        self,
+        request_id: str,
+        after: int,
+        *,
+        heartbeat: float | None = None,
+        push: Push | None = None,
     ) -> AsyncIterator[list[EventRow]]:
         """The run's events after seq ``after`` as batches of ``(seq, eventType, envelope)``.
 
@@ -146,9 +151,10 @@ class Runtime:
         transport, ``heartbeat`` adds an empty batch after each ``heartbeat`` seconds without
         events and, while the store cannot be written, a batch of one unstored AGENT_STATUS
         (seq -1, sent without an id) saying why the stream is quiet. A read that fails raises
-        :class:`~neta_jupyter.store.StorageError`.
+        :class:`~neta_jupyter.store.StorageError`. With ``push``, a caught-up transport is handed
+        each batch from the commit itself (:data:`~neta_jupyter.store.fanout.Push`).
         """
-        return self.store.events.follow(request_id, after, heartbeat=heartbeat)
+        return self.store.events.follow(request_id, after, heartbeat=heartbeat, push=push)
 
     async def last_seq(self, request_id: str) -> int:
         """Seq of the run's last durable event, -1 when it has none."""

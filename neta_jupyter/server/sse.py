@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -21,6 +22,7 @@ from .base import NetaHandler
 from .compression import StreamGzip
 from .errors import ApiError
 from .following import heartbeat_json, until_terminal
+from .wire import SocketWriter, SsePush
 
 
 def parse_last_event_id(value: str | None) -> int:
@@ -148,9 +150,11 @@ class StreamHandler(NetaHandler):
 
     async def _pump(self, request_id: str, after: int, *, segment: bool) -> None:
         interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
-        ticks = self.runtime.follow(request_id, after, heartbeat=interval)
+        ticks: AsyncIterator[list[EventRow]] | None = None
         try:
-            await self.flush()
+            await self.flush()  # the headers: what is pushed from the commit follows them
+            push = self._push(segment)
+            ticks = self.runtime.follow(request_id, after, heartbeat=interval, push=push)
             async for tick in ticks:
                 if not tick:
                     self.write(sse_frame("HEARTBEAT", heartbeat_json(request_id), None))
@@ -166,7 +170,19 @@ class StreamHandler(NetaHandler):
         except StorageError as exc:  # the stream cannot go on: say so rather than go quiet
             self.write(sse_error_frame(exc.message, exc.code))
         finally:
-            await ticks.aclose()  # type: ignore[attr-defined]
+            if ticks is not None:
+                await ticks.aclose()  # type: ignore[attr-defined]
+
+    def _push(self, segment: bool) -> SsePush | None:
+        """Writes batches from the commit once this follower has caught up, if it can."""
+        connection = self.request.connection
+        writer = SocketWriter.of(getattr(connection, "stream", None))
+        # Tornado's HTTP/1 connection decides the framing with the headers; other connections
+        # (none today) are written through the handler only.
+        chunked = getattr(connection, "_chunking_output", None)
+        if writer is None or chunked is None or self.request.method == "HEAD":
+            return None
+        return SsePush(writer, self._transforms, chunked=bool(chunked), segment=segment)
 
     def _cut(self, batch: list[EventRow]) -> tuple[list[EventRow], bool]:
         """The batch up to the end of the followed segment, and whether it ended there."""

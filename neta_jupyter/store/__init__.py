@@ -9,6 +9,7 @@ from ..events.redact import Redactor
 from .contract import Backend, EventRow, finish_now
 from .db import Database
 from .eventlog import EventLog, StoredEvent
+from .fanout import Push
 from .health import LeaseLost, StorageDamaged, StorageError, StorageUnavailable
 from .leases import Leases, LocalLeases
 from .memory import MemoryBackend, MemoryData
@@ -126,6 +127,7 @@ __all__ = [
     "Leases",
     "MemoryBackend",
     "MemoryData",
+    "Push",
     "RecordStore",
     "RedisBackend",
     "RunRecord",

@@ -16,7 +16,7 @@ from ..events import TERMINAL_EVENT_TYPES, AgentEvent
 from ..events.encoding import envelope_rest
 from ..events.redact import Redactor
 from .contract import EventBackend, EventRow
-from .fanout import Fanout, Watcher
+from .fanout import Fanout, Push, Watcher
 
 RemoteListener = Callable[[str, list[EventRow]], None]
 
@@ -167,10 +167,16 @@ class EventLog:
         return found[0] if found else None
 
     def follow(
-        self, stream: str, after_seq: int, *, heartbeat: float | None = None
+        self,
+        stream: str,
+        after_seq: int,
+        *,
+        heartbeat: float | None = None,
+        push: Push | None = None,
     ) -> AsyncIterator[list[EventRow]]:
         """Batches of ``(seq, event_type, payload)`` after ``after_seq``: stored, then live.
 
-        See :meth:`Fanout.follow <neta_jupyter.store.fanout.Fanout.follow>` for ``heartbeat``.
+        See :meth:`Fanout.follow <neta_jupyter.store.fanout.Fanout.follow>` for ``heartbeat``
+        and ``push``.
         """
-        return self._fanout.follow(stream, after_seq, heartbeat=heartbeat)
+        return self._fanout.follow(stream, after_seq, heartbeat=heartbeat, push=push)

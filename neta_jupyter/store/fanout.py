@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
 from ..events import (
@@ -31,6 +31,15 @@ _STEP_EVENTS = 8192
 _MIN_STEP = 64
 _EARLY = 0.001
 """A heartbeat's timer may fire this much before its deadline (the loop's clock resolution)."""
+
+
+Push = Callable[[list[EventRow]], bool]
+"""Writes a durable batch to a follower's client at once, from the commit that made it durable.
+
+False when it did not take the batch (its client has not read what was sent before, or the batch
+is one the follower's own task must send): the follower's task then sends it and what follows,
+waiting for the client, until it is caught up again.
+"""
 
 
 class Reads(Protocol):
@@ -57,15 +66,33 @@ class Watcher(Protocol):
         ...
 
 
+class _Pusher:
+    """A caught-up follower written to from the commit itself, and its task waiting meanwhile."""
+
+    __slots__ = ("beat", "pos", "push", "waiter")
+
+    def __init__(self, push: Push, beat: _Beat | None) -> None:
+        self.push = push
+        self.beat = beat
+        self.pos = -1
+        self.waiter: asyncio.Future[bool] | None = None
+
+    def detach(self) -> None:
+        """Wake the follower's task: it sends the next batches itself."""
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(False)
+
+
 class _Tail:
     """Recent durable events of one stream (contiguous seqs) and the followers waiting on it."""
 
-    __slots__ = ("ended", "events", "last", "readers", "waiters")
+    __slots__ = ("ended", "events", "last", "pushers", "readers", "waiters")
 
     def __init__(self, last: int) -> None:
         self.events: list[EventRow] = []
         self.last = last
         self.waiters: list[asyncio.Future[bool]] = []
+        self.pushers: list[_Pusher] = []
         self.readers = 0
         self.ended = -1
         """Seq of a terminal event whose segment is dropped once no follower reads it."""
@@ -90,6 +117,55 @@ class _Tail:
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(False)
+
+    def push(self, rows: list[EventRow]) -> None:
+        """Write ``rows`` (just after ``last``) to every pushed follower that takes them.
+
+        One pass over the followers from the commit: no task wakes up for a batch, only for a
+        follower that does not take it (it is behind, or the batch ends its stream).
+        """
+        first, last = rows[0][0] - 1, rows[-1][0]
+        deadline = -1.0
+        kept: list[_Pusher] = []
+        for pusher in self.pushers:
+            try:
+                took = pusher.pos == first and pusher.push(rows)
+            except Exception:  # its task meets the same fault when it writes, and ends
+                took = False
+            if not took:
+                pusher.detach()
+                continue
+            pusher.pos = last
+            beat = pusher.beat
+            if beat is not None:
+                if deadline < 0:
+                    deadline = beat.loop.time()
+                beat.deadline = deadline + beat.interval
+            kept.append(pusher)
+        self.pushers = kept
+
+    async def attach(self, pusher: _Pusher, pos: int) -> int:
+        """Push to ``pusher`` from ``pos`` on until it is detached (or a heartbeat is due).
+
+        The position it reached.
+        """
+        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        pusher.waiter, pusher.pos = waiter, pos
+        self.pushers.append(pusher)
+        if pusher.beat is not None:
+            pusher.beat.arm(waiter)
+        try:
+            await waiter
+        finally:
+            pusher.waiter = None
+            with contextlib.suppress(ValueError):
+                self.pushers.remove(pusher)
+        return pusher.pos
+
+    def detach_all(self) -> None:
+        pushers, self.pushers = self.pushers, []
+        for pusher in pushers:
+            pusher.detach()
 
     async def wait(self, beat: _Beat | None) -> None:
         """Until the tail grows (or ``beat`` says a heartbeat is due)."""
@@ -217,6 +293,8 @@ class Fanout:
                 tail.drop_ended()
         if len(events) > 2 * self._tail_size:
             del events[: len(events) - self._tail_size]
+        if tail.pushers:
+            tail.push(rows)
         tail.wake()
 
     def health_changed(self, reason: str | None) -> None:
@@ -224,6 +302,7 @@ class Fanout:
         self._unavailable = reason
         self._health_changes += 1
         for tail in self._tails.values():
+            tail.detach_all()
             tail.wake()
 
     def last_seq(self, stream: str) -> int | None:
@@ -242,7 +321,12 @@ class Fanout:
     # --- following
 
     async def follow(
-        self, stream: str, after: int, *, heartbeat: float | None = None
+        self,
+        stream: str,
+        after: int,
+        *,
+        heartbeat: float | None = None,
+        push: Push | None = None,
     ) -> AsyncIterator[list[EventRow]]:
         """Batches of ``(seq, event_type, payload)`` after ``after``: stored, then live.
 
@@ -252,12 +336,15 @@ class Fanout:
         :class:`~neta_jupyter.store.health.StorageError`.
 
         A follower that keeps up waits on the stream's tail alone: no task or timer of its own
-        beyond one heartbeat timer, since a busy server wakes hundreds of them per commit.
+        beyond one heartbeat timer, since a busy server wakes hundreds of them per commit. With
+        ``push``, once caught up it is not even woken: the commit hands each batch to ``push``
+        (see :data:`Push`), and only the batches ``push`` does not take are yielded.
         """
         pos = after
         tail: _Tail | None = None
         told = 0
         beat = _Beat(heartbeat) if heartbeat is not None else None
+        pusher = _Pusher(push, beat) if push is not None else None
         self._followers += 1
         try:
             while True:
@@ -295,7 +382,10 @@ class Fanout:
                 if beat is not None and beat.due():
                     yield []
                     continue
-                await tail.wait(beat)
+                if pusher is not None:
+                    pos = await tail.attach(pusher, pos)
+                else:
+                    await tail.wait(beat)
         finally:
             if beat is not None:
                 beat.close()
