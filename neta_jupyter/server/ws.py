@@ -27,7 +27,7 @@ from ..events import ws_batch
 from ..runtime import RunApiError, Runtime
 from ..runtime.requests import resume_run, start_run
 from ..runtime.tree import session_stream
-from ..store import StorageError
+from ..store import EventRow, StorageError
 from .base import AUTH_RESOURCE, principal_of
 from .compression import WEBSOCKET_COMPRESSION, worth_compressing
 from .errors import ApiError, describe_validation
@@ -44,6 +44,7 @@ from .schemas import (
     parse_json_object,
 )
 from .sse import check_within_log, parse_last_event_id
+from .wire import SocketWriter, websocket_frame
 
 Reply = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
@@ -135,6 +136,8 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         # Small frames must not wait for Nagle's algorithm (the handler's own ``stream`` attribute
         # is not the connection's, so this goes through tornado).
         self.set_nodelay(True)
+        connection = self.ws_connection
+        self._writer = SocketWriter.of(getattr(connection, "stream", None))
         super().open(*args, **kwargs)
 
     def on_close(self) -> None:
@@ -247,9 +250,24 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         if task is not None:
             task.cancel()
 
+    def _push(self, rows: list[EventRow]) -> bool:
+        """A durable batch written from the commit while the socket keeps up (see ``wire``)."""
+        connection = self.ws_connection
+        writer = self._writer
+        if connection is None or writer is None or not writer.ready() or connection.is_closing():
+            return False
+        # The connection's own compressor, in the order of every other message it sends.
+        compressor = getattr(connection, "_compressor", None)
+        for frame in _frames([payload for _, _, payload in rows]):
+            data = frame.encode()
+            if compressor is not None:
+                data = compressor.compress(data)
+            writer.write(websocket_frame(data, compressed=compressor is not None))
+        return True
+
     async def _pump(self, request_id: str, after: int) -> None:
         interval = float(self.settings.get("neta_heartbeat_interval", 15.0))
-        ticks = self.runtime.follow(request_id, after, heartbeat=interval)
+        ticks = self.runtime.follow(request_id, after, heartbeat=interval, push=self._push)
         try:
             async for tick in ticks:
                 payloads = (
