@@ -19,6 +19,7 @@ from neta_jupyter.providers import ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.store import EventRow, Store
 from tests.helpers import TERMINAL, ApiClient, script, stored
+from tests.test_compression import _ws_events
 from tests.test_store import delta, done
 
 STREAM = "neta/api/agent/run/stream"
@@ -194,3 +195,18 @@ async def test_many_sse_followers_of_one_live_run_each_get_the_whole_log(
     for events in got:
         assert events == log
         assert json.loads(events[-1])["eventType"] == "MESSAGE_COMPLETED"
+
+
+async def test_many_websocket_subscribers_of_one_live_run_each_get_the_whole_log(
+    api: ApiClient, runtime: Runtime, server_url: str, jp_auth_header: dict[str, str]
+) -> None:
+    # Written from the commit once caught up, through each connection's own compressor.
+    script(runtime, ScriptedTurn(text=[f"w{i} " for i in range(1500)], delay=0.0005))
+    rid = (await api.start("go", model="scripted"))["requestId"]
+    url = server_url.replace("http://", "ws://") + "neta/ws"
+    options: list[dict[str, Any]] = [{}, {"compression": None}] * 4
+    got = await asyncio.gather(*(_ws_events(url, jp_auth_header, rid, **o) for o in options))
+    log = [json.dumps(json.loads(e), separators=(",", ":")) for e in await stored(runtime, rid)]
+    for (extensions, events), option in zip(got, options, strict=True):
+        assert events == log
+        assert ("permessage-deflate" in extensions) == (option == {})

@@ -151,6 +151,10 @@ class RunEmitter:
         self._flush_scheduled = False
         self._append_deltas()
 
+    def keeps_up(self) -> bool:
+        """Whether the store keeps up with what was appended (it is not far behind)."""
+        return self._log.room() is None
+
     async def keep_pace(self) -> None:
         """Let the event loop run; while the store is far behind, wait for it to catch up."""
         self._append_deltas()

@@ -38,6 +38,8 @@ they let it run other callbacks (timers, sockets, commits): with many runs strea
 each run's slice is this shared out, so the loop's turn stays short however many stream."""
 _MIN_SLICE = 0.00001
 _MAX_SLICE = 0.0002
+_WAITED = 0.001
+"""Seconds between two parts past which the provider surely waited (the loop ran meanwhile)."""
 _streaming = 0
 """Streams being consumed in this process (one event loop)."""
 _TEXT_START = EventType.TEXT_START
@@ -201,15 +203,25 @@ class ReplyStreamer:
         _streaming += 1
         on_part, clock = self._on_part, time.monotonic
         try:
-            deadline = clock() + _slice()
+            last = clock()
+            deadline = last + _slice()
             async for part in parts:
                 on_part(part)
-                if clock() >= deadline:
-                    # A provider whose parts are already buffered never suspends: let the loop
-                    # commit and send what was emitted, and serve other runs, between slices
-                    # (and wait while the store is far behind, so its backlog stays bounded).
-                    await self._emitter.keep_pace()
-                    deadline = clock() + _slice()
+                now = clock()
+                if now >= deadline:
+                    if now - last > _WAITED and self._emitter.keeps_up():
+                        # The provider waited for this part (a model's pace), so the loop ran
+                        # meanwhile: yielding to it again would only cost a turn per token.
+                        deadline = now + _slice()
+                    else:
+                        # A provider whose parts are already buffered never suspends: let the
+                        # loop commit and send what was emitted, and serve other runs, between
+                        # slices (and wait while the store is far behind, so its backlog stays
+                        # bounded).
+                        await self._emitter.keep_pace()
+                        now = clock()
+                        deadline = now + _slice()
+                last = now
             self._replace_if_short()
         finally:
             _streaming -= 1
