@@ -38,18 +38,35 @@ function start(type: "text" | "reasoning"): Envelope {
 const answer = (): string => h.byTestId("neta-answer").textContent ?? "";
 
 describe("the first token of a block", () => {
-  it("is on the answer's screen without waiting for a frame; the next deltas wait for one", () => {
+  it("is on the answer's screen without waiting for a frame; the next deltas wait for the frame after the one that paints it", () => {
     let state = apply(started(), start("text"));
     state = apply(state, delta("text", "Hello"));
     expect(answer()).toContain("Hello");
     expect(h.byTestId("neta-answer").hidden).toBe(false);
-    expect(h.clock.frames.size).toBe(0);
     state = apply(state, delta("text", " world"));
     apply(state, delta("text", " again"));
+    expect(answer()).not.toContain("world");
+    h.clock.runFrames(); // the frame that paints "Hello": it renders nothing more
     expect(answer()).not.toContain("world");
     expect(h.clock.frames.size).toBe(1);
     h.clock.runFrames();
     expect(answer()).toContain("Hello world again");
+  });
+
+  it("asks for no frame after the one that paints it when nothing came meanwhile", () => {
+    const state = apply(started(), start("text"));
+    apply(state, delta("text", "Hello"));
+    h.clock.runFrames();
+    expect(h.clock.frames.size).toBe(0);
+    expect(answer()).toContain("Hello");
+  });
+
+  it("asks for nothing more once disposed while the first text is painting", () => {
+    let state = apply(started(), start("text"));
+    state = apply(state, delta("text", "Hello"));
+    apply(state, delta("text", " world"));
+    h.view.dispose();
+    expect(h.clock.frames.size).toBe(0);
   });
 
   it("counts from the first word: a block that opens with blank lines is rendered at once at its first word", () => {

@@ -3,7 +3,10 @@
  * frame; the frame renders whatever is newest then, so a burst of events costs one DOM pass. One
  * exception: the first text of a block (the answer's or the reasoning's) is rendered at once, so
  * the first token is on screen at the next frame with the render's work already done, not after
- * a wait for the frame and then the render. That happens once per block; later deltas are batched.
+ * a wait for the frame and then the render; and that frame paints only it: what arrives meanwhile
+ * (the next deltas, often in the same burst) is rendered in the frame after, so the frame that
+ * shows the first word is not made longer by rendering more. That happens once per block; later
+ * deltas are batched.
  *
  * A change to a block makes the browser lay all of it out again, however little changed. A long
  * paragraph is laid out piece by piece while it is written (markdown.ts), but a long code block,
@@ -102,6 +105,8 @@ export class RunView {
   private state: RunState | null = null;
   private rendered: RunState | null = null;
   private frame: number | null = null;
+  /** The frame that paints a block's first text, rendered at once; renders wait until it is over. */
+  private painting: number | null = null;
   /** Frames to let pass before the next render, and the timer that lets them pass. */
   private skipFrames = 0;
   private wait: unknown = null;
@@ -153,8 +158,20 @@ export class RunView {
   update(state: RunState): void {
     if (this.disposed) return;
     this.state = state;
-    if (this.rendered && startsText(state, this.rendered)) this.flush();
-    else this.requestFrame();
+    if (this.rendered && startsText(state, this.rendered)) {
+      this.flush();
+      this.letPaint();
+    } else this.requestFrame();
+  }
+
+  /** Keep the next frame for painting what was just rendered; what came since renders in the next. */
+  private letPaint(): void {
+    if (this.painting !== null || this.disposed) return;
+    this.painting = this.clock.requestFrame(() => {
+      this.painting = null;
+      // Asked for during this frame's callbacks, so it is the next frame's.
+      if (this.state !== this.rendered || this.answer.pending) this.requestFrame();
+    });
   }
 
   /** Render now; the frame callback, and tests, call it. */
@@ -178,7 +195,7 @@ export class RunView {
   }
 
   private requestFrame(): void {
-    if (this.frame !== null || this.wait !== null || this.disposed) return;
+    if (this.frame !== null || this.wait !== null || this.painting !== null || this.disposed) return;
     if (this.skipFrames > 0) {
       this.wait = this.clock.setTimeout(() => {
         this.wait = null;
@@ -204,8 +221,10 @@ export class RunView {
     this.disposed = true;
     this.lifetime.abort();
     if (this.frame !== null) this.clock.cancelFrame(this.frame);
+    if (this.painting !== null) this.clock.cancelFrame(this.painting);
     if (this.wait !== null) this.clock.clearTimeout(this.wait);
     this.frame = null;
+    this.painting = null;
     this.wait = null;
     for (const part of this.parts) part.dispose?.();
     this.root.remove();
