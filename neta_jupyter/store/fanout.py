@@ -26,7 +26,7 @@ from .contract import EventRow
 TRANSIENT_SEQ = -1
 """The seq of a row that is sent but never stored (it carries no id on the wire)."""
 
-_STEP_EVENTS = 8192
+_STEP_EVENTS = 4096
 """Events that followers who are behind send per turn of the event loop, together."""
 _MIN_STEP = 64
 _EARLY = 0.001
