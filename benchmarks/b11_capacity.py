@@ -6,7 +6,7 @@ clients run in ``WORKERS`` separate processes (each starts its share of the runs
 them with httpx-sse). Once every run has started, the in-server monitor records the event loop's
 lag until shortly before the runs end. A level holds if the lag p99 and the delivery p99 (stamp
 to the client parsing the delta) are both within 50 ms; N doubles from ``LEVELS[0]`` until one
-does not. Reported: the largest N that held, the lag and delivery p99 at it, and the server's
+does not, then ``BISECT_STEPS`` levels halve the gap below it. Reported: the largest N that held, the lag and delivery p99 at it, and the server's
 CPU per token there (over the monitored window). Baseline: the same figures at the smallest level.
 """
 
@@ -31,6 +31,9 @@ LEVELS = (125, 250, 500, 1000, 2000)
 QUICK_LEVELS = (10, 20)
 WORKERS = 4
 LIMIT_MS = 50.0
+BISECT_STEPS = 2
+"""Levels tried after the doubling, each halving the gap between the largest N that held and the
+smallest that did not: the doubling alone reports a bound up to half below the capacity."""
 TARGET_RUNS = 1000
 
 
@@ -123,14 +126,31 @@ def _level(server: NetaServer, runs: int, seconds: float, spy: Path | None = Non
 
 
 def _sweep(settings: Settings) -> list[Level]:
-    levels = settings.runs or (QUICK_LEVELS if settings.quick else LEVELS)
+    """The levels tried: ``--runs`` as given, else doubling until one does not hold, then halving
+    the gap below it (``BISECT_STEPS``)."""
     seconds = 4.0 if settings.quick else SECONDS
     found: list[Level] = []
     with neta_server(settings) as server:
-        for runs in levels:
+
+        def holds(runs: int) -> bool:
             found.append(_level(server, runs, seconds, settings.py_spy))
-            if not found[-1].held and not settings.runs:
+            return found[-1].held
+
+        if settings.runs:
+            for runs in settings.runs:
+                holds(runs)
+            return found
+        low, high = 0, 0
+        for runs in QUICK_LEVELS if settings.quick else LEVELS:
+            if not holds(runs):
+                high = runs
                 break
+            low = runs
+        for _ in range(BISECT_STEPS if high else 0):
+            middle = (low + high) // 2
+            if middle in (low, high):
+                break
+            low, high = (middle, high) if holds(middle) else (low, middle)
     return found
 
 
@@ -139,7 +159,7 @@ async def run(settings: Settings) -> list[Row]:
     best = [max((lv for lv in s if lv.held), key=lambda lv: lv.runs, default=None) for s in sweeps]
     first = [s[0] for s in sweeps]
     held = [b for b in best if b is not None]
-    tried = ", ".join(str(n) for n in settings.runs or (QUICK_LEVELS if settings.quick else LEVELS))
+    tried = ", ".join(str(n) for n in sorted({lv.runs for s in sweeps for lv in s}))
     capacity = Row(
         f"B11 concurrent runs at {RATE} tokens/s, one SSE follower each, with lag and delivery "
         f"p99 <= {LIMIT_MS:g} ms (tried {tried})",
