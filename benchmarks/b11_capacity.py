@@ -6,8 +6,9 @@ clients run in ``WORKERS`` separate processes (each starts its share of the runs
 them with httpx-sse). Once every run has started, the in-server monitor records the event loop's
 lag until shortly before the runs end. A level holds if the lag p99 and the delivery p99 (stamp
 to the client parsing the delta) are both within 50 ms; N doubles from ``LEVELS[0]`` until one
-does not, then ``BISECT_STEPS`` levels halve the gap below it. Reported: the largest N that held, the lag and delivery p99 at it, and the server's
-CPU per token there (over the monitored window). Baseline: the same figures at the smallest level.
+does not, then ``BISECT_STEPS`` levels halve the gap below it. Reported: the largest N that
+held, the lag and delivery p99 at it, and the server's CPU per token there (over the monitored
+window). Baseline: the same figures at the smallest level.
 """
 
 from __future__ import annotations
