@@ -90,17 +90,19 @@ def approve(page: Any) -> None:
     """Approve the prompt as a user does: in view, and clicked again if the click did not count.
 
     The prompt counts only a click that lands on its visible button; on a busy machine the page
-    may move under the pointer as the run redraws, and that click is (rightly) ignored.
+    may move under the pointer as the run redraws, and that click is (rightly) ignored; or the
+    view may be drawn anew (see :func:`revert`), and the user clicks the new button.
     """
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page.wait_for_selector("[data-testid=neta-permission]:visible", timeout=60_000)
     button = page.locator("[data-testid=neta-approve]")
     asked = page.inner_text("[data-testid=neta-permission]")
     for _ in range(3):
-        button.scroll_into_view_if_needed()
-        button.click()
         try:
+            button.scroll_into_view_if_needed()
+            button.click()
             # Resolved: the prompt is gone, or already shows the run's next ask.
             page.wait_for_function(
                 """(asked) => {
@@ -113,6 +115,9 @@ def approve(page: Any) -> None:
             return
         except PlaywrightTimeout:
             continue
+        except PlaywrightError as exc:
+            if "not attached" not in str(exc):
+                raise
     raise AssertionError("three deliberate clicks on Approve did not resolve the prompt")
 
 
@@ -121,18 +126,24 @@ def revert(edit: Any, outcome: Any) -> None:
 
     The button arms only while in view, so it is scrolled there first; on a busy machine a click
     that came before it armed, or that the page moved away from, is (rightly) ignored: click again.
+    At rest the kernel refreshes the cell's output and JupyterLab draws the view anew, so the
+    button a click aimed at may be gone: the user clicks the new one.
     """
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     button = edit.locator("[data-testid=neta-revert]")
     for _ in range(3):
-        button.scroll_into_view_if_needed()
-        button.click()
         try:
+            button.scroll_into_view_if_needed()
+            button.click()
             outcome.wait_for(state="visible", timeout=20_000)
             return
         except PlaywrightTimeout:
             continue
+        except PlaywrightError as exc:
+            if "not attached" not in str(exc):
+                raise
     raise AssertionError("three deliberate clicks on Revert had no effect")
 
 
