@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,43 +86,8 @@ def lab(tmp_path: Path) -> Iterator[ServerProcess]:
     server.stop()
 
 
-def approve(page: Any) -> None:
-    """Approve the prompt as a user does: in view, and clicked again if the click did not count.
-
-    The prompt counts only a click that lands on its visible button; on a busy machine the page
-    may move under the pointer as the run redraws, and that click is (rightly) ignored; or the
-    view may be drawn anew (see :func:`revert`), and the user clicks the new button.
-    """
-    from playwright.sync_api import Error as PlaywrightError
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    page.wait_for_selector("[data-testid=neta-permission]:visible", timeout=60_000)
-    button = page.locator("[data-testid=neta-approve]")
-    asked = page.inner_text("[data-testid=neta-permission]")
-    for _ in range(3):
-        try:
-            button.scroll_into_view_if_needed()
-            button.click()
-            # Resolved: the prompt is gone, or already shows the run's next ask.
-            page.wait_for_function(
-                """(asked) => {
-                    const prompt = document.querySelector('[data-testid=neta-permission]');
-                    return !prompt || prompt.offsetParent === null || prompt.innerText !== asked;
-                }""",
-                arg=asked,
-                timeout=20_000,
-            )
-            return
-        except PlaywrightTimeout:
-            continue
-        except PlaywrightError as exc:
-            if "not attached" not in str(exc):
-                raise
-    raise AssertionError("three deliberate clicks on Approve did not resolve the prompt")
-
-
-def revert(edit: Any, outcome: Any) -> None:
-    """Click an edit's Revert as a user does, until ``outcome`` (a locator) shows.
+def click_until(button: Any, done: Callable[[], None], what: str) -> None:
+    """Click ``button`` as a user does until ``done()`` returns (it raises on a timeout).
 
     The button arms only while in view, so it is scrolled there first; on a busy machine a click
     that came before it armed, or that the page moved away from, is (rightly) ignored: click again.
@@ -132,19 +97,45 @@ def revert(edit: Any, outcome: Any) -> None:
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    button = edit.locator("[data-testid=neta-revert]")
     for _ in range(3):
         try:
             button.scroll_into_view_if_needed()
             button.click()
-            outcome.wait_for(state="visible", timeout=20_000)
+            done()
             return
         except PlaywrightTimeout:
             continue
         except PlaywrightError as exc:
             if "not attached" not in str(exc):
                 raise
-    raise AssertionError("three deliberate clicks on Revert had no effect")
+    raise AssertionError(f"three deliberate clicks on {what} had no effect")
+
+
+def approve(page: Any) -> None:
+    """Approve the prompt: done once the prompt is gone or already shows the run's next ask."""
+    page.wait_for_selector("[data-testid=neta-permission]:visible", timeout=60_000)
+    asked = page.inner_text("[data-testid=neta-permission]")
+    click_until(
+        page.locator("[data-testid=neta-approve]"),
+        lambda: page.wait_for_function(
+            """(asked) => {
+                const prompt = document.querySelector('[data-testid=neta-permission]');
+                return !prompt || prompt.offsetParent === null || prompt.innerText !== asked;
+            }""",
+            arg=asked,
+            timeout=20_000,
+        ),
+        "Approve",
+    )
+
+
+def revert(edit: Any, outcome: Any) -> None:
+    """Click an edit's Revert until ``outcome`` (a locator) shows."""
+    click_until(
+        edit.locator("[data-testid=neta-revert]"),
+        lambda: outcome.wait_for(state="visible", timeout=20_000),
+        "Revert",
+    )
 
 
 def test_revert_restores_the_cell_is_refused_after_a_user_change_and_survives_a_reload(
