@@ -3,12 +3,15 @@
 N runs at once, each a benchmark model that yields a delta stamped with its wall-clock time 60
 times a second (a real model's pace) for ``SECONDS``, each followed by one SSE client; the
 clients run in ``WORKERS`` separate processes (each starts its share of the runs, then follows
-them with httpx-sse). Once every run has started, the in-server monitor records the event loop's
-lag until shortly before the runs end. A level holds if the lag p99 and the delivery p99 (stamp
-to the client parsing the delta) are both within 50 ms; N doubles from ``LEVELS[0]`` until one
-does not, then ``BISECT_STEPS`` levels halve the gap below it. Reported: the largest N that
-held, the lag and delivery p99 at it, and the server's CPU per token there (over the monitored
-window). Baseline: the same figures at the smallest level.
+them with a lean SSE reader, ``b11_worker.py``). Once every run has started, the in-server
+monitor records the event loop's lag until shortly before the runs end. A level holds if the
+lag p99 and the delivery p99 (stamp to the client parsing the delta) are both within 50 ms; N
+doubles from ``LEVELS[0]`` until one does not, then ``BISECT_STEPS`` levels halve the gap below
+it. Reported: the largest N that held, the lag and delivery p99 at it, and the server's CPU per
+token there (over the monitored window). Baselines: for the capacity, the same sweep against the bare server in the same run
+(``bare_server.py``'s ``/paced``: a stamped frame written and flushed every 1/60 s per stream,
+nothing else), the most one process of this machine carries with these clients; for the rest,
+the same figures at the smallest level.
 """
 
 from __future__ import annotations
@@ -24,7 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .harness import REPO, NetaServer, Row, Settings, _child_env, neta_server, percentile
+from .harness import (
+    REPO,
+    BareServer,
+    NetaServer,
+    Row,
+    Settings,
+    _child_env,
+    bare_server,
+    neta_server,
+    percentile,
+)
 
 RATE = 60
 SECONDS = 12.0
@@ -52,7 +65,7 @@ class Level:
         return good and self.lag_p99 <= LIMIT_MS and self.delivery_p99 <= LIMIT_MS
 
 
-def _py_spy(server: NetaServer, folder: Path | None, runs: int, seconds: float) -> Any:
+def _py_spy(server: NetaServer | BareServer, folder: Path | None, runs: int, seconds: float) -> Any:
     """py-spy recording the server for ``seconds`` (``--py-spy``), or None."""
     if folder is None:
         return None
@@ -68,8 +81,12 @@ def _py_spy(server: NetaServer, folder: Path | None, runs: int, seconds: float) 
     )
 
 
-def _level(server: NetaServer, runs: int, seconds: float, spy: Path | None = None) -> Level:
-    model = f"bench-stamp:{round(RATE * seconds)}:{1 / RATE}"
+def _level(
+    server: NetaServer | BareServer, runs: int, seconds: float, spy: Path | None = None
+) -> Level:
+    bare = isinstance(server, BareServer)
+    model = f"{'bare' if bare else 'bench-stamp'}:{round(RATE * seconds)}:{1 / RATE}"
+    token = "" if bare else server.token
     shares = [runs // WORKERS + (i < runs % WORKERS) for i in range(WORKERS)]
     workers = [
         subprocess.Popen(
@@ -78,7 +95,7 @@ def _level(server: NetaServer, runs: int, seconds: float, spy: Path | None = Non
                 "-m",
                 "benchmarks.b11_worker",
                 server.base,
-                server.token,
+                token,
                 model,
                 str(n),
             ],
@@ -117,7 +134,7 @@ def _level(server: NetaServer, runs: int, seconds: float, spy: Path | None = Non
         completed,
     )
     print(
-        f"  B11 {runs} runs: lag p99 {level.lag_p99:.1f} ms, delivery p99 "
+        f"  B11 {'bare ' if bare else ''}{runs} runs: lag p99 {level.lag_p99:.1f} ms, delivery p99 "
         f"{level.delivery_p99:.1f} ms, {level.cpu_per_token_us:.1f} µs CPU per token, "
         f"{completed} completed",
         file=sys.stderr,
@@ -126,15 +143,16 @@ def _level(server: NetaServer, runs: int, seconds: float, spy: Path | None = Non
     return level
 
 
-def _sweep(settings: Settings) -> list[Level]:
+def _sweep(settings: Settings, bare: bool = False) -> list[Level]:
     """The levels tried: ``--runs`` as given, else doubling until one does not hold, then halving
-    the gap below it (``BISECT_STEPS``)."""
+    the gap below it (``BISECT_STEPS``). ``bare``: against the bare server."""
     seconds = 4.0 if settings.quick else SECONDS
     found: list[Level] = []
-    with neta_server(settings) as server:
+    serving = bare_server(settings) if bare else neta_server(settings)
+    with serving as server:
 
         def holds(runs: int) -> bool:
-            found.append(_level(server, runs, seconds, settings.py_spy))
+            found.append(_level(server, runs, seconds, None if bare else settings.py_spy))
             return found[-1].held
 
         if settings.runs:
@@ -156,16 +174,21 @@ def _sweep(settings: Settings) -> list[Level]:
 
 
 async def run(settings: Settings) -> list[Row]:
-    sweeps = [await asyncio.to_thread(_sweep, settings) for _ in range(settings.repeats)]
-    best = [max((lv for lv in s if lv.held), key=lambda lv: lv.runs, default=None) for s in sweeps]
+    sweeps, bares = [], []
+    for _ in range(settings.repeats):
+        sweeps.append(await asyncio.to_thread(_sweep, settings))
+        bares.append(await asyncio.to_thread(_sweep, settings, True))
+    best = [_largest(s) for s in sweeps]
+    bare_best = [_largest(s) for s in bares]
     first = [s[0] for s in sweeps]
     held = [b for b in best if b is not None]
     tried = ", ".join(str(n) for n in sorted({lv.runs for s in sweeps for lv in s}))
     capacity = Row(
         f"B11 concurrent runs at {RATE} tokens/s, one SSE follower each, with lag and delivery "
-        f"p99 <= {LIMIT_MS:g} ms (tried {tried})",
+        f"p99 <= {LIMIT_MS:g} ms (tried {tried}; baseline: the bare server)",
         "runs",
         [float(b.runs) if b else 0.0 for b in best],
+        [float(b.runs) if b else 0.0 for b in bare_best],
         target=f">= {TARGET_RUNS:,}",
     )
     capacity.met = (capacity.median or 0) >= TARGET_RUNS
@@ -184,3 +207,8 @@ async def run(settings: Settings) -> list[Row]:
             [f.delivery_p99 for f in first],
         ),
     ]
+
+
+def _largest(levels: list[Level]) -> Level | None:
+    """The level with the most runs that held, if any did."""
+    return max((lv for lv in levels if lv.held), key=lambda lv: lv.runs, default=None)
