@@ -8,10 +8,12 @@ monitor records the event loop's lag until shortly before the runs end. A level 
 lag p99 and the delivery p99 (stamp to the client parsing the delta) are both within 50 ms; N
 doubles from ``LEVELS[0]`` until one does not, then ``BISECT_STEPS`` levels halve the gap below
 it. Reported: the largest N that held, the lag and delivery p99 at it, and the server's CPU per
-token there (over the monitored window). Baselines: for the capacity, the same sweep against the bare server in the same run
+token there (over the monitored window).
+
+Baselines: for the capacity, the same sweep in the same run against the bare server
 (``bare_server.py``'s ``/paced``: a stamped frame written and flushed every 1/60 s per stream,
-nothing else), the most one process of this machine carries with these clients; for the rest,
-the same figures at the smallest level.
+nothing else), the most one process of this machine carries beside these clients; for the
+rest, the same figures at the smallest level.
 """
 
 from __future__ import annotations
