@@ -31,6 +31,8 @@ EXPERIMENTS = {
     "seconds) to the server log, with wall and CPU time (diagnostic)",
     "gc-pauses": "log garbage collections over a third of BENCH_SLOW_CALLBACK (10 ms) to the "
     "server log (diagnostic)",
+    "commit-costs": "log every 5 s the store's group commits: how many, their events, their wall "
+    "and CPU time (diagnostic)",
 }
 """Changes outside the streaming path that ``--experiment`` applies to the server under test."""
 BATCH = 2048

@@ -24,6 +24,7 @@ from benchmarks.lag import MONITOR
 from neta_jupyter.providers import Model, ModelRegistry, ModelRequest, StreamPart, TextPart
 from neta_jupyter.providers.base import ToolDefinition
 from neta_jupyter.server.app import NetaApp
+from neta_jupyter.store.db import Database
 from neta_jupyter.tools.registry import Tool
 
 
@@ -89,6 +90,49 @@ def _experiments(names: str) -> None:
         _log_slow_callbacks(float(os.environ.get("BENCH_SLOW_CALLBACK", "0.03")))
     if "gc-pauses" in chosen:
         _log_gc_pauses(float(os.environ.get("BENCH_SLOW_CALLBACK", "0.03")) / 3)
+    if "commit-costs" in chosen:
+        _log_commit_costs()
+
+
+def _log_commit_costs() -> None:
+    """Log, every 5 s, the group commits of the interval: count, events, wall and CPU time."""
+    log = logging.getLogger("neta_jupyter.bench")
+    commit, transaction = Database.commit, Database._transaction
+    totals = {"commits": 0, "events": 0, "wall": 0.0, "cpu": 0.0, "worst": 0.0, "sql": 0.0}
+
+    def timed_transaction(self: Database, statements: Any) -> None:
+        began = time.perf_counter()
+        try:
+            transaction(self, statements)
+        finally:
+            totals["sql"] += time.perf_counter() - began
+
+    since = [time.monotonic()]
+
+    def timed(self: Database) -> None:
+        events = self._pending_count
+        began, cpu = time.perf_counter(), time.thread_time()
+        commit(self)
+        took = time.perf_counter() - began
+        totals["commits"] += 1
+        totals["events"] += events
+        totals["wall"] += took
+        totals["cpu"] += time.thread_time() - cpu
+        totals["worst"] = max(totals["worst"], took)
+        if (now := time.monotonic()) - since[0] >= 5 and totals["commits"]:
+            n = totals["commits"]
+            log.warning(
+                "commits in %.1f s: %d, %.1f events each, %.0f µs wall (%.0f on the CPU, "
+                "%.0f in the SQL transaction) each, worst %.1f ms, %.0f %% of the time",
+                now - since[0], n, totals["events"] / n, totals["wall"] / n * 1e6,
+                totals["cpu"] / n * 1e6, totals["sql"] / n * 1e6, totals["worst"] * 1e3,
+                100 * totals["wall"] / (now - since[0]),
+            )  # fmt: skip
+            since[0] = now
+            totals.update(commits=0, events=0, wall=0.0, cpu=0.0, worst=0.0, sql=0.0)
+
+    Database.commit = timed  # type: ignore[method-assign]
+    Database._transaction = timed_transaction  # type: ignore[method-assign]
 
 
 def _log_gc_pauses(threshold: float) -> None:

@@ -162,6 +162,58 @@ class StoreContract:
         assert last is not None and last.seq == 999
         store.close()
 
+    async def test_many_streams_written_a_little_at_a_time_read_back_whole(
+        self, place: Place
+    ) -> None:
+        """Many runs at a model's pace: each commit holds a token or two of each, for a long
+        time; then one run's long burst; every stream reads back exactly, across a restart,
+        a crash and a late follower."""
+        store = place.open()
+        log = store.events
+        streams = [f"r_m{i}" for i in range(20)]
+        for stream in streams:
+            await log.open(stream)
+        counts = dict.fromkeys(streams, 0)
+        for i in range(260):
+            for stream in streams[: 20 if i % 3 else 12]:  # some commits hold fewer streams
+                log.append_nowait(delta(stream, f"{stream}:{counts[stream]}"))
+                counts[stream] += 1
+            await log.flush()
+            if i in (0, 97, 211):
+                assert await seqs(store, streams[5]) == list(range(i + 1))
+                assert await log.last_seq(streams[5]) == i
+                assert await seqs(store, streams[5], i - 1) == [i]
+        assert counts == {stream: len(await seqs(store, stream)) for stream in streams}
+        assert counts[streams[0]] == 260 and counts[streams[19]] == 260 - 87
+        log.append_encoded_many(streams[0], "TEXT_DELTA", ['"requestId":"r_m0"}'] * 100)
+        await log.flush()
+        chooser = random.Random(11)
+        for _ in range(30):
+            stream = chooser.choice(streams)
+            after, limit = chooser.randrange(-1, 400), chooser.choice([1, 5, 64, 4096])
+            last = counts[stream] + (100 if stream == streams[0] else 0) - 1
+            got = await log.read_after(stream, after, limit)
+            assert [e.seq for e in got] == list(range(after + 1, min(last, after + limit) + 1))
+        log.append_nowait(delta(streams[3], "lost"))  # not durable when the process dies
+        place.crash(store)
+
+        store = place.open()
+        for stream in streams:
+            expected = counts[stream] + (100 if stream == streams[0] else 0)
+            assert await seqs(store, stream) == list(range(expected)), stream
+            assert await store.events.last_seq(stream) == expected - 1
+            texts = [
+                json.loads(e.payload).get("data", {}).get("text")
+                for e in await store.events.read_after(stream, -1)
+            ]
+            assert texts[: counts[stream]] == [f"{stream}:{n}" for n in range(counts[stream])]
+        await store.events.open(streams[1])
+        assert store.events.append_nowait(delta(streams[1], "next")) == 260
+        await store.events.flush()
+        got = await follow_until(store, streams[1], 250, 260)
+        assert [row[0] for row in got] == list(range(251, 261))
+        store.close()
+
     async def test_followers_fast_and_slow_get_every_event_once(self, place: Place) -> None:
         # A follower that starts far behind reads the backend, then joins the live tail.
         store = place.open()

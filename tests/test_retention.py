@@ -260,6 +260,10 @@ def test_the_sqlite_sweep_deletes_only_finished_runs_events_past_the_retention(
         conn.execute("INSERT INTO event_streams VALUES (?, ?)", (number, rid))
         rows = [((number << SEQ_BITS) + seq, "TEXT_DELTA", "{}") for seq in range(2500)]
         conn.executemany("INSERT INTO events VALUES (?, ?, ?)", rows)
+        # Copies a journal still holds (journal.py), as a server killed before emptying it left.
+        conn.executemany(
+            "INSERT INTO recent_events (key, event_type, payload) VALUES (?, ?, ?)", rows[-20:]
+        )
     conn.execute("COMMIT")
     sweeper = EventSweeper(str(path), 60.0, logging.getLogger("test"))
     assert sweeper.sweep(conn) == 2 * 2500  # in several transactions of a bounded size
@@ -271,4 +275,15 @@ def test_the_sqlite_sweep_deletes_only_finished_runs_events_past_the_retention(
     )
     assert left == {"r_done": 0, "r_failed": 0, "r_live": 2500, "r_new": 2500, "r_waits": 2500}
     assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 5, "records stay"
+    conn.close()
+    Database(path).close()  # a start settles the journal: what expired does not come back
+    conn = sqlite3.connect(path, isolation_level=None)
+    left = dict(
+        conn.execute(
+            "SELECT s.request_id, COUNT(e.key) FROM event_streams s LEFT JOIN events e "
+            f"ON e.key >> {SEQ_BITS} = s.stream GROUP BY s.request_id"
+        ).fetchall()
+    )
+    assert left == {"r_done": 0, "r_failed": 0, "r_live": 2500, "r_new": 2500, "r_waits": 2500}
+    assert conn.execute("SELECT COUNT(*) FROM recent_events").fetchone()[0] == 0
     conn.close()

@@ -32,11 +32,12 @@ from .health import (
     file_problems,
     storage_error,
 )
+from .journal import JOURNAL_TABLE, settle_left
 from .schema import EVENTS_TABLE, SCHEMA, SEQ_BITS
 
 TABLES = ("event_streams", "runs", "sessions", "entries", "inputs", "attachments", "events")
 """Every table of the layout, in the order a salvage copies them."""
-ADDED_LATER = ("ended_streams",)
+ADDED_LATER = ("ended_streams", "recent_events")
 """Tables a store made by an earlier version lacks (it gains them when a server opens it):
 copied when present, never reported missing."""
 _SHOWN_PROBLEMS = 5
@@ -193,6 +194,7 @@ def _fresh(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.executescript(SCHEMA)
     conn.executescript(EVENTS_TABLE)
+    conn.executescript(JOURNAL_TABLE)
     return conn
 
 
@@ -304,6 +306,7 @@ def _copy_all(source: sqlite3.Connection, fresh: sqlite3.Connection, result: Sal
             result.notes.append("events in an earlier version's layout were not copied")
             continue
         result.copied[table], result.unreadable[table] = _copy_table(source, fresh, table, columns)
+    settle_left(fresh)  # events the journal held go to ``events`` before the checks below
     gaps = _runs_with_gaps(fresh)
     if gaps:
         result.notes.append(

@@ -47,14 +47,23 @@ WHERE d.ended < ?1
 """
 """Streams to empty: finished runs' and ended crews' (``ended_streams``) past the retention."""
 # The condition is checked again inside each delete: a run retried since the query stays whole.
+_STILL_EXPIRED = f"""
+    (EXISTS (SELECT 1 FROM runs r JOIN event_streams s ON s.request_id = r.request_id
+             WHERE s.stream = ?1 AND r.status IN {FINISHED} AND r.updated < ?2)
+     OR EXISTS (SELECT 1 FROM ended_streams d WHERE d.stream = ?1 AND d.ended < ?2))
+"""
 _DELETE = f"""
 DELETE FROM events WHERE key IN (
   SELECT key FROM events WHERE key >= ?1 << {SEQ_BITS} AND key < (?1 + 1) << {SEQ_BITS}
-    AND (EXISTS (SELECT 1 FROM runs r JOIN event_streams s ON s.request_id = r.request_id
-                 WHERE s.stream = ?1 AND r.status IN {FINISHED} AND r.updated < ?2)
-         OR EXISTS (SELECT 1 FROM ended_streams d WHERE d.stream = ?1 AND d.ended < ?2))
+    AND {_STILL_EXPIRED}
   LIMIT {_ROWS_PER_DELETE})
 """
+_DELETE_JOURNALED = f"""
+DELETE FROM recent_events WHERE key >= ?1 << {SEQ_BITS} AND key < (?1 + 1) << {SEQ_BITS}
+  AND {_STILL_EXPIRED}
+"""
+"""The stream's copies in the journal (``journal.py``), which a start after a crash would settle
+back into ``events``."""
 
 
 def sweep_pause(retention: float) -> float:
@@ -109,6 +118,8 @@ class EventSweeper(threading.Thread):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     count = conn.execute(_DELETE, (stream, cutoff)).rowcount
+                    if count < _ROWS_PER_DELETE:
+                        conn.execute(_DELETE_JOURNALED, (stream, cutoff))
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:

@@ -2,7 +2,8 @@
 
 Events live in one table keyed by ``stream << SEQ_BITS | seq``. Each stream (a run's requestId,
 a session's id) gets a number the first time it is written, stored with its first events, so
-starting a run does not force a commit of its own.
+starting a run does not force a commit of its own. A stream's newest events may be in the
+journal instead (``journal.py``): reads take them from the journal's memory after the table's.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ class SqliteEvents:
 
     def retire(self, stream: str) -> None:
         """Noted with the next group commit: the retention sweep deletes its events later."""
-        number = self._base(stream, create=True) >> SEQ_BITS
+        base = self._base(stream, create=True)
+        number = base >> SEQ_BITS
+        self._db.journal.release(base)
         self._db.queue_write(
             "INSERT OR REPLACE INTO ended_streams (stream, ended) VALUES (?, ?)",
             (number, time.time()),
@@ -94,6 +97,8 @@ class SqliteEvents:
         base = self._base(stream)
         if base < 0:
             return -1
+        if held := self._db.journal.unsettled(base):
+            return held[-1][0]  # the journal holds the stream's newest events
         rows = self._db.query(
             "SELECT MAX(key) FROM events WHERE key >= ? AND key < ?",
             (base, base + (1 << SEQ_BITS)),
@@ -106,11 +111,16 @@ class SqliteEvents:
         base = self._base(stream)
         if base < 0:
             return []
-        return self._db.read(
+        rows = self._db.read(
             "SELECT key - ?, event_type, payload FROM events WHERE key > ? AND key < ? "
             "ORDER BY key LIMIT ?",
             (base, base + after, base + (1 << SEQ_BITS), limit),
         )
+        held = self._db.journal.unsettled(base)
+        if len(rows) < limit and held and held[-1][0] > after:
+            # The journal holds the newest events, after everything in the table.
+            rows += [row for row in held if row[0] > after][: limit - len(rows)]
+        return rows
 
 
 class SqliteBackend(SqliteEvents, SqliteRecords):
