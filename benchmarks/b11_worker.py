@@ -1,9 +1,10 @@
 """One client process of B11: starts its share of the runs, follows each over SSE, reports.
 
 ``python -m benchmarks.b11_worker BASE TOKEN MODEL COUNT``: prints ``started`` once its runs are
-started, then one JSON line: the delivery latencies (ms, stamp to parse) of every delta, and how
-many runs ended. With ``MODEL`` = ``bare:<count>:<interval>`` it follows the bare server's
-``/paced`` streams instead (B11's baseline), which need no start.
+started and the server has answered each stream's request, then one JSON line: the delivery
+latencies (ms, stamp to parse) of every delta, and how many runs ended. With ``MODEL`` =
+``bare:<count>:<interval>`` it follows the bare server's ``/paced`` streams instead (B11's
+baseline), which need no start.
 
 Each follower is an ``asyncio.Protocol`` on its own socket that undoes the chunked framing and
 cuts the SSE messages out of it, reading only the event's name and, for a delta, its stamp. It
@@ -32,7 +33,10 @@ class Follower(asyncio.Protocol):
     def __init__(self, request: bytes, out: list[float]) -> None:
         self.request = request
         self.out = out
-        self.done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self.done: asyncio.Future[bool] = loop.create_future()
+        self.answered: asyncio.Future[None] = loop.create_future()
+        """The server has answered: its handler for the stream has run."""
         self.raw = b""
         self.text = b""
         self.opened = 0.0
@@ -54,6 +58,7 @@ class Follower(asyncio.Protocol):
                 self._end(False)
                 return
             self.opened = now
+            self.answered.set_result(None)
         self.raw = self._unchunk(raw)
         *messages, self.text = self.text.split(b"\n\n")
         for message in messages:
@@ -81,6 +86,8 @@ class Follower(asyncio.Protocol):
         self._end(False)
 
     def _end(self, completed: bool) -> None:
+        if not self.answered.done():
+            self.answered.set_result(None)
         if not self.done.done():
             self.done.set_result(completed)
             self.transport.close()
@@ -125,6 +132,8 @@ async def main(base: str, token: str, model: str, count: int) -> None:
         follower = Follower(request, latencies)
         await loop.create_connection(lambda f=follower: f, host, port)  # type: ignore[misc]
         followers.append(follower)
+    # Started once the server has answered every stream: handling the requests is not streaming.
+    await asyncio.gather(*(f.answered for f in followers))
     print("started", flush=True)
     done = await asyncio.gather(*(f.done for f in followers))
     print(json.dumps({"latencies": latencies, "completed": sum(done)}), flush=True)
