@@ -234,6 +234,18 @@ async def test_the_in_process_client_is_told_the_same_once_the_sweep_deleted_the
         store.close()
 
 
+def events_per_run(conn: Any) -> dict[str, int]:
+    """How many events each run has in the ``events`` table."""
+    from neta_jupyter.store.schema import SEQ_BITS
+
+    return dict(
+        conn.execute(
+            "SELECT s.request_id, COUNT(e.key) FROM event_streams s LEFT JOIN events e "
+            f"ON e.key >> {SEQ_BITS} = s.stream GROUP BY s.request_id"
+        ).fetchall()
+    )
+
+
 def test_the_sqlite_sweep_deletes_only_finished_runs_events_past_the_retention(
     tmp_path: Path,
 ) -> None:
@@ -267,23 +279,13 @@ def test_the_sqlite_sweep_deletes_only_finished_runs_events_past_the_retention(
     conn.execute("COMMIT")
     sweeper = EventSweeper(str(path), 60.0, logging.getLogger("test"))
     assert sweeper.sweep(conn) == 2 * 2500  # in several transactions of a bounded size
-    left = dict(
-        conn.execute(
-            "SELECT s.request_id, COUNT(e.key) FROM event_streams s LEFT JOIN events e "
-            f"ON e.key >> {SEQ_BITS} = s.stream GROUP BY s.request_id"
-        ).fetchall()
-    )
+    left = events_per_run(conn)
     assert left == {"r_done": 0, "r_failed": 0, "r_live": 2500, "r_new": 2500, "r_waits": 2500}
     assert conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 5, "records stay"
     conn.close()
     Database(path).close()  # a start settles the journal: what expired does not come back
     conn = sqlite3.connect(path, isolation_level=None)
-    left = dict(
-        conn.execute(
-            "SELECT s.request_id, COUNT(e.key) FROM event_streams s LEFT JOIN events e "
-            f"ON e.key >> {SEQ_BITS} = s.stream GROUP BY s.request_id"
-        ).fetchall()
-    )
+    left = events_per_run(conn)
     assert left == {"r_done": 0, "r_failed": 0, "r_live": 2500, "r_new": 2500, "r_waits": 2500}
     assert conn.execute("SELECT COUNT(*) FROM recent_events").fetchone()[0] == 0
     conn.close()
