@@ -39,6 +39,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_PORT_TAKEN = "is already in use"
+"""What ``jupyter server`` logs when its port is taken."""
+
+
 class JupyterProcess:
     """A ``jupyter server`` (or ``jupyterlab``) with the extension, on its own port and data."""
 
@@ -114,7 +118,14 @@ class JupyterProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{self.log_text()}")
+                said = self.log_text()
+                if self.starts == 1 and _PORT_TAKEN in said:
+                    # Another process (often a connection's own ephemeral port) took the port
+                    # chosen for this server before it bound it: a first start takes another.
+                    self.port, self.starts = free_port(), 0
+                    self.start(deadline - time.monotonic())
+                    return
+                raise RuntimeError(f"server exited early:\n{said}")
             try:
                 if (
                     httpx.get(self.url + "api/status", headers=self.headers, timeout=2).status_code
