@@ -68,8 +68,8 @@ class Follower(asyncio.Protocol):
                 stamp = float(message[start : message.index(b" ", start)])
                 if stamp >= self.opened:
                     self.out.append(round((now - stamp) * 1000, 2))
-            elif message.startswith(_ENDS, message.find(b"event: ")):
-                self._end(message.startswith(_ENDS[0], message.find(b"event: ")))
+            elif message.startswith(_ENDS, kind := message.find(b"event: ")):
+                self._end(message.startswith(_ENDS[0], kind))
 
     def _unchunk(self, raw: bytes) -> bytes:
         """Moves whole chunks of the chunked body into ``text``; returns the rest."""

@@ -44,7 +44,7 @@ next: at a model's pace each commit would hold a token of a few runs and make a 
 their followers, waking the clients for each; spaced, one commit and one burst of writes serve
 many (B11: 62 -> 48 µs of the server's CPU per token at 200 runs)."""
 _SETTLE_AFTER = 2.0
-"""Seconds after a commit that leaves events in the journal before they are all settled."""
+"""Seconds from a commit that leaves events in the journal to the commit that settles them all."""
 _CHECKPOINT_EVERY = 4096
 """Events (a commit counts as 8) after which the WAL is copied into the database file."""
 
@@ -74,7 +74,7 @@ class Database:
         self.path = str(path)
         self.log = logger or logging.getLogger("neta_jupyter")
         self.conn = self._open()
-        self.journal = Journal(self.conn)
+        self.journal = Journal()
         """Recent events of many streams kept in commit order (``journal.py``)."""
         self._settle = False
         self._settle_timer: asyncio.TimerHandle | None = None
@@ -345,7 +345,7 @@ class Database:
     def _write_pending(self) -> None:
         for sql, params in self._pending_writes:
             self.conn.execute(sql, params)
-        self.journal.write(self.conn, self.journal.plan(self._pending, self._settle))
+        self.journal.write(self.conn, self._pending, self._settle)
 
     def _finish_commit(self, began: float | None = None) -> None:
         if began is not None:  # a group commit: what it cost is charged to the budget

@@ -8,14 +8,16 @@ a little of many streams, those events are appended to ``recent_events`` instead
 the same) and kept in memory, where reads find them. A stream that has gathered enough, or ends,
 is written to ``events`` whole; once the journal holds ``SETTLE_ROWS`` events, every stream's
 are written there, a page or two per stream, and the journal is emptied, in the same transaction
-as the commit that filled it. A server that stopped without settling (a crash) settles its
-journal when it opens the file again.
+as the commit that filled it; at most two seconds after events entered it, what it holds is
+settled too. A server that stopped without settling (a crash) settles its journal when it opens
+the file again.
 """
 
 from __future__ import annotations
 
 import functools
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -50,6 +52,18 @@ def _insert(rows: int) -> str:
     return "INSERT INTO events (key, event_type, payload) VALUES " + ",".join(
         ["(?1 + ?, ?, ?)"] * rows
     )
+
+
+def _pieces(count: int) -> Iterator[tuple[int, int]]:
+    """``(start, size)`` of the statements that write ``count`` rows.
+
+    Sizes are powers of two, so only a handful of statements are ever prepared.
+    """
+    start = 0
+    while start < count:
+        size = min(_ROWS_PER_INSERT, 1 << ((count - start).bit_length() - 1))
+        yield start, size
+        start += size
 
 
 @functools.cache
@@ -101,17 +115,13 @@ class Plan:
 class Journal:
     """Which committed events are only in the journal, per stream, and the plan of each commit."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.rows = int(conn.execute("SELECT count(*) FROM recent_events").fetchone()[0])
-        """Events in the journal table, settled ones not yet emptied included."""
+    def __init__(self) -> None:
+        self.rows = 0
+        """Events in the journal table, settled ones not yet emptied included (a file's journal
+        is empty once it is opened: :func:`settle_left`)."""
         self._unsettled: dict[int, list[EventRow]] = {}
         self._released: set[int] = set()
         self._plan: Plan | None = None
-
-    @property
-    def holds(self) -> bool:
-        """Some committed events are only in the journal."""
-        return bool(self._unsettled)
 
     def unsettled(self, base: int) -> list[EventRow]:
         """The stream's committed events not yet in ``events``, in seq order."""
@@ -122,14 +132,34 @@ class Journal:
         if base in self._unsettled:
             self._released.add(base)
 
-    def plan(self, pending: dict[int, list[EventRow]], settle: bool = False) -> Plan:
-        """Where the pending events go; ``settle``: everything goes to ``events``."""
-        plan = Plan()
+    def write(
+        self, conn: sqlite3.Connection, pending: dict[int, list[EventRow]], settle: bool = False
+    ) -> None:
+        """Writes the pending events where :meth:`_plan_for` says, in the caller's transaction.
+
+        ``settle``: everything goes to ``events``. :meth:`committed` applies it once committed.
+        """
+        self._plan = plan = self._plan_for(pending, settle)
+        for base, rows in plan.direct.items():
+            for start, size in _pieces(len(rows)):
+                values = [base, *chain.from_iterable(rows[start : start + size])]
+                conn.execute(_insert(size), values)
+        if plan.empties:
+            conn.execute("DELETE FROM recent_events")
+        appended: list[object] = []
+        for base, rows in plan.journaled.items():
+            for seq, event_type, payload in rows:
+                appended += (base + seq, event_type, payload)
+        for start, size in _pieces(len(appended) // 3):
+            conn.execute(_append(size), appended[start * 3 : (start + size) * 3])
+
+    def _plan_for(self, pending: dict[int, list[EventRow]], settle: bool) -> Plan:
+        """Where the pending events go."""
+        plan, unsettled = Plan(), self._unsettled
         for base in self._released:
-            if base not in pending and base in self._unsettled:
-                plan.direct[base] = self._unsettled[base]
+            if base not in pending and base in unsettled:
+                plan.direct[base] = unsettled[base]
         many = len(pending) >= MANY_STREAMS
-        unsettled = self._unsettled
         for base, rows in pending.items():
             if not rows:
                 continue
@@ -148,32 +178,7 @@ class Journal:
             plan.direct.update(plan.journaled)
             plan.journaled = {}
             plan.empties = True
-        self._plan = plan
         return plan
-
-    def write(self, conn: sqlite3.Connection, plan: Plan) -> None:
-        """Writes what the plan says: to ``events``, emptying the journal, appending to it."""
-        for base, rows in plan.direct.items():
-            start = 0
-            while start < len(rows):
-                # Sizes are powers of two, so only a handful of statements are ever prepared.
-                size = min(_ROWS_PER_INSERT, 1 << ((len(rows) - start).bit_length() - 1))
-                conn.execute(
-                    _insert(size), [base, *chain.from_iterable(rows[start : start + size])]
-                )
-                start += size
-        if plan.empties:
-            conn.execute("DELETE FROM recent_events")
-        values: list[object] = []
-        for base, rows in plan.journaled.items():
-            for seq, event_type, payload in rows:
-                values += (base + seq, event_type, payload)
-        count = len(values) // 3
-        start = 0
-        while start < count:
-            size = min(_ROWS_PER_INSERT, 1 << ((count - start).bit_length() - 1))
-            conn.execute(_append(size), values[start * 3 : (start + size) * 3])
-            start += size
 
     def committed(self) -> None:
         """The last plan was committed: readers find its journaled events here."""
