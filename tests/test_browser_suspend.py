@@ -21,6 +21,22 @@ pytestmark = pytest.mark.browser
 
 STATUS = "document.querySelector('[data-testid=neta-run]')?.dataset.status === {!r}"
 
+# Each run view put on the page whose status line is still blank once the code that put it there
+# has run (a MutationObserver's callback comes before the next frame). The kernel updates the
+# output at every rest, and JupyterLab then makes the widget's view anew: a new view must come
+# with its state, not leave the run's status blank until a frame has rendered it.
+RECORD_BLANK_VIEWS = """() => {
+  window.__blankViews = 0;
+  new MutationObserver((records) => {
+    for (const record of records) for (const node of record.addedNodes) {
+      if (!(node instanceof Element)) continue;
+      const found = [...node.querySelectorAll('[data-testid=neta-status]')];
+      if (node.matches('[data-testid=neta-status]')) found.push(node);
+      window.__blankViews += found.filter((status) => status.textContent === '').length;
+    }
+  }).observe(document.body, { childList: true, subtree: true });
+}"""
+
 
 GATE_SKILL = """\
 import json, os, pathlib, time
@@ -59,6 +75,7 @@ def test_pause_shows_the_run_paused_and_resume_completes_it(
     )
     lab.start()
     page = open_notebook(browser, lab, "pause.ipynb")
+    page.evaluate(RECORD_BLANK_VIEWS)
     run_cells(page, 2)
     page.locator("[data-testid=neta-run]").first.wait_for(timeout=60_000)
     card = page.locator("[data-testid=neta-tool-card][data-tool-name=run_skill]")
@@ -80,3 +97,4 @@ def test_pause_shows_the_run_paused_and_resume_completes_it(
     page.click("[data-testid=neta-resume]")
     page.wait_for_function(STATUS.format("completed"), timeout=90_000)
     assert "All listed." in page.inner_text("[data-testid=neta-answer]")
+    assert page.evaluate("window.__blankViews") == 0, "a view of the run showed no status"

@@ -97,8 +97,8 @@ export function showRun(connections: Connections, requestId: string, container: 
     notebook: connections.notebook,
     showRun: (id, el, s) => showRun(connections, id, el, s),
     signal,
+    initial: state,
   });
-  view.update(state);
   if (hasEnded(state)) return;
   transport = connections.transport(() => state.lastSeq, signal, requestId);
   transport?.start(

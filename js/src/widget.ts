@@ -73,8 +73,11 @@ class RunWidget {
     });
     this.state = startState(this.requestId());
     this.connection = childLifetime(lifetime);
+    // Until live events arrive (or if they never can), show what the saved notebook knew.
+    const saved = this.state.lastSeq < 0 ? stateFromSnapshot(model.get("snapshot")) : null;
     this.view = new RunView(el, {
       prompt: stringTrait(model, "prompt"),
+      initial: saved ?? this.state,
       onAction: (action) => send(this.transport, action),
       resolveUrl: this.connections.resolveUrl,
       notebook: this.connections.notebook,
@@ -90,9 +93,6 @@ class RunWidget {
       { setTimeout: (cb, ms) => setTimeout(cb, ms), clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>) },
     );
     onAbort(lifetime, () => this.snapshots.dispose());
-    // Until live events arrive (or if they never can), show what the saved notebook knew.
-    const saved = this.state.lastSeq < 0 ? stateFromSnapshot(model.get("snapshot")) : null;
-    this.view.update(saved ?? this.state);
     listen(model, "change:request_id", () => this.restart(), lifetime);
     listen(model, "change:prompt", () => this.view.setPrompt(stringTrait(model, "prompt")), lifetime);
     this.connect();

@@ -79,6 +79,7 @@ describe("the run widget (embedded mode)", () => {
     const snapshot = { requestId: "r_old", status: "completed", finalText: "The **saved** answer", lastSeq: 12 };
     const model = new FakeModel({ request_id: "r_old", mode: "server", prompt: "", snapshot });
     mount(model, el); // no Jupyter page config here: falls back to the comm
+    expect(el.querySelector('[data-testid="neta-answer"] strong')?.textContent).toBe("saved");
     frame();
     expect(el.querySelector('[data-testid="neta-answer"] strong')?.textContent).toBe("saved");
     expect(root().dataset["status"]).toBe("completed");
@@ -110,6 +111,9 @@ describe("the run widget (embedded mode)", () => {
     // The kernel refreshed the output: a new view, as JupyterLab makes it (a new model proxy).
     const second = new FakeModel({ request_id: "r_perm_again", mode: "embedded", prompt: "", snapshot: {} });
     const disposeSecond = mount(second, el);
+    // At once, before any frame: the view that takes the last one's place is never blank.
+    expect(root().textContent).toBe(answer);
+    expect(root().dataset["status"]).toBe("suspended");
     frame();
     expect(root().textContent).toBe(answer);
     expect(second.sent).toEqual([{ kind: "replay", lastSeq: suspended - 1 }]);

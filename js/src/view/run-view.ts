@@ -41,6 +41,12 @@ export interface FrameClock {
 
 export interface RunViewOptions {
   readonly prompt?: string;
+  /**
+   * What the view shows from the start, rendered at once: a view that takes another's place (the
+   * kernel updated the output at a rest, and JupyterLab made the widget's view anew) is never
+   * blank for a frame.
+   */
+  readonly initial?: RunState;
   /** Performs an action (it names its run); rejects with an Error whose message is shown to the user. */
   readonly onAction: (action: RunAction) => Promise<void>;
   readonly resolveUrl: (path: string) => string | null;
@@ -152,6 +158,10 @@ export class RunView {
     container.append(this.root);
     onAbort(this.lifetime.signal, () => this.dispose());
     prepareRendering();
+    if (options.initial) {
+      this.state = options.initial;
+      this.flush();
+    }
   }
 
   /** Show this state at the next animation frame; at once if it starts a block's text. */
