@@ -213,6 +213,39 @@ def test_failed_run_exits_1(workdir: Path) -> None:
     assert "✗ run failed [LLM_INVALID_REQUEST]" in done.stdout and "no way" in done.stdout
 
 
+def test_the_events_of_runs_finished_over_a_week_ago_are_deleted_from_the_data_folder(
+    workdir: Path,
+) -> None:
+    import sqlite3
+
+    from tests.test_retention import events_per_run
+
+    first = cli("run", *embedded(workdir, "what files are here?", "--yes"))
+    assert first.returncode == 0, first.stdout + first.stderr
+    db = workdir / "data" / "neta.sqlite3"
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        [(old,)] = conn.execute("SELECT request_id FROM runs").fetchall()
+        assert events_per_run(conn)[old] > 0
+        conn.execute("UPDATE runs SET updated = updated - 8 * 86400 WHERE request_id = ?", (old,))
+    # Paced, so that the run lasts while the sweep started with the store looks at the file.
+    paced = [a if a != "0" else "0.02" for a in embedded(workdir, "what files are here?", "--yes")]
+    second = cli("run", *paced, timeout=120)
+    assert second.returncode == 0, second.stdout + second.stderr
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        [(new,)] = conn.execute("SELECT request_id FROM runs WHERE request_id != ?", (old,))
+        kept = events_per_run(conn)
+        assert kept[old] == 0, "the old run's events are deleted"
+        assert kept[new] > 0, "the new run's events are kept"
+        conn.execute("UPDATE runs SET updated = updated - 8 * 86400 WHERE request_id = ?", (new,))
+    # The server's setting is the terminal's too: 0 keeps them forever.
+    config = workdir / "keep.json"
+    config.write_text(json.dumps({"NetaApp": {"event_retention": 0}}))
+    third = cli("run", *paced, "--config", str(config), timeout=120)
+    assert third.returncode == 0, third.stdout + third.stderr
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as conn:
+        assert events_per_run(conn)[new] > 0, "kept, as configured"
+
+
 def test_version_help_and_usage_errors(workdir: Path) -> None:
     assert cli("--version").stdout.strip() == f"neta-jupyter {__version__}"
     usage = cli("run", "--help").stdout

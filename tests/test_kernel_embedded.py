@@ -145,6 +145,36 @@ async def test_ask_runs_the_demo_agent_in_the_kernel_itself(tmp_path: Path) -> N
         assert "run:" not in listing
 
 
+async def test_a_lasting_data_folder_deletes_the_events_of_runs_finished_over_a_week_ago(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    from tests.test_retention import events_per_run
+
+    env = {"NETA_DEMO_PACE": "0", "NETA_DATA_DIR": str(tmp_path / "data")}
+    ask = "run = neta_jupyter.ask('what is 17*23?', approve='auto')"
+    async with kernel(tmp_path, env) as k:
+        await k.run(SETUP)
+        await k.run(ask)
+        await k.run("await run.wait(60)", timeout=70)
+    with closing(sqlite3.connect(tmp_path / "data" / "neta.sqlite3", isolation_level=None)) as c:
+        [(old,)] = c.execute("SELECT request_id FROM runs").fetchall()
+        assert events_per_run(c)[old] > 0
+        c.execute("UPDATE runs SET updated = updated - 8 * 86400")
+    async with kernel(tmp_path, {**env, "NETA_DEMO_PACE": "0.05"}) as k:
+        await k.run(SETUP)
+        await k.run(ask)
+        # The run lasts while the sweep started with the store looks at the file.
+        await k.run("await run.wait(60)", timeout=70)
+    with closing(sqlite3.connect(tmp_path / "data" / "neta.sqlite3", isolation_level=None)) as c:
+        [(new,)] = c.execute("SELECT request_id FROM runs WHERE request_id != ?", (old,))
+        kept = events_per_run(c)
+        assert kept[old] == 0, "the old run's events are deleted"
+        assert kept[new] > 0, "the new run's events are kept"
+
+
 async def test_python_tool_changes_the_users_namespace_and_captures_figures(
     tmp_path: Path,
 ) -> None:

@@ -44,11 +44,14 @@ class EmbeddedHost(Host):
         self.data_dir = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="neta-kernel-"))
         if not chosen:
             atexit.register(shutil.rmtree, self.data_dir, ignore_errors=True)
-        self.store = Store(self.data_dir / "neta.sqlite3")
         settings = NetaSettings(
             model=env.get("NETA_MODEL") or "demo",
             demo_pace=float(env.get("NETA_DEMO_PACE") or 0.015),
         )
+        # A folder of one's own outlives the kernel: old runs' events go as on a server. A
+        # temporary one goes with the kernel, so it needs no sweep.
+        retention = settings.event_retention if chosen else 0
+        self.store = Store(self.data_dir / "neta.sqlite3", event_retention=retention)
         self.bridge = InProcessKernelBridge(shell)
         self.runtime = build_runtime(
             settings,

@@ -22,6 +22,7 @@ from ..mcp import build as mcp_build
 from ..providers import ModelRegistry
 from ..providers.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
 from ..store import Store
+from ..store.retention import DEFAULT_RETENTION
 from ..tools import PermissionRule, Tool, ToolRegistry, builtin_tools
 from ..tools.kernel_tools import kernel_tools
 from ..tools.notebook_tools import notebook_tools
@@ -49,6 +50,14 @@ class NetaSettings(Configurable):
             }
         ],
         help="Rules {tool, args, action: allow|ask|deny, description}; the first match decides.",
+    ).tag(config=True)
+    event_retention = Float(
+        DEFAULT_RETENTION,
+        help="Seconds a finished (completed or failed) run's events are kept, a week by default; "
+        "then its event stream answers 410 EVENTS_EXPIRED, while its status, its messages in "
+        "the session tree and its attachments stay. A crew's log is kept as long after the "
+        "crew ended. 0 keeps them forever. The events of a run that is running or suspended "
+        "are never deleted.",
     ).tag(config=True)
     max_steps = Int(20, help="Model calls one run may make before it stops with MAX_STEPS.").tag(
         config=True

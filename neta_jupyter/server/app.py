@@ -20,7 +20,6 @@ from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
 from ..store import StorageDamaged, StorageError, Store
 from ..store.health import DB_NAME, recovery_steps
-from ..store.retention import DEFAULT_RETENTION
 from . import crew, handlers
 from .activity import RunActivity
 from .compression import POLICIES
@@ -114,14 +113,6 @@ class NetaApp(ExtensionApp, NetaSettings):
         60.0,
         help="Seconds between reports of activity while runs execute, so that an idle culler "
         "(Jupyter's or JupyterHub's) never stops the server in the middle of a run.",
-    ).tag(config=True)
-    event_retention = Float(
-        DEFAULT_RETENTION,
-        help="Seconds a finished (completed or failed) run's events are kept, a week by default; "
-        "then its event stream answers 410 EVENTS_EXPIRED, while its status, its messages in "
-        "the session tree and its attachments stay. A crew's log is kept as long after the "
-        "crew ended. 0 keeps them forever. The events of a run that is running or suspended "
-        "are never deleted.",
     ).tag(config=True)
     max_body_bytes = Int(1_000_000, help="Largest accepted REST request body.").tag(config=True)
     image_hosts = List(

@@ -173,7 +173,8 @@ class EmbeddedBackend(Backend):
             settings.demo_pace = args.pace
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
-            self.store = Store(data_dir / "neta.sqlite3")
+            # The folder is kept from one command to the next: old runs' events go as on a server.
+            self.store = Store(data_dir / "neta.sqlite3", event_retention=settings.event_retention)
         except OSError as exc:
             raise CliError(f"cannot open the run store in {data_dir}: {exc}") from exc
         except StorageError as exc:
