@@ -438,6 +438,32 @@ class StoreContract:
         assert [(r.request_id, r.parent_request_id) for r in found] == [("r_child", "r_1")]
         store.close()
 
+    async def test_the_newest_matching_runs_are_found_among_many(self, place: Place) -> None:
+        store = place.open()
+        records = store.records
+        # 700 runs of alice's, one of them in another session and among the oldest; bob's are
+        # interleaved with hers in time.
+        for n in range(700):
+            record = run_record(f"r_a{n}", "alice", "s_old" if n == 3 else "s_1")
+            record.created = 10_000.0 + 2 * n
+            record.status = "completed" if n % 100 else "failed"
+            await records.create_run(record)
+        for n in range(5):
+            record = run_record(f"r_b{n}", "bob", "s_bob")
+            record.created = 10_000.0 + 2 * 600 + 2 * n + 1
+            await records.create_run(record)
+        newest = [r.request_id for r in await records.runs(principal="alice", limit=3)]
+        assert newest == ["r_a699", "r_a698", "r_a697"]
+        assert [r.request_id for r in await records.runs(session_id="s_old")] == ["r_a3"]
+        failed = await records.runs(principal="alice", status="failed", limit=5)
+        assert [r.request_id for r in failed] == [f"r_a{n}" for n in (600, 500, 400, 300, 200)]
+        everyone = [r.request_id for r in await records.runs(limit=200)]
+        assert len(everyone) == 200 and everyone[:3] == ["r_a699", "r_a698", "r_a697"]
+        interleaved = ["r_a605", "r_b4", "r_a604", "r_b3", "r_a603", "r_b2", "r_a602", "r_b1"]
+        assert everyone[94:102] == interleaved and everyone[102:105] == ["r_a601", "r_b0", "r_a600"]
+        assert len(await records.runs(principal="alice", limit=1000)) == 700
+        store.close()
+
     async def test_session_trees(self, place: Place) -> None:
         store = place.open()
         records = store.records

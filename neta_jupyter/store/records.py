@@ -71,13 +71,33 @@ def newest_matching(
     found = [
         run
         for run in runs
-        if principal in (None, run.principal)
-        and session_id in (None, run.session_id)
-        and status in (None, run.status)
-        and parent_request_id in (None, run.parent_request_id)
+        if run_matches(
+            run,
+            principal=principal,
+            session_id=session_id,
+            status=status,
+            parent_request_id=parent_request_id,
+        )
     ]
     found.sort(key=lambda run: run.created, reverse=True)
     return found[:limit]
+
+
+def run_matches(
+    run: RunRecord,
+    *,
+    principal: str | None,
+    session_id: str | None,
+    status: RunStatus | None,
+    parent_request_id: str | None,
+) -> bool:
+    """Whether ``run`` matches every filter given (None: any)."""
+    return (
+        principal in (None, run.principal)
+        and session_id in (None, run.session_id)
+        and status in (None, run.status)
+        and parent_request_id in (None, run.parent_request_id)
+    )
 
 
 @dataclass(slots=True)

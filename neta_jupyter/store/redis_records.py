@@ -8,7 +8,9 @@ events queued before it (:meth:`RedisEvents.now`), so a record is never durable 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+from collections.abc import Callable
 from typing import Any, cast
 
 from redis.asyncio import Redis
@@ -22,11 +24,14 @@ from .records import (
     RunRecord,
     RunStatus,
     SessionRecord,
-    newest_matching,
+    run_matches,
 )
 from .redis_conn import NOBODY, OWNERS, USERS, UserKeys
 from .redis_log import RedisEvents
 from .redis_scripts import UPDATE_RUN, RunUpdate, script_keys
+
+_RUNS_PER_PAGE = 256
+"""Runs read per round trip while looking for the newest that match."""
 
 CREATE_SESSION = """
 local found = redis.call('HGET', KEYS[1], ARGV[1])
@@ -154,19 +159,39 @@ class RedisRecords:
         limit: int,
     ) -> list[RunRecord]:
         """Runs matching every filter given, newest first."""
-        users = [principal] if principal is not None else sorted(await self._client.smembers(USERS))
-        runs: list[RunRecord] = []
-        for who in users:
-            user = UserKeys(who)
-            runs += await self._read_runs(user, await self._client.zrevrange(user.runs, 0, -1))
-        return newest_matching(
-            runs,
+        filters = functools.partial(
+            run_matches,
             principal=principal,
             session_id=session_id,
             status=status,
             parent_request_id=parent_request_id,
-            limit=limit,
         )
+        users = [principal] if principal is not None else sorted(await self._client.smembers(USERS))
+        runs: list[RunRecord] = []
+        for who in users:
+            runs += await self._newest(UserKeys(who), limit, filters)
+        # Each user's newest: the newest of them all are among them.
+        runs.sort(key=lambda run: run.created, reverse=True)
+        return runs[:limit]
+
+    async def _newest(
+        self, user: UserKeys, limit: int, wanted: Callable[[RunRecord], bool]
+    ) -> list[RunRecord]:
+        """The user's newest ``wanted`` runs, at most ``limit``.
+
+        Read a page at a time, newest first (the index is ordered by creation), so a user with
+        years of runs costs what the answer needs, not all of them.
+        """
+        page = max(limit, _RUNS_PER_PAGE)
+        found: list[RunRecord] = []
+        start = 0
+        while len(found) < limit:
+            rids = await self._client.zrevrange(user.runs, start, start + page - 1)
+            found += [run for run in await self._read_runs(user, rids) if wanted(run)]
+            if len(rids) < page:
+                break
+            start += page
+        return found[:limit]
 
     async def _read_runs(self, user: UserKeys, rids: list[str]) -> list[RunRecord]:
         """The runs named, read in one round trip."""
