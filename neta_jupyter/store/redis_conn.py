@@ -8,6 +8,7 @@ an input, an attachment's path) belongs to: callers name records by id alone.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,7 @@ def masked_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+@functools.lru_cache(maxsize=4096)  # every key names its user: each write would escape it anew
 def user_tag(principal: str) -> str:
     """The principal, escaped so that ``{``, ``}``, ``*``, ``?`` and ``[`` never reach a key."""
     return "".join(c if _KEPT.fullmatch(c) else f"%{ord(c):x}" for c in principal)

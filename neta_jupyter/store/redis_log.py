@@ -77,6 +77,8 @@ class RedisEvents:
         self._lost_listeners: list[Callable[[str], None]] = []
         self._owner: dict[str, str] = {}
         self._pending: dict[str, list[EventRow]] = {}
+        self._queued = 0
+        """Events in ``_pending``: each event's room check asks, and many runs may be pending."""
         self._updates: list[RunUpdate] = []
         self._retry: list[Call] = []
         """Calls of a failed cycle, sent again first and unchanged."""
@@ -116,7 +118,7 @@ class RedisEvents:
     def fence_out(self, stream: str) -> None:
         """The lease on ``stream`` is lost: drop what is queued for it and write it no more."""
         self._fenced.add(stream)
-        self._pending.pop(stream, None)
+        self._queued -= len(self._pending.pop(stream, ()))
         self._retry = [call for call in self._retry if call.stream != stream]
         self._backlog.moved(self.backlog())
         if self._tokens.pop(stream, None) is not None:
@@ -164,6 +166,7 @@ class RedisEvents:
         if self._stopped:
             raise RuntimeError("the store is closed")
         self._pending.setdefault(stream, []).extend(rows)
+        self._queued += len(rows)
         self._schedule()
 
     def join(self, update: RunUpdate) -> asyncio.Future[None]:
@@ -190,7 +193,7 @@ class RedisEvents:
     def backlog(self) -> int:
         """Events queued here and not yet durable (nor refused)."""
         retried = sum(len(call.rows) for call in self._retry if not call.done)
-        return sum(map(len, self._pending.values())) + self._sending + retried
+        return self._queued + self._sending + retried
 
     def retire(self, stream: str) -> None:
         """The stream expires the retention after what is queued for it is written."""
@@ -252,7 +255,7 @@ class RedisEvents:
         reply was lost is then a replay the script accepts, never a batch it refuses.
         """
         retry, self._retry = self._retry, []
-        pending, self._pending = self._pending, {}
+        pending, self._pending, self._queued = self._pending, {}, 0
         updates, self._updates = self._updates, []
         waiters, self._waiters = self._waiters, []
         joined, self._joined = self._joined, []
@@ -431,7 +434,7 @@ class RedisEvents:
         self._stopped = True
         if self._writer is not None:
             self._writer.cancel()
-        self._pending, self._updates, self._retry = {}, [], []
+        self._pending, self._updates, self._retry, self._queued = {}, [], [], 0
         self._backlog.stop()
         for fut in self._waiters + self._writable + self._joined:
             fut.cancel()

@@ -6,7 +6,11 @@ server has them, and hands what it reads to the same in-process fan-out local wr
 (:class:`~neta_jupyter.store.fanout.Fanout`). So one read per batch per server serves every
 follower, and slow followers behave as with local runs. A stream followed anew is added by
 waking the blocked read (``XADD`` to this server's wake stream of that user), never by a second
-read. Events this server also writes reach the fan-out twice; it keeps the first.
+read. A stream this server holds the lease of is written here alone, and local writes feed the
+fan-out already: it is left out of the read (reading back each event written would cost as much
+again) until the server lets it go (:meth:`RedisTail.let_go`), and the read goes on from the last
+event written here. One taken while the read is blocked may still reach the fan-out twice; it
+keeps the first.
 """
 
 from __future__ import annotations
@@ -106,7 +110,13 @@ class RedisTail(RedisEvents):
                 if not wake_id:
                     wake_id = await self._wake(user)
                 ids = {wake_key: wake_id}
-                ids.update({user.stream(s): f"0-{seq + 1}" for s, seq in watched.items()})
+                ids.update(
+                    {
+                        user.stream(s): f"0-{seq + 1}"
+                        for s, seq in watched.items()
+                        if s not in self._tokens
+                    }
+                )
                 replies = await self._client.xread(ids, count=COUNT, block=BLOCK_MS)
                 delay = FIRST_RETRY
             except RedisError as error:
