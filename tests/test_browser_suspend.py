@@ -47,6 +47,21 @@ print(json.dumps({"type": "result", "output": "the gate opened"}))
 """
 
 
+# Every WebSocket and EventSource the page opens, and those to the run API still open.
+TRACK_CONNECTIONS = """
+window.__netaConnections = [];
+for (const name of ['WebSocket', 'EventSource']) {
+  const Base = window[name];
+  window[name] = class extends Base {
+    constructor(...args) { super(...args); window.__netaConnections.push(this); }
+  };
+}
+"""
+OPEN_CONNECTIONS = (
+    "window.__netaConnections.filter((c) => c.url.includes('/neta/') && c.readyState < 2).length"
+)
+
+
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[ServerProcess]:
     rules = [{"tool": "run_skill", "action": "allow"}]
@@ -74,7 +89,7 @@ def test_pause_shows_the_run_paused_and_resume_completes_it(
         f"%neta --model scripted:{script} wait for the gate",
     )
     lab.start()
-    page = open_notebook(browser, lab, "pause.ipynb")
+    page = open_notebook(browser, lab, "pause.ipynb", init_script=TRACK_CONNECTIONS)
     page.evaluate(RECORD_BLANK_VIEWS)
     run_cells(page, 2)
     page.locator("[data-testid=neta-run]").first.wait_for(timeout=60_000)
@@ -92,6 +107,9 @@ def test_pause_shows_the_run_paused_and_resume_completes_it(
     assert page.locator("[data-testid=neta-pause]:visible").count() == 0
     assert card.get_attribute("data-status") == "completed", "the running tool finished first"
     assert page.locator("[data-testid=neta-answer]:visible").count() == 0
+    # The view made anew at the rest connected; the one it replaced follows the run no more.
+    page.wait_for_function("window.__netaConnections.length >= 2", timeout=30_000)
+    page.wait_for_function(f"{OPEN_CONNECTIONS} === 1", timeout=30_000)
     shot(page, "browser-run-paused")
 
     page.click("[data-testid=neta-resume]")

@@ -65,7 +65,13 @@ class RunWidget {
   /** The current connection's lifetime: a new run id ends it and starts another. */
   private connection: AbortController;
 
-  constructor(private readonly model: WidgetModel, el: HTMLElement, private readonly lifetime: AbortSignal) {
+  constructor(
+    private readonly model: WidgetModel,
+    el: HTMLElement,
+    private readonly lifetime: AbortSignal,
+    /** Called as events arrive: the page notes whether the view is on it (see `views`). */
+    private readonly noteShown: () => void = () => {},
+  ) {
     this.connections = new Connections({
       model,
       mode: () => model.get("mode"),
@@ -122,6 +128,7 @@ class RunWidget {
   }
 
   private apply(events: readonly unknown[]): void {
+    this.noteShown();
     const prev = this.state;
     const next = reduceAll(events, prev);
     if (next === prev) return;
@@ -134,9 +141,43 @@ class RunWidget {
   }
 }
 
+/** A view on this page: its element, whether that was ever on the page, and its end. */
+interface ShownView {
+  readonly el: HTMLElement;
+  readonly requestId: () => string;
+  shown: boolean;
+  readonly dispose: () => void;
+}
+
+/**
+ * The views on this page. JupyterLab shows an output the kernel updated (at every rest of a run)
+ * with a new view of the widget in place of the old one, which it takes out of the page without
+ * disposing it: left alone, the old view would follow the run, over a connection of its own,
+ * until the run ends. Such a view was on the page and has been taken out of its parent; a view
+ * scrolled out of a windowed notebook keeps its parent, and one not yet put on the page was
+ * never shown. The next view of the same run disposes the views taken out.
+ */
+const views = new Set<ShownView>();
+
+function disposeReplaced(requestId: string): void {
+  for (const view of views) {
+    view.shown ||= view.el.isConnected;
+    if (view.shown && view.el.parentNode === null && view.requestId() === requestId) view.dispose();
+  }
+}
+
 /** Show the run of `model` in `el`; returns the cleanup. */
 export function mount(model: WidgetModel, el: HTMLElement): () => void {
+  disposeReplaced(stringTrait(model, "request_id"));
   const lifetime = new AbortController();
-  new RunWidget(model, el, lifetime.signal);
+  const view: ShownView = {
+    el,
+    requestId: () => stringTrait(model, "request_id"),
+    shown: el.isConnected,
+    dispose: () => lifetime.abort(),
+  };
+  views.add(view);
+  onAbort(lifetime.signal, () => views.delete(view));
+  new RunWidget(model, el, lifetime.signal, () => (view.shown ||= el.isConnected));
   return () => lifetime.abort();
 }

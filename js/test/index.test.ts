@@ -132,6 +132,54 @@ describe("the run widget (embedded mode)", () => {
   });
 });
 
+describe("views JupyterLab replaces", () => {
+  const suspendedRun = () => {
+    const events = fixture("permission_resume");
+    const end = events.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1;
+    return events.slice(0, end).map((e) => ({ ...e, requestId: "r_replaced" }));
+  };
+  const traits = { request_id: "r_replaced", mode: "embedded", prompt: "", snapshot: {} };
+
+  /** A view of the run in its own output node, on the page, with events shown. */
+  function shownView(): { model: FakeModel; node: HTMLElement; el: HTMLElement } {
+    const node = document.createElement("div");
+    const viewEl = document.createElement("div");
+    node.append(viewEl);
+    el.append(node);
+    const model = new FakeModel(traits);
+    mount(model, viewEl);
+    model.emit("msg:custom", { kind: "events", events: suspendedRun() });
+    return { model, node, el: viewEl };
+  }
+
+  it("disposes the view whose place the next view of the run took, so it follows the run no more", () => {
+    const first = shownView();
+    // The kernel updated the output at the rest: the renderer empties its node, then mounts anew.
+    first.node.textContent = "Loading widget...";
+    const second = new FakeModel(traits);
+    const next = document.createElement("div");
+    first.node.replaceChildren(next);
+    mount(second, next);
+    expect(first.model.listenerCount()).toBe(0);
+    expect(first.el.children).toHaveLength(0);
+    expect(second.listenerCount()).toBeGreaterThan(0);
+    expect(next.querySelector('[data-testid="neta-run"]')).not.toBeNull();
+  });
+
+  it("keeps a view scrolled out of a windowed notebook, a second view on the page, and a view not yet shown", () => {
+    const scrolledOut = shownView();
+    scrolledOut.node.remove(); // the cell left the page; the view is still in its output node
+    const beside = shownView();
+    const notYetShown = new FakeModel(traits);
+    mount(notYetShown, document.createElement("div"));
+    const another = new FakeModel(traits);
+    mount(another, el.appendChild(document.createElement("div")));
+    for (const model of [scrolledOut.model, beside.model, notYetShown, another]) {
+      expect(model.listenerCount()).toBeGreaterThan(0);
+    }
+  });
+});
+
 describe("snapshot", () => {
   it("round-trips the final text and status", () => {
     const state = reduceAll(fixture("failed_recoverable"));
