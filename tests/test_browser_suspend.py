@@ -27,9 +27,11 @@ STATUS = "document.querySelector('[data-testid=neta-run]')?.dataset.status === {
 # with its state, not leave the run's status blank until a frame has rendered it.
 RECORD_BLANK_VIEWS = """() => {
   window.__blankViews = 0;
+  window.__views = 0;
   new MutationObserver((records) => {
     for (const record of records) for (const node of record.addedNodes) {
       if (!(node instanceof Element)) continue;
+      window.__views += node.querySelectorAll('[data-testid=neta-run]').length;
       const found = [...node.querySelectorAll('[data-testid=neta-status]')];
       if (node.matches('[data-testid=neta-status]')) found.push(node);
       window.__blankViews += found.filter((status) => status.textContent === '').length;
@@ -43,7 +45,8 @@ import json, os, pathlib, time
 gate = pathlib.Path(os.environ["NETA_ROOT_DIR"]) / "gate"
 while not gate.exists():
     time.sleep(0.05)
-print(json.dumps({"type": "result", "output": "the gate opened"}))
+lines = [f"line {i}" for i in range(40)]  # a long output, folded until the user opens it
+print(json.dumps({"type": "result", "output": chr(10).join(["the gate opened", *lines])}))
 """
 
 
@@ -112,7 +115,13 @@ def test_pause_shows_the_run_paused_and_resume_completes_it(
     page.wait_for_function(f"{OPEN_CONNECTIONS} === 1", timeout=30_000)
     shot(page, "browser-run-paused")
 
+    # The user opens the tool's long output; the view made anew at the next rest keeps it open.
+    page.click(".neta-tool-output-long > summary")
+    assert page.locator(".neta-tool-output-long[open]").count() == 1
+    views = page.evaluate("window.__views")
     page.click("[data-testid=neta-resume]")
     page.wait_for_function(STATUS.format("completed"), timeout=90_000)
     assert "All listed." in page.inner_text("[data-testid=neta-answer]")
+    page.wait_for_function(f"window.__views > {views}", timeout=30_000)
+    assert page.locator(".neta-tool-output-long[open]").count() == 1, "still open"
     assert page.evaluate("window.__blankViews") == 0, "a view of the run showed no status"

@@ -166,6 +166,31 @@ describe("views JupyterLab replaces", () => {
     expect(next.querySelector('[data-testid="neta-run"]')).not.toBeNull();
   });
 
+  it("gives the view made anew the folds the user chose, and leaves the others as the view makes them", () => {
+    const longOutput = Array.from({ length: 40 }, (_, i) => `row ${i}`).join("\n");
+    const events = fixture("basic_run").map((e) =>
+      e.eventType === "TOOL_COMPLETED" ? { ...e, requestId: "r_folds", data: { ...e.data, output: longOutput } } : { ...e, requestId: "r_folds" },
+    );
+    const node = el.appendChild(document.createElement("div"));
+    const first = new FakeModel({ ...traits, request_id: "r_folds" });
+    mount(first, node.appendChild(document.createElement("div")));
+    first.emit("msg:custom", { kind: "events", events });
+    frame();
+    const details = (testid: string) => node.querySelector<HTMLDetailsElement>(`[data-testid="${testid}"]`)!;
+    const output = () => node.querySelector<HTMLDetailsElement>(".neta-tool-output-long")!;
+    const args = () => node.querySelector<HTMLDetailsElement>(".neta-tool-args")!;
+    expect([output().open, args().open, details("neta-reasoning").open]).toEqual([false, true, false]);
+    output().querySelector("summary")!.click(); // opened by the user
+    args().querySelector("summary")!.click(); // folded by the user
+    expect([output().open, args().open]).toEqual([true, false]);
+
+    node.textContent = "Loading widget...";
+    const second = new FakeModel({ ...traits, request_id: "r_folds" });
+    mount(second, node.appendChild(document.createElement("div")));
+    expect(first.listenerCount()).toBe(0);
+    expect([output().open, args().open, details("neta-reasoning").open]).toEqual([true, false, false]);
+  });
+
   it("keeps a view scrolled out of a windowed notebook, a second view on the page, and a view not yet shown", () => {
     const scrolledOut = shownView();
     scrolledOut.node.remove(); // the cell left the page; the view is still in its output node

@@ -302,6 +302,24 @@ describe("a child run in the widget (embedded mode)", () => {
   const frame = () => vi.advanceTimersToNextFrame();
   const childRow = () => el.querySelector<HTMLElement>('[data-testid="neta-subagent"][data-request-id="r_child_b"]')!;
 
+  it("opens the row the user opened in the view made anew, and follows the child there again", () => {
+    const node = el.appendChild(document.createElement("div"));
+    const first = new FakeModel({ request_id: "r_parent", mode: "embedded", prompt: "", snapshot: {} });
+    mount(first, node.appendChild(document.createElement("div")));
+    first.emit("msg:custom", { kind: "events", events: upTo(delegatedRun(), 5) });
+    frame();
+    childRow().querySelector<HTMLElement>('[data-testid="neta-subagent-toggle"]')!.click();
+    expect(childRow().dataset["open"]).toBe("true");
+
+    // The kernel updated the output at a rest: JupyterLab empties the output and mounts anew.
+    node.textContent = "";
+    const second = new FakeModel({ request_id: "r_parent", mode: "embedded", prompt: "", snapshot: {} });
+    mount(second, node.appendChild(document.createElement("div")));
+    expect(childRow().dataset["open"]).toBe("true");
+    expect(second.sent).toContainEqual({ kind: "replay", lastSeq: -1, requestId: "r_child_b" });
+    expect(el.querySelectorAll('[data-testid="neta-subagent-run"] [data-testid="neta-run"]')).toHaveLength(1);
+  });
+
   it("follows the child's stream through the same comm, and approves its ask from inside the parent's view", () => {
     const model = new FakeModel({ request_id: "r_parent", mode: "embedded", prompt: "compare the files", snapshot: {} });
     const cleanup = mount(model, el);

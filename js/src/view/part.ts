@@ -25,6 +25,8 @@ export interface ViewContext {
   readonly edits?: EditsAccess;
   /** The view's lifetime: aborted when the view is disposed. */
   readonly signal: AbortSignal;
+  /** How the user left fold `key` in the last view of this run on the page (folds.ts), if known. */
+  readonly fold: (key: string) => boolean | undefined;
 }
 
 /** One region of the widget; `render` compares slices of `prev` and `state` by identity. */

@@ -22,6 +22,7 @@ import type { RunState, TextSegment } from "../state";
 import { prepareRendering } from "../markdown";
 import { h, isolateKeys, setData } from "./dom";
 import type { EditsAccess } from "./edits";
+import { keepFolds, rememberedFold } from "./folds";
 import { browserGuard, type PromptGuard } from "./guard";
 import { NotifyPart } from "./notify-control";
 import { AttachmentsPart, AuthNoticePart, FooterPart, HeaderPart, InputPart, TodoPart, ToastPart } from "./panels";
@@ -131,6 +132,7 @@ export class RunView {
       showRun: options.showRun,
       edits: options.notebook ? this.editsAccess(options.notebook) : undefined,
       signal: this.lifetime.signal,
+      fold: (key) => rememberedFold(this.state?.requestId ?? "", key),
     };
     this.header = new HeaderPart(ctx, options.prompt ?? "");
     this.footer = new FooterPart(ctx);
@@ -141,7 +143,7 @@ export class RunView {
       new NotifyPart(ctx, options.notifications ?? null),
       new AuthNoticePart(),
       new ToastPart(ctx),
-      new ReasoningPart(),
+      new ReasoningPart(ctx),
       new TodoPart(),
       new ToolsPart(ctx),
       new ProcessPart(),
@@ -229,6 +231,7 @@ export class RunView {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    if (this.rendered?.requestId) keepFolds(this.rendered.requestId, this.root);
     this.lifetime.abort();
     if (this.frame !== null) this.clock.cancelFrame(this.frame);
     if (this.painting !== null) this.clock.cancelFrame(this.painting);

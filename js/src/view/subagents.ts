@@ -73,7 +73,11 @@ class ChildRow {
       this.name,
       this.task,
     ]);
-    this.toggle.addEventListener("click", () => this.setOpen(this.open === null));
+    const fold = `subagent:${requestId}`;
+    this.toggle.addEventListener("click", () => {
+      this.element.dataset["fold"] = fold;
+      this.setOpen(this.open === null);
+    });
     const line = h("div", { className: "neta-subagent-line" }, [this.toggle, this.status, this.meta]);
     this.element = h("li", { className: "neta-subagent", testid: "neta-subagent" }, [
       line,
@@ -86,7 +90,10 @@ class ChildRow {
     ]);
     this.element.dataset["requestId"] = requestId;
     setVisible(this.body, false);
-    this.setOpen(false);
+    // As the user left it in the last view of the run (folds.ts): opened, it shows the child live.
+    const open = ctx.fold(fold);
+    if (open !== undefined) this.element.dataset["fold"] = fold;
+    this.setOpen(open === true);
   }
 
   render(child: SubagentChild): void {

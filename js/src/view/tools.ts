@@ -4,6 +4,7 @@ import { sanitizeHtml } from "../sanitize";
 import type { RunState, ToolCard } from "../state";
 import { h, setData, setText, setVisible } from "./dom";
 import { EditsView } from "./edits";
+import { foldable, restoreFold, type FoldLookup } from "./folds";
 import { argsView, formatDuration, toolLabel, type ArgsView } from "./format";
 import type { Part, ViewContext } from "./part";
 
@@ -39,6 +40,8 @@ class ToolCardView {
   private shownArgs: string | null = null;
   private waiting = false;
   private shownOutput: string | null = null;
+  /** The user folded or unfolded the arguments in the last view of the run: left as they are. */
+  private readonly argsChosen: boolean;
 
   constructor(private readonly ctx: ViewContext, card: ToolCard) {
     this.edits = new EditsView(ctx);
@@ -54,6 +57,8 @@ class ToolCardView {
       this.error,
     ]);
     setData(this.element, "toolCallId", card.toolCallId);
+    foldable(this.args, `args:${card.toolCallId}`);
+    this.argsChosen = restoreFold(this.args, `args:${card.toolCallId}`, ctx.fold);
   }
 
   render(card: ToolCard, prev: ToolCard | undefined, waiting: boolean): void {
@@ -81,7 +86,7 @@ class ToolCardView {
     if (card.images !== prev?.images) this.renderImages(card);
     if (card.edits !== prev?.edits) {
       // The diff shows what the call changed: its arguments (the whole new source) fold away.
-      if (card.edits.length > 0 && !prev?.edits.length) this.args.open = false;
+      if (card.edits.length > 0 && !prev?.edits.length && !this.argsChosen) this.args.open = false;
       this.edits.render(card.edits);
     }
     setText(this.error, card.status === "failed" ? card.errorMessage || "The tool failed" : "");
@@ -111,7 +116,9 @@ class ToolCardView {
     if (key === this.shownOutput) return;
     this.shownOutput = key;
     const children: HTMLElement[] = [];
-    if (card.output !== undefined && card.output !== "") children.push(outputBlock(card.output));
+    if (card.output !== undefined && card.output !== "") {
+      children.push(outputBlock(card.output, `output:${card.toolCallId}`, this.ctx.fold));
+    }
     if (card.truncated) {
       const url = card.outputRef ? this.ctx.resolveUrl(card.outputRef) : null;
       const note = h("div", { className: "neta-tool-truncated", text: "Output truncated. " });
@@ -150,11 +157,15 @@ export function argsBlock(argsText: string, className: string): HTMLElement | nu
   return h("pre", { className }, [code]);
 }
 
-function outputBlock(output: string): HTMLElement {
+/** A call's output; a long one folded (`key` names the fold, as the user may have left it). */
+function outputBlock(output: string, key: string, fold: FoldLookup): HTMLElement {
   const pre = h("pre", { className: "neta-pre neta-tool-output", testid: "neta-tool-output", text: output });
   const lines = output.split("\n").length;
   if (lines <= LONG_OUTPUT_LINES && output.length <= LONG_OUTPUT_CHARS) return pre;
-  return h("details", { className: "neta-tool-output-long" }, [h("summary", { text: `Output (${lines} lines)` }), pre]);
+  const details = h("details", { className: "neta-tool-output-long" }, [h("summary", { text: `Output (${lines} lines)` }), pre]);
+  foldable(details, key);
+  restoreFold(details, key, fold);
+  return details;
 }
 
 export class ToolsPart implements Part {

@@ -3,7 +3,8 @@ import { StreamingMarkdown, UPDATE_BUDGET } from "../markdown";
 import { loadImagesOnClick } from "../sanitize";
 import type { RunState, TextSegment } from "../state";
 import { h, setGrowingText, setText, setVisible } from "./dom";
-import type { Part } from "./part";
+import { foldable, restoreFold } from "./folds";
+import type { Part, ViewContext } from "./part";
 
 export class ReasoningPart implements Part {
   readonly element = h("details", { className: "neta-reasoning", testid: "neta-reasoning" });
@@ -11,15 +12,17 @@ export class ReasoningPart implements Part {
   private readonly body = h("div", { className: "neta-reasoning-body" });
   private userToggled = false;
 
-  constructor() {
+  constructor(private readonly ctx: ViewContext) {
     this.element.append(this.summary, this.body);
     setVisible(this.element, false);
     // A click (or Enter/Space) on the summary is the user's choice; keep it from then on.
     this.summary.addEventListener("click", () => (this.userToggled = true));
+    foldable(this.element, "reasoning");
   }
 
   render(state: RunState, prev: RunState | null): void {
     if (prev && state.reasoning === prev.reasoning) return;
+    if (!prev && restoreFold(this.element, "reasoning", (key) => this.ctx.fold(key))) this.userToggled = true;
     const segments = state.reasoning.filter((s) => s.text.trim() !== "");
     setVisible(this.element, segments.length > 0);
     syncChildren(this.body, segments.length, () => h("div", { className: "neta-reasoning-segment" }));
