@@ -22,7 +22,7 @@ export class ReasoningPart implements Part {
 
   render(state: RunState, prev: RunState | null): void {
     if (prev && state.reasoning === prev.reasoning) return;
-    if (!prev && restoreFold(this.element, "reasoning", (key) => this.ctx.fold(key))) this.userToggled = true;
+    if (!prev && restoreFold(this.element, "reasoning", this.ctx.fold)) this.userToggled = true;
     const segments = state.reasoning.filter((s) => s.text.trim() !== "");
     setVisible(this.element, segments.length > 0);
     syncChildren(this.body, segments.length, () => h("div", { className: "neta-reasoning-segment" }));
