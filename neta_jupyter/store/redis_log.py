@@ -255,11 +255,12 @@ class RedisEvents:
         reply was lost is then a replay the script accepts, never a batch it refuses.
         """
         retry, self._retry = self._retry, []
-        pending, self._pending, self._queued = self._pending, {}, 0
+        pending, queued = self._pending, self._queued
+        self._pending, self._queued = {}, 0
         updates, self._updates = self._updates, []
         waiters, self._waiters = self._waiters, []
         joined, self._joined = self._joined, []
-        self._sending = sum(map(len, pending.values())) + sum(len(call.rows) for call in retry)
+        self._sending = queued + sum(len(call.rows) for call in retry)
         try:
             calls = retry + await self._calls(pending, updates)
             error = await self._send(calls)
