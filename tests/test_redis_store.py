@@ -73,6 +73,21 @@ async def test_a_replayed_batch_whose_reply_was_lost_is_accepted_once(client: Re
     assert [seq for seq, _ in await stored(client, "r_1")] == [0, 1, 2, 3, 4]
 
 
+async def test_a_batch_ending_where_another_writers_events_end_is_no_replay(
+    client: Redis,
+) -> None:
+    # B took the run over, wrote its end and let the lease go; A's queued batch covers the same
+    # seqs. Taken for a replay, A would tell its followers of events the log does not hold.
+    assert await fenced_append(client, USER, "r_1", "-", rows(0, 3, "b")) == 3
+    with pytest.raises(ResponseError, match="FENCED"):
+        await fenced_append(client, USER, "r_1", "replica-a:6", rows(1, 2, "a"))
+    with pytest.raises(ResponseError, match="SEQ expected 3"):
+        await fenced_append(client, USER, "r_1", "-", rows(2, 1, "a"))
+    # B's own last batch, sent again after it let the lease go, still is one.
+    assert await fenced_append(client, USER, "r_1", "replica-b:7", rows(1, 2, "b")) == 0
+    assert await stored(client, "r_1") == [(seq, payload) for seq, _, payload in rows(0, 3, "b")]
+
+
 async def test_two_writers_racing_for_the_next_seq_leave_no_gap_or_duplicate(
     url: str, client: Redis
 ) -> None:

@@ -46,12 +46,19 @@ local first, n = tonumber(ARGV[2]), tonumber(ARGV[3])
 local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local last = -1
 if #top > 0 then last = tonumber(string.match(top[1][1], '%-(%d+)$')) - 1 end
+-- This very batch was applied (its reply was lost): the stream ends with its last event. The
+-- event itself is compared, not only its seq: another writer's events may end at the same seq.
+local function replayed()
+  if n == 0 or first + n - 1 ~= last then return false end
+  local f = top[1][2]
+  return f[2] == ARGV[9 + 2 * (n - 1)] and f[4] == ARGV[10 + 2 * (n - 1)]
+end
 if fenced() then
   -- a batch whose reply was lost after it released the lease is still a replay
-  if not held and n > 0 and first + n - 1 == last then return 0 end
+  if not held and replayed() then return 0 end
   return redis.error_reply('FENCED the run is written by another server')
 end
-if n > 0 and first + n - 1 == last then return 0 end
+if replayed() then return 0 end
 if n > 0 and first ~= last + 1 then
   return redis.error_reply('SEQ expected ' .. (last + 1))
 end
