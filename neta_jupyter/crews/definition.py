@@ -18,6 +18,9 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 """``{name}``: an input, or the output of an upstream task. Other braces are left as they are."""
 
 MAX_TASKS = 100
+MAX_AGENTS = 100
+"""More agents than tasks could ever use is refused: each is checked (model, tools) at start."""
+MAX_INPUTS = 100
 MAX_PARALLEL = 16
 
 
@@ -61,7 +64,7 @@ class CrewTask(_Strict):
     id: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
     agent: str
     description: str = Field(min_length=1, max_length=20_000)
-    depends_on: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list, max_length=MAX_TASKS)
     expected_output: str | None = Field(default=None, max_length=4000)
     retries: int = Field(default=0, ge=0, le=10)
     """Attempts after the first before the task is escalated to a person."""
@@ -74,8 +77,8 @@ class CrewDefinition(_Strict):
 
     name: str = Field(default="crew", min_length=1, max_length=120)
     description: str | None = None
-    inputs: dict[str, CrewInput] = Field(default_factory=dict)
-    agents: list[CrewAgent] = Field(min_length=1)
+    inputs: dict[str, CrewInput] = Field(default_factory=dict, max_length=MAX_INPUTS)
+    agents: list[CrewAgent] = Field(min_length=1, max_length=MAX_AGENTS)
     tasks: list[CrewTask] = Field(min_length=1, max_length=MAX_TASKS)
     max_parallel: int = Field(default=2, ge=1, le=MAX_PARALLEL)
     """Tasks that run at once, at most."""
@@ -100,14 +103,18 @@ class CrewDefinition(_Strict):
 
     def upstream(self, task_id: str) -> set[str]:
         """Every task ``task_id`` depends on, directly or through others."""
-        seen: set[str] = set()
-        todo = list(self.task(task_id).depends_on)
-        while todo:
-            found = todo.pop()
-            if found not in seen:
-                seen.add(found)
-                todo.extend(self.task(found).depends_on)
-        return seen
+        return _upstream({t.id: t for t in self.tasks}, task_id)
+
+
+def _upstream(tasks: dict[str, CrewTask], task_id: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(tasks[task_id].depends_on)
+    while todo:
+        found = todo.pop()
+        if found not in seen:
+            seen.add(found)
+            todo.extend(tasks[found].depends_on)
+    return seen
 
 
 def checked(data: Any) -> CrewDefinition:
@@ -138,6 +145,7 @@ def check_graph(crew: CrewDefinition) -> None:
     _unique([t.id for t in crew.tasks], "tasks", "id")
     agents = {a.name for a in crew.agents}
     ids = [t.id for t in crew.tasks]
+    known = set(ids)
     for index, task in enumerate(crew.tasks):
         if task.agent not in agents:
             raise CrewDefinitionError(
@@ -145,14 +153,15 @@ def check_graph(crew: CrewDefinition) -> None:
                 field=f"tasks[{index}].agent",
             )
         for dep_index, dep in enumerate(task.depends_on):
-            if dep not in ids:
+            if dep not in known:
                 raise CrewDefinitionError(
                     f"unknown task {dep!r}; tasks: {', '.join(ids)}",
                     field=f"tasks[{index}].depends_on[{dep_index}]",
                 )
     _no_cycle(crew)
+    by_id = {t.id: t for t in crew.tasks}
     for index, task in enumerate(crew.tasks):
-        upstream = crew.upstream(task.id)
+        upstream = _upstream(by_id, task.id)
         for name in PLACEHOLDER.findall(task.description):
             if name in crew.inputs or name in upstream:
                 continue
@@ -165,14 +174,17 @@ def check_graph(crew: CrewDefinition) -> None:
 
 
 def _unique(names: list[str], where: str, key: str) -> None:
+    seen: set[str] = set()
     for index, name in enumerate(names):
-        if name in names[:index]:
+        if name in seen:
             raise CrewDefinitionError(f"{name!r} is used twice", field=f"{where}[{index}].{key}")
+        seen.add(name)
 
 
 def _no_cycle(crew: CrewDefinition) -> None:
     """Depth-first over ``depends_on``; a task met again on the current path closes a cycle."""
     index = {t.id: i for i, t in enumerate(crew.tasks)}
+    by_id = {t.id: t for t in crew.tasks}
     done: set[str] = set()
 
     def visit(task_id: str, path: list[str]) -> None:
@@ -184,7 +196,7 @@ def _no_cycle(crew: CrewDefinition) -> None:
                 f"depends_on makes a cycle: {' -> '.join(cycle)}",
                 field=f"tasks[{index[cycle[0]]}].depends_on",
             )
-        for dep in crew.task(task_id).depends_on:
+        for dep in by_id[task_id].depends_on:
             visit(dep, [*path, task_id])
         done.add(task_id)
 

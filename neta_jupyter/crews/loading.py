@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from ..runtime.nesting import MAX_NESTING
 from .definition import CrewDefinition, CrewDefinitionError, checked
 
 _INDEX = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -16,6 +17,7 @@ _INDEX = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 def parse_text(text: str, source: str = "definition") -> CrewDefinition:
     """The crew a YAML (or JSON, which YAML reads too) document defines."""
     try:
+        _check_nesting(text, source)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -33,6 +35,21 @@ def parse_text(text: str, source: str = "definition") -> CrewDefinition:
         raise CrewDefinitionError(
             exc.reason, field=exc.field, line=line_of(node, exc.field)
         ) from exc
+
+
+def _check_nesting(text: str, source: str) -> None:
+    """Refuse deep nesting from the parser's events, before anything recursive (composing) runs."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                line = event.start_mark.line + 1 if event.start_mark is not None else None
+                raise CrewDefinitionError(
+                    f"{source} is nested deeper than {MAX_NESTING} levels", line=line
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def load_file(path: str | Path) -> CrewDefinition:

@@ -16,6 +16,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ..crews import CrewDefinition
 from ..crews.log import ENDED_CREW, RUN_STATUS
 from ..crews.manager import Crews
 from ..crews.requests import CrewControlRequest, CrewRef, CrewRunRequest
@@ -39,6 +40,15 @@ def until_crew_end(batch: list[EventRow]) -> tuple[list[EventRow], bool]:
     return batch, False
 
 
+async def checked_off_loop(body: CrewRunRequest) -> CrewDefinition:
+    """The request's definition, parsed and checked in a worker thread.
+
+    A definition near the body limit takes a while to parse (YAML especially); other requests
+    are served meanwhile.
+    """
+    return await asyncio.to_thread(body.crew)
+
+
 class CrewRunHandler(NetaHandler):
     """``POST /neta/api/crew/run``: start a crew; its requestId and status."""
 
@@ -47,7 +57,8 @@ class CrewRunHandler(NetaHandler):
     async def post(self) -> None:
         body = self.parse_body(CrewRunRequest)
         crews = crews_of(self.settings)
-        state = await crews.start(self.principal, body.crew(), body.inputs, approve=body.approve)
+        definition = await checked_off_loop(body)
+        state = await crews.start(self.principal, definition, body.inputs, approve=body.approve)
         self.reply({"requestId": state.request_id, "status": state.status})
 
 
@@ -128,8 +139,9 @@ class CrewSocket(RunSocket):
 
     async def _trigger(self, frame: dict[str, Any]) -> dict[str, Any]:
         body = self._validate(CrewRunRequest, self._body(frame))
+        definition = await checked_off_loop(body)
         state = await self.crews.start(
-            self.principal, body.crew(), body.inputs, approve=body.approve
+            self.principal, definition, body.inputs, approve=body.approve
         )
         await self._crew_subscribe({"requestId": state.request_id})
         return {"type": "crew:started", "requestId": state.request_id, "status": state.status}

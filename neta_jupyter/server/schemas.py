@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..runtime.nesting import MAX_NESTING, deeper_than
 from ..runtime.requests import (
     CompactRequest,
     ImportRequest,
@@ -41,10 +42,8 @@ __all__ = [
     "parse_json_object",
 ]
 
-MAX_JSON_DEPTH = 64
-"""Deepest nesting of objects and arrays a body may have (tool schemas need far less).
-
-Deeper values would exhaust Python's recursion limit somewhere later (validation, storage)."""
+MAX_JSON_DEPTH = MAX_NESTING
+"""Deepest nesting of objects and arrays a body may have (the same limit for YAML crews)."""
 
 
 def parse_json_object(raw: bytes | str, what: str) -> dict[str, Any]:
@@ -62,25 +61,10 @@ def parse_json_object(raw: bytes | str, what: str) -> dict[str, Any]:
         raise _invalid(f"{what} holds a number that is too long: {exc}") from exc
     if not isinstance(value, dict):
         raise _invalid(f"{what} must be a JSON object")
-    if _deeper_than(value, MAX_JSON_DEPTH):
+    if deeper_than(value, MAX_JSON_DEPTH):
         raise _invalid(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
     return value
 
 
 def _invalid(message: str) -> ApiError:
     return ApiError(400, "INVALID_JSON", message)
-
-
-def _deeper_than(value: dict[str, Any], limit: int) -> bool:
-    """Whether objects and arrays nest more than ``limit`` levels (without recursing)."""
-    level: list[Any] = [value]
-    for _ in range(limit):
-        level = [
-            child
-            for item in level
-            for child in (item.values() if isinstance(item, dict) else item)
-            if isinstance(child, dict | list)
-        ]
-        if not level:
-            return False
-    return True
