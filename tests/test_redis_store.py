@@ -18,8 +18,9 @@ from redis.exceptions import ResponseError
 
 from neta_jupyter.runtime import Runtime, RuntimeConfig
 from neta_jupyter.store import StorageError, Store
-from neta_jupyter.store.redis_conn import UserKeys, masked_url
+from neta_jupyter.store.redis_conn import UserKeys
 from neta_jupyter.store.redis_scripts import RunUpdate, fenced_append
+from neta_jupyter.store.redis_url import masked_url
 from tests.redis_server import SAFE, redis_server
 
 USER = UserKeys("alice")

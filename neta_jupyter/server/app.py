@@ -15,6 +15,7 @@ from tornado.ioloop import IOLoop
 from traitlets import Dict, Enum, Float, Int, List, Unicode, default
 
 from ..crews.manager import Crews
+from ..extras import COLLABORATION
 from ..mcp import McpServers, servers_of
 from ..runtime import Runtime
 from ..runtime.settings import NetaSettings, build_runtime
@@ -27,7 +28,7 @@ from .datadir import DataDirInUse, lock_data_dir, network_filesystem
 from .kernels import ServerKernels, kernels_for
 from .mcp import McpHandler
 from .notebook_api import EditsHandler, RevertHandler
-from .notebooks import ServerNotebooks
+from .notebooks import YDOC_EXTENSION, ServerNotebooks, ydoc_extension
 from .principals import KernelOwners
 from .redaction import install_redaction
 from .sse import SessionStreamHandler, StreamHandler
@@ -330,6 +331,13 @@ class NetaApp(ExtensionApp, NetaSettings):
             self.runtime.background.resume_stored()
         if self.notifier is not None:
             self.notifier.start()
+        if self.notebooks is not None and ydoc_extension(self.serverapp) is None:
+            self.log.warning(
+                "neta: the collaboration extension (%s) is not loaded: %s; for live edits: %s",
+                YDOC_EXTENSION,
+                COLLABORATION.without,
+                COLLABORATION.install,
+            )
 
     async def stop_extension(self) -> None:
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""

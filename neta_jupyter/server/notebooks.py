@@ -19,75 +19,25 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from jupyter_core.utils import ensure_async
-from pycrdt import Array, Map, Text
 
+from ..extras import COLLABORATION
 from ..runtime.runs import Run
 from ..store import RecordStore
 from ..tools.notebook_doc import CellList, NotebookEdit, NotebookError, Via
 from ..tools.registry import RunNotebook
 
 YDOC_EXTENSION = "jupyter_server_ydoc"
+NOT_OPEN = "the notebook was not open: the file was saved"
+WITHOUT_ROOMS = (
+    "the file was saved: live edits of open notebooks need the collaboration extension "
+    f"({COLLABORATION.install}); a view that has the notebook open shows the change once it "
+    "reloads the file"
+)
 
 
-def _source(value: Any) -> str:
+def source_text(value: Any) -> str:
+    """A cell's source (or a stream's text) as one string, as nbformat may split it in lines."""
     return "".join(value) if isinstance(value, list) else str(value or "")
-
-
-def _youtputs(outputs: list[dict[str, Any]]) -> list[Map[Any]]:
-    """Outputs as the shared document holds them (a stream's text is shared text)."""
-    made = []
-    for output in outputs:
-        if output.get("output_type") == "stream":
-            output = output | {"text": Text(_source(output.get("text")))}
-        made.append(Map(output))
-    return made
-
-
-class SharedCells:
-    """:class:`CellList` over a room's live ``YNotebook`` (changes reach every view)."""
-
-    def __init__(self, document: Any) -> None:
-        self._doc = document
-        self._cells: Array[Any] = document.ycells
-
-    def __len__(self) -> int:
-        return len(self._cells)
-
-    def cell(self, index: int) -> dict[str, Any]:
-        cell: dict[str, Any] = self._cells[index].to_py()
-        cell.pop("execution_state", None)
-        cell["source"] = _source(cell.get("source"))
-        count = cell.get("execution_count")
-        if isinstance(count, float):  # numbers from the browser arrive as floats
-            cell["execution_count"] = int(count)
-        return cell
-
-    def insert(self, index: int, cell: dict[str, Any]) -> None:
-        self._cells.insert(index, self._doc.create_ycell(cell))
-
-    def delete(self, index: int) -> None:
-        del self._cells[index]
-
-    def set_source(self, index: int, source: str) -> None:
-        # A text change of the shared source, so the user's typing elsewhere in it survives.
-        self._doc.set_cell(index, source=source)
-
-    def set_outputs(self, index: int, outputs: list[dict[str, Any]], count: int | None) -> None:
-        ycell = self._cells[index]
-        if "outputs" not in ycell:
-            ycell["outputs"] = Array()
-        # Changed in place: JupyterLab's view of the cell watches this very array, and a new one
-        # under the key would never show.
-        youtputs = ycell["outputs"]
-        youtputs.clear()
-        youtputs.extend(_youtputs(outputs))
-        ycell["execution_count"] = count
-
-    def set_metadata(self, index: int, key: str, value: Any) -> None:
-        self._cells[index]["metadata"][key] = value
-
-    def set_running(self, index: int, running: bool) -> None:
-        self._cells[index]["execution_state"] = "running" if running else "idle"
 
 
 class FileCells:
@@ -112,7 +62,7 @@ class FileCells:
 
     def cell(self, index: int) -> dict[str, Any]:
         cell: dict[str, Any] = copy.deepcopy(dict(self._nb["cells"][index]))
-        return cell | {"source": _source(cell.get("source"))}
+        return cell | {"source": source_text(cell.get("source"))}
 
     def insert(self, index: int, cell: dict[str, Any]) -> None:
         self._nb["cells"].insert(index, copy.deepcopy(cell))
@@ -171,6 +121,7 @@ class ServerNotebook:
         self._records = records
         self._locks = locks if locks is not None else {}
         self._via: Via = "shared"
+        self._note = ""
 
     @property
     def path(self) -> str:
@@ -182,10 +133,17 @@ class ServerNotebook:
         """How the last opening reached the cells."""
         return self._via
 
+    @property
+    def note(self) -> str:
+        """Why the last opening went through the file ("" when through a room)."""
+        return self._note
+
     async def _shared(self) -> Any | None:
         extension = ydoc_extension(self._app)
         if extension is None:
+            self._note = WITHOUT_ROOMS
             return None
+        self._note = NOT_OPEN
         try:
             return await extension.get_document(
                 path=self._path, content_type="notebook", file_format="json", copy=False
@@ -199,7 +157,9 @@ class ServerNotebook:
         """The cells: the room's document as is, or the file, saved when the body is done."""
         document = await self._shared()
         if document is not None:
-            self._via = "shared"
+            from .notebook_shared import SharedCells  # pycrdt: present, as the room is
+
+            self._via, self._note = "shared", ""
             with document.ydoc.transaction():
                 yield SharedCells(document)
             return

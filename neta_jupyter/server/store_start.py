@@ -15,7 +15,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from ..store import RedisBackend, StorageError, Store, finish_now, is_redis_url, masked_url
+from ..store import StorageError, Store, finish_now, is_redis_url, masked_url, redis_of
 
 SCHEMES = "redis://, rediss:// or unix://"
 
@@ -36,7 +36,8 @@ def start_store(
     store: Store, recover: Callable[[], Coroutine[Any, Any, int]], log: logging.Logger
 ) -> int:
     """Check the store and end the runs a crash left running; how many (0 if not yet known)."""
-    if not isinstance(store.backend, RedisBackend):
+    redis = redis_of(store.backend)
+    if redis is None:
         return finish_now(recover())
     try:
         loop = asyncio.get_running_loop()
@@ -49,7 +50,7 @@ def start_store(
             return await recover()
 
         return asyncio.get_event_loop_policy().get_event_loop().run_until_complete(both())
-    check_in_thread(store.backend.url, log)
+    check_in_thread(redis.url, log)
     task = loop.create_task(recover())
     task.add_done_callback(lambda done: _told(done, log))
     return 0
@@ -57,6 +58,8 @@ def start_store(
 
 def check_in_thread(url: str, log: logging.Logger) -> None:
     """The start-up checks of the Redis at ``url``, on a connection and loop of their own."""
+    from ..store.redis_backend import RedisBackend  # present: the store was made with it
+
     failure: list[BaseException] = []
 
     def check() -> None:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from ..events.redact import Redactor
 from .contract import Backend, EventRow, finish_now
 from .db import Database
 from .eventlog import EventLog, StoredEvent
 from .fanout import Push
-from .health import LeaseLost, StorageDamaged, StorageError, StorageUnavailable
+from .health import LeaseLost, MissingPackage, StorageDamaged, StorageError, StorageUnavailable
 from .leases import Leases, LocalLeases
 from .memory import MemoryBackend, MemoryData
 from .records import (
@@ -22,9 +24,38 @@ from .records import (
     SessionRecord,
     new_id,
 )
-from .redis_backend import RedisBackend
-from .redis_conn import is_redis_url, masked_url, url_password
+from .redis_url import is_redis_url, masked_url, url_password
 from .sqlite import SqliteBackend
+
+if TYPE_CHECKING:
+    from .redis_backend import RedisBackend
+
+
+def __getattr__(name: str) -> Any:
+    # The Redis backend is imported when first asked for: the redis package is an extra.
+    if name == "RedisBackend":
+        return _redis_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _redis_class() -> type[RedisBackend]:
+    """The Redis backend's class, or a :class:`MissingPackage` saying what to install."""
+    from ..extras import REDIS
+
+    try:
+        from .redis_backend import RedisBackend
+    except ImportError as exc:
+        module = (exc.name or "redis").split(".")[0]
+        raise MissingPackage(REDIS.needed_for("The Redis store (store_url)", module)) from exc
+    return RedisBackend
+
+
+def redis_of(backend: object) -> RedisBackend | None:
+    """``backend`` when it is a Redis backend (never importing redis to find out)."""
+    module = sys.modules.get(f"{__name__}.redis_backend")
+    if module is not None and isinstance(backend, module.RedisBackend):
+        return cast("RedisBackend", backend)
+    return None
 
 
 class Store:
@@ -43,7 +74,7 @@ class Store:
         secret = None
         if isinstance(where, str) and is_redis_url(where):
             secret = url_password(where)
-            where = RedisBackend(
+            where = _redis_class()(
                 where,
                 commit_interval=commit_interval,
                 lease_ttl=lease_ttl,
@@ -58,7 +89,8 @@ class Store:
                 logger=logger,
             )
         self.backend: Backend = where
-        self.leases: Leases = where if isinstance(where, RedisBackend) else LocalLeases()
+        redis = redis_of(where)
+        self.leases: Leases = redis if redis is not None else LocalLeases()
         """Who may write which run: this server alone, unless the store is shared."""
         self.redactor = Redactor()
         """Shared by the event log, the records and attachments: secrets registered once."""
@@ -66,8 +98,8 @@ class Store:
         """The store's own credentials (a Redis password): the runtime redacts them by value."""
         self.events = EventLog(where, redactor=self.redactor)
         self.records = RecordStore(where, redactor=self.redactor)
-        if isinstance(where, RedisBackend):
-            self.events.share(where, where.on_remote)
+        if redis is not None:
+            self.events.share(redis, redis.on_remote)
 
     async def acquire(self, request_id: str) -> bool:
         """Take the run's lease for this server; False when another server holds it.
@@ -83,8 +115,9 @@ class Store:
 
     async def start(self) -> None:
         """Check a store across the network before use (a local one needs nothing)."""
-        if isinstance(self.backend, RedisBackend):
-            await self.backend.start()
+        redis = redis_of(self.backend)
+        if redis is not None:
+            await redis.start()
 
     @classmethod
     def in_memory(cls, data: MemoryData | None = None) -> Store:
@@ -127,6 +160,7 @@ __all__ = [
     "Leases",
     "MemoryBackend",
     "MemoryData",
+    "MissingPackage",
     "Push",
     "RecordStore",
     "RedisBackend",
@@ -143,4 +177,5 @@ __all__ = [
     "is_redis_url",
     "masked_url",
     "new_id",
+    "redis_of",
 ]

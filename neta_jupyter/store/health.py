@@ -4,6 +4,7 @@ Exceptions (who raises → who catches)::
 
     StorageError            raised by the store; server/ answers 503 with its code and message
     ├── StorageUnavailable  a write failed for a reason that passes (disk full, I/O error, locked)
+    ├── MissingPackage      the configured store needs a package that is not installed (redis)
     └── StorageDamaged      the database file is damaged (``neta-jupyter doctor`` checks, salvages)
     LeaseLost               raised by a shared store: another server took the run over; the
                             activation that wrote it stops without writing (runtime/activations)
@@ -47,6 +48,12 @@ class StorageUnavailable(StorageError):
     """Writes fail for now; what is pending is kept in memory and written when they work again."""
 
     code = "STORAGE_UNAVAILABLE"
+
+
+class MissingPackage(StorageError):
+    """The configured store needs a package that is not installed (the message says which)."""
+
+    code = "DEPENDENCY_MISSING"
 
 
 class StorageDamaged(StorageError):

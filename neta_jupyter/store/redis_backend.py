@@ -16,12 +16,13 @@ import redis
 from redis.exceptions import RedisError
 
 from .health import StorageUnavailable
-from .redis_conn import check_durable, connect, masked_url
+from .redis_conn import check_durable, connect
 from .redis_kernels import DROP, RedisKernels
 from .redis_log import RedisEvents
 from .redis_records import RedisRecords
 from .redis_scripts import APPEND
 from .redis_tail import RedisTail
+from .redis_url import masked_url
 
 
 class RedisBackend(RedisKernels, RedisTail, RedisRecords):

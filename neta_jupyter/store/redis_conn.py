@@ -12,13 +12,11 @@ import functools
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from .health import StorageError
 
-REDIS_SCHEMES = ("redis", "rediss", "unix")
 OWNERS = "neta:owners"
 """Hash: ``r:<rid>``, ``s:<sid>``, ``e:<eid>``, ``i:<input_id>``, ``a:<path>`` → the principal
 (for entries and inputs ``<principal> <sid or rid>``)."""
@@ -28,37 +26,6 @@ NOBODY = "_"
 """The principal of a stream no record claims (a stream appended before any run names it)."""
 
 _KEPT = re.compile(r"[A-Za-z0-9._@-]")
-
-
-def is_redis_url(url: str) -> bool:
-    """Whether ``url`` names a Redis store."""
-    return urlsplit(url).scheme in REDIS_SCHEMES
-
-
-def url_password(url: str) -> str | None:
-    """The password in ``url`` (a secret: redacted like an API key), if any."""
-    parts = urlsplit(url)
-    found = parts.password
-    if found is None and parts.query:
-        for pair in parts.query.split("&"):
-            name, _, value = pair.partition("=")
-            if name == "password" and value:
-                found = value
-    return found or None
-
-
-def masked_url(url: str) -> str:
-    """``url`` as logs and errors show it: the password replaced by ``***``."""
-    parts = urlsplit(url)
-    if url_password(url) is None:
-        return url
-    netloc = parts.netloc
-    if parts.password is not None:
-        user = parts.username or ""
-        host = netloc.rsplit("@", 1)[-1]
-        netloc = f"{user}:***@{host}"
-    query = re.sub(r"(^|&)password=[^&]*", r"\1password=***", parts.query)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 @functools.lru_cache(maxsize=4096)  # every key names its user: each write would escape it anew

@@ -132,6 +132,8 @@ class NotebookEdit:
     index_before: int | None = None
     index_after: int | None = None
     via: Via = "shared"
+    note: str = ""
+    """Why the edit went to the file, when it did (for the model and the user)."""
     created: float = field(default_factory=time.time)
     reverted: bool = False
     reverted_at: float | None = None
@@ -174,6 +176,11 @@ class NotebookHost(Protocol):
     @property
     def via(self) -> Via:
         """Which way the cells are reached now (a room may open or close between calls)."""
+        ...
+
+    @property
+    def note(self) -> str:
+        """Why the cells were last reached through the file ("" when through a room)."""
         ...
 
     def open(self) -> AbstractAsyncContextManager[CellList]:

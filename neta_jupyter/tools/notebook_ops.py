@@ -82,6 +82,7 @@ class NotebookEditor:
             before=before,
             after=after,
             via=self.host.via,
+            note=self.host.note,
         )
 
     async def insert(

@@ -57,6 +57,7 @@ def editor(ctx: ToolContext) -> NotebookEditor:
 
 def publish(ctx: ToolContext, name: str, edit: NotebookEdit) -> str:
     """Announce an applied edit on the run's stream; the model's summary of it."""
+    where = f" ({edit.note})" if edit.note else ""
     if ctx.scope is not None:
         ctx.scope.emit(
             EventType.TOOL_EVENT,
@@ -65,10 +66,9 @@ def publish(ctx: ToolContext, name: str, edit: NotebookEdit) -> str:
                 tool_name=name,
                 category=EDIT_CATEGORY,
                 payload=edit.payload(),
-                user_message=f"{edit.kind} of cell {edit.cell_id} in {edit.path}",
+                user_message=f"{edit.kind} of cell {edit.cell_id} in {edit.path}{where}",
             ),
         )
-    where = "" if edit.via == "shared" else " (the notebook was not open: the file was saved)"
     new_hash = f", new hash {edit.after_hash}" if edit.after_hash else ""
     return f"{edit.kind} of cell {edit.cell_id} applied{new_hash}{where}."
 
