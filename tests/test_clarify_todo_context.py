@@ -11,6 +11,7 @@ import websockets
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from tests.helpers import ApiClient, types
+from tests.notebook_room import write_notebook
 
 
 def of(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
@@ -127,6 +128,7 @@ async def test_context_has_agents_md_memo_and_trims_huge_outputs(
 ) -> None:
     (jp_root_dir / "AGENTS.md").write_text("Always answer in British English.")
     (jp_root_dir / "proj" / "nb").mkdir(parents=True)
+    write_notebook(jp_root_dir / "proj" / "nb" / "analysis.ipynb")
     (jp_root_dir / "proj" / "AGENTS.md").write_text("Prices are in EUR.")
     (jp_root_dir / "other").mkdir()
     (jp_root_dir / "other" / "AGENTS.md").write_text("NOT FOR THIS NOTEBOOK")

@@ -228,7 +228,7 @@ async def test_without_a_kernel_the_kernel_tools_are_not_offered(
     api: ApiClient, runtime: Runtime
 ) -> None:
     model = script(runtime, ScriptedTurn(text="ok"))
-    rid = (await api.start("hi", model="scripted", kernelId="no-such-kernel"))["requestId"]
+    rid = (await api.start("hi", model="scripted"))["requestId"]
     assert types(await api.segment(rid))[-1] == "MESSAGE_COMPLETED"
     offered = {t.name for t in model.requests[0].tools}
     assert "read_file" in offered and not offered & {"python", "list_variables"}

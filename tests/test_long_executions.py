@@ -199,6 +199,7 @@ async def test_without_a_configured_limit_an_execution_may_take_the_runs_remaini
     monkeypatch.setattr(runtime.config, "task_timeout", 7200.0)
     kernel = _Recording()
     monkeypatch.setattr(runtime, "kernels", lambda run: kernel)
+    monkeypatch.setattr(runtime, "targets", None)  # its kernel "k" is no kernel of the server
     script(runtime, call("python", code="print(1)"), ScriptedTurn(text="ok"))
     rid = (await api.start("go", model="scripted", kernelId="k", approve="auto"))["requestId"]
     assert types(await api.segment(rid))[-1] == "MESSAGE_COMPLETED"

@@ -43,14 +43,41 @@ async def test_an_absolute_path_under_the_root_is_the_notebook_there(
     assert "units = [3, 5, 7]" in output, output
 
 
-async def test_an_absolute_path_outside_the_root_gets_no_notebook_tools(
+async def test_a_notebook_path_that_is_no_notebook_under_the_root_is_refused(
     api: ApiClient, runtime: Runtime, jp_root_dir: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     write_notebook(outside / "secret.ipynb", ("code", "password = 1"))
-    output = await read_output(api, runtime, str(outside / "secret.ipynb"))
-    assert "password" not in output and "unknown tool 'read_notebook'" in output, output
+    (jp_root_dir / "notes.txt").write_text("not a notebook")
+    cases = {
+        str(outside / "secret.ipynb"): "INVALID_NOTEBOOK_PATH",
+        "../outside/secret.ipynb": "INVALID_NOTEBOOK_PATH",
+        "notes.txt": "INVALID_NOTEBOOK_PATH",
+        "missing.ipynb": "NOTEBOOK_NOT_FOUND",
+        "nul\x00.ipynb": "INVALID_FIELDS",
+    }
+    for path, code in cases.items():
+        response = await api.post("async", {"content": "read it", "notebookPath": path})
+        assert response.status_code == 400, (path, response.text)
+        assert response.json()["errCode"] == code, (path, response.text)
+        assert "Traceback" not in response.text
+    assert await no_runs(api)
+
+
+async def test_a_kernel_the_server_does_not_run_is_refused(api: ApiClient) -> None:
+    for kernel_id, code in {"no-such-kernel": "UNKNOWN_KERNEL", "k\x00": "INVALID_FIELDS"}.items():
+        response = await api.post("async", {"content": "hi", "kernelId": kernel_id})
+        assert response.status_code == 400, (kernel_id, response.text)
+        assert response.json()["errCode"] == code, (kernel_id, response.text)
+    assert await no_runs(api)
+
+
+async def no_runs(api: ApiClient) -> bool:
+    """No run was started, not even one that failed at once."""
+    response = await api.http.get("neta/api/agent/runs")
+    assert response.status_code == 200, response.text
+    return response.json()["runs"] == []
 
 
 async def test_undo_by_the_absolute_path_reverts_the_latest_run_there(

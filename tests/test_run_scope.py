@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from neta_jupyter.events import EventType, TextData
@@ -10,6 +11,7 @@ from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.tools import RunScope, ToolContext, tool
 from tests.helpers import ApiClient
+from tests.notebook_room import write_notebook
 
 SEEN: dict[str, Any] = {}
 
@@ -71,8 +73,10 @@ async def test_a_tool_of_any_name_asks_the_user_through_its_scope(
 
 
 async def test_a_scope_reads_its_run_and_publishes_only_side_events(
-    api: ApiClient, runtime: Runtime
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
 ) -> None:
+    (jp_root_dir / "work").mkdir()
+    write_notebook(jp_root_dir / "work" / "a.ipynb")
     runtime.tools.register(where_am_i)
     runtime.models.register(
         "where",

@@ -170,6 +170,34 @@ async def test_escaping_path_through_the_api_is_tool_failed(
     assert "root:" not in str(events)
 
 
+async def test_a_deny_rule_on_a_path_holds_however_the_path_is_spelled(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (jp_root_dir / "secrets").mkdir()
+    (jp_root_dir / "secrets" / "key.txt").write_text("TOPSECRET-42")
+    (jp_root_dir / "notes").mkdir()
+    (jp_root_dir / "shortcut").symlink_to(jp_root_dir / "secrets")
+    rule = PermissionRule(tool="read_file", args={"path": "secrets/*"}, action="deny")
+    monkeypatch.setattr(runtime.config, "permission_rules", [rule])
+    spellings = [
+        "./secrets/key.txt",
+        "notes/../secrets/key.txt",
+        str(jp_root_dir / "secrets" / "key.txt"),
+        "shortcut/key.txt",
+        "secrets//key.txt",
+    ]
+    calls = [ScriptedToolCall("read_file", {"path": p}) for p in spellings]
+    runtime.models.register(
+        "s", ScriptedModel([ScriptedTurn(tool_calls=calls), ScriptedTurn(text="denied")])
+    )
+    events = await api.segment((await api.start("read the key", model="s"))["requestId"])
+    failed = [e["data"] for e in events if e["eventType"] == "TOOL_FAILED"]
+    assert len(failed) == len(spellings), events
+    assert all("not allowed" in f["errorMessage"] for f in failed), failed
+    assert "TOPSECRET-42" not in str(events)
+    assert not [e for e in events if e["eventType"] == "TOOL_COMPLETED"]
+
+
 @pytest.fixture
 def neta_config() -> dict[str, Any]:
     return {"heartbeat_interval": 0.1}

@@ -14,7 +14,7 @@ from typing import Any
 from ..client import RunRequest
 from ..client import attachment_sources as attachments
 from ..providers.base import THINKING_LEVELS
-from .context import KernelContext, default_approve, notebook_path
+from .context import KernelContext, default_approve, notebook_file
 from .handle import RunHandle
 from .host import Host, HostError
 
@@ -94,7 +94,7 @@ def ask(
             "max_steps": max_steps,
             "approve": approve,
             "tools": tools,
-            "notebook_path": notebook_path(context.shell.user_ns),
+            "notebook_path": notebook_file(context.shell.user_ns),
             "thinking_level": thinking,
             "attachments": urls,
         }

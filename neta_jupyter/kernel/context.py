@@ -32,6 +32,16 @@ def notebook_path(user_ns: dict[str, Any], environ: dict[str, str] | None = None
     return None
 
 
+def notebook_file(user_ns: dict[str, Any], environ: dict[str, str] | None = None) -> str | None:
+    """The notebook a run from this kernel is bound to, if the kernel is a notebook's.
+
+    A console's or a script's kernel has a session named after something else, which the server
+    would refuse as a ``notebookPath``.
+    """
+    path = notebook_path(user_ns, environ)
+    return path if path is not None and path.endswith(".ipynb") else None
+
+
 def default_approve(environ: dict[str, str] | None = None) -> str:
     """``ask`` unless ``NETA_APPROVE`` says ``auto`` or ``deny`` (headless notebook runs)."""
     value = (environ if environ is not None else os.environ).get("NETA_APPROVE", "ask")

@@ -21,7 +21,7 @@ from ..client import attachment_sources as attachments
 from ..providers.base import THINKING_LEVELS
 from ..runtime.requests import describe_validation
 from ..tools.introspection import describe_variables
-from .context import KernelContext, default_approve, notebook_path
+from .context import KernelContext, default_approve, notebook_file, notebook_path
 from .host import HostError
 
 HELP = """\
@@ -241,7 +241,7 @@ class NetaMagics(Magics):
             content=prompt,
             session_name=str(options.get("session") or ctx.session()),
             approve=options.get("approve") or default_approve(),
-            notebook_path=notebook_path(ctx.shell.user_ns),
+            notebook_path=notebook_file(ctx.shell.user_ns),
             kernel_variables=_variables_now(ctx.shell.user_ns),
         )
         try:

@@ -23,6 +23,7 @@ from ..events import (
 from ..providers.base import ToolCall
 from ..store import Entry, new_id
 from ..tools import Decision, RunSuspended, Tool, ToolContext, ToolError, decide
+from ..tools.files import rule_arguments
 from ..tools.registry import KernelBridge, RunNotebook
 from .background import LOST
 from .config import TOOL_FAILURE_REMINDER
@@ -244,10 +245,15 @@ class ToolStep:
         """None when the call may run; otherwise the denial or the suspension."""
         turn = self._turn
         session = await turn.records.get_session(turn.run.session_id)
+        try:
+            # A rule on a path holds whichever way the model spells it.
+            seen = await rule_arguments(turn.config.root_dir, arguments, tool.path_arguments)
+        except ToolError as exc:
+            return self._runner.fail_without_running(call, str(exc))
         decision = decide(
             turn.config.permission_rules,
             call.name,
-            arguments,
+            seen,
             readonly=tool.readonly,
             always_allowed=frozenset(session.always_allow if session else []),
         )

@@ -38,6 +38,7 @@ from .state import RunState, new_options
 from .steps import first_step
 from .subagents import Subagents
 from .takeover import Takeover
+from .targets import RunTargets
 from .tree import SessionTree, session_stream
 from .waiting import Waiting
 
@@ -70,6 +71,8 @@ class Runtime:
         self.kernels = kernels
         self.notebooks = notebooks
         """The run's notebook for the notebook tools (``None``: no server, no notebook tools)."""
+        self.targets: RunTargets | None = None
+        """Checks the notebook and kernel of a run request (``None``: the host has none)."""
         self.tree = SessionTree(store.records, store.events)
         """Every write to a session tree goes through it, so each is published."""
         self.log = logger or logging.getLogger("neta_jupyter")

@@ -43,6 +43,10 @@ __all__ = [
 ]
 
 
+_PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+"""No NUL or other control character: a name for the file system or the kernel manager."""
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
@@ -70,8 +74,13 @@ class RunRequest(_Body):
     tools: list[str] | None = None
     max_steps: int | None = Field(default=None, ge=1, le=200)
     approve: Literal["ask", "auto", "deny"] = "ask"
-    kernel_id: str | None = None
-    notebook_path: str | None = Field(default=None, max_length=4096)
+    kernel_id: str | None = Field(default=None, min_length=1, max_length=200, pattern=_PRINTABLE)
+    """A kernel of the server (the notebook's), whose kernel tools the run may use."""
+    notebook_path: str | None = Field(
+        default=None, min_length=1, max_length=4096, pattern=_PRINTABLE
+    )
+    """A notebook under the server root (relative, or absolute inside the root): the notebook
+    tools change it."""
     thinking_level: ThinkingLevel | None = None
     """Overrides the session's thinking level for this run."""
     kernel_variables: list[Annotated[str, Field(max_length=2000)]] | None = Field(
@@ -106,7 +115,9 @@ class RevertRequest(_Body):
     """
 
     edit_id: str | None = Field(default=None, min_length=1, max_length=200)
-    notebook_path: str | None = Field(default=None, min_length=1, max_length=4096)
+    notebook_path: str | None = Field(
+        default=None, min_length=1, max_length=4096, pattern=_PRINTABLE
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> RevertRequest:
@@ -194,6 +205,8 @@ def describe_validation(exc: ValidationError) -> str:
 
 async def start_run(runtime: Runtime, principal: str, body: RunRequest) -> Run:
     """Start a run from a validated request body (other servers learn where its kernel is)."""
+    if runtime.targets is not None:
+        await runtime.targets.check(principal, body.kernel_id, body.notebook_path)
     run = await runtime.start(principal, body.content, **body.start_options())
     await runtime.takeover.handoff.bound(run)
     return run

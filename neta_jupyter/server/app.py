@@ -33,6 +33,7 @@ from .principals import KernelOwners
 from .redaction import install_redaction
 from .sse import SessionStreamHandler, StreamHandler
 from .store_start import start_store, store_location
+from .targets import ServerTargets
 from .unavailable import UnavailableHandler
 from .webhooks import Webhooks, webhooks_of
 from .ws import RunSocket
@@ -215,6 +216,8 @@ class NetaApp(ExtensionApp, NetaSettings):
             logger=self.log,
             attachment_dir=Path(self.attachment_dir).expanduser() if self.attachment_dir else None,
         )
+        if self.serverapp is not None and self.notebooks is not None:
+            self.runtime.targets = ServerTargets(self.serverapp, self.notebooks, self.store.leases)
         self._host_kernels()
         self.crews = Crews(self.runtime)
         try:

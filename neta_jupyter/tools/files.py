@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
@@ -50,6 +50,35 @@ def resolve_inside(root: Path, path: str) -> Path:
             f"path {path!r} is outside the notebook root; only files under it can be read"
         )
     return candidate
+
+
+def rule_path(root: Path, path: str) -> str:
+    """``path`` as permission rules see it: resolved under ``root``, links followed.
+
+    Relative to the root, or absolute when it leads out of it: ``./secrets/k``,
+    ``notes/../secrets/k``, the absolute path and a link into ``secrets`` all read ``secrets/k``.
+    """
+    base = root.resolve()
+    try:
+        candidate = (base / path).resolve()
+    except (RuntimeError, ValueError, OSError):  # a link loop, a NUL: the tool refuses it
+        return path
+    if candidate == base:
+        return "."
+    if base in candidate.parents:
+        return candidate.relative_to(base).as_posix()
+    return candidate.as_posix()
+
+
+async def rule_arguments(
+    root: Path, arguments: dict[str, Any], names: tuple[str, ...]
+) -> dict[str, Any]:
+    """``arguments`` with the path arguments ``names`` as :func:`rule_path` has them."""
+    paths = {n: v for n in names if isinstance(v := arguments.get(n), str)}
+    if not paths:
+        return arguments
+    resolved = await _off_loop(lambda: {n: rule_path(root, v) for n, v in paths.items()}, "path")
+    return {**arguments, **resolved}
 
 
 async def _off_loop(function: Callable[[], _T], path: str) -> _T:
@@ -118,7 +147,7 @@ def _missing(root: Path, path: str, exc: OSError) -> ToolError:
     return ToolError(f"cannot read {path}: {exc.strerror or exc}")
 
 
-@tool(readonly=True)
+@tool(readonly=True, paths=("path",))
 async def read_file(
     ctx: ToolContext,
     path: Annotated[str, Field(description="file path relative to the notebook root")],
@@ -307,7 +336,7 @@ def _listing(root: Path, target: Path) -> list[str]:
     return lines or [EMPTY_FOLDER]
 
 
-@tool(readonly=True)
+@tool(readonly=True, paths=("path",))
 async def list_files(
     ctx: ToolContext,
     path: Annotated[str, Field(description="folder relative to the notebook root")] = ".",

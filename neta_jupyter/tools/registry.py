@@ -197,6 +197,8 @@ class Tool:
     """The MCP server offering it; ``None`` for neta's own tools."""
     mcp_tool: str | None = None
     """Its name on that server (the name the model sees may be cut to fit, see ``mcp.tools``)."""
+    path_arguments: tuple[str, ...] = ()
+    """Arguments that name a file under the root: permission rules match them resolved there."""
 
     @property
     def definition(self) -> ToolDefinition:
@@ -283,6 +285,7 @@ def tool(
     host: ToolHost = "server",
     starts_runs: bool = False,
     crew_only: bool = False,
+    paths: tuple[str, ...] = (),
 ) -> Callable[[ToolFunction], Tool]:
     """Make a :class:`Tool` of an ``async def f(ctx, …)``; its docstring is the description."""
 
@@ -298,6 +301,7 @@ def tool(
             starts_runs=starts_runs,
             scope_parameter=_scope_parameter(function),
             crew_only=crew_only,
+            path_arguments=paths,
         )
 
     return wrap

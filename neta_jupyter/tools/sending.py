@@ -20,7 +20,7 @@ MAX_SEND_BYTES = 50 * 1024 * 1024
 """Largest file the agent may send."""
 
 
-@tool(readonly=True)
+@tool(readonly=True, paths=("path",))
 async def send_file(
     ctx: ToolContext,
     path: Annotated[str, Field(description="file path relative to the notebook root")],
