@@ -15,5 +15,8 @@ echo "==> ruff and mypy"
 echo "==> JS: typecheck and unit tests"
 (cd js && npm run typecheck --silent && npm test --silent)
 
+echo "==> docs (Sphinx, warnings as errors)"
+bash scripts/docs.sh -q
+
 echo "==> Python tests"
 .venv/bin/python -m pytest -p no:cacheprovider "$@"
