@@ -58,6 +58,8 @@ class JupyterProcess:
         """``jupyter_server``, or ``jupyterlab`` for the full JupyterLab page."""
         self.args = list(args)
         """More command-line options of the server."""
+        self.env: dict[str, str] = {}
+        """More environment of the server (what a spawner would give it)."""
         self.workdir = workdir
         self.root = workdir / "root"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -95,6 +97,7 @@ class JupyterProcess:
         env["JUPYTER_RUNTIME_DIR"] = str(self.workdir / "runtime")
         # JupyterLab restores the notebooks a workspace had open: each server keeps its own.
         env["JUPYTERLAB_WORKSPACES_DIR"] = str(self.workdir / "workspaces")
+        env.update(self.env)
         self.proc = subprocess.Popen(
             [
                 sys.executable,

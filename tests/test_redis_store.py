@@ -289,40 +289,6 @@ async def test_a_terminal_status_releases_the_lease(url: str, client: Redis) -> 
     store.close()
 
 
-ACL_TEXT = (
-    "on >alice-pass-0123456789 resetkeys ~neta:{u:alice}:* ~neta:owners ~neta:users "
-    "resetchannels -@all +@read +@write +@stream +@hash +@sortedset +@set +@string +@scripting "
-    "+@connection +@transaction +info"
-)
-ACL = ACL_TEXT.split(" ")
-
-
-async def test_a_redis_user_limited_to_one_users_keys_runs_that_users_runs(
-    url: str, client: Redis
-) -> None:
-    """The per-user ACL the README gives: enough for a server of alice's, nothing of bob's."""
-    from tests.store_contract import delta
-
-    await client.execute_command("ACL", "SETUSER", "neta-u-alice", *ACL)
-    bob, _ = await lease_store(url)
-    await client.hset(UserKeys("bob").run("r_b"), mapping={"rec": "{}", "status": "running"})
-    await client.zadd(UserKeys("bob").running, {"r_b": 0})
-    await client.sadd("neta:users", "bob")
-    alice_url = url.replace("unix://", "unix://neta-u-alice:alice-pass-0123456789@")
-    store, backend = await lease_store(alice_url)
-    await store.start()
-    assert await store.acquire("r_1")
-    await store.events.open("r_1")
-    store.events.append_nowait(delta("r_1", "hello"))
-    await store.events.flush()
-    assert len(await store.events.read_after("r_1", -1)) == 1
-    assert await store.leases.expired() == [], "bob's runs are not hers to look at, nor to take"
-    with pytest.raises(redis.exceptions.NoPermissionError):
-        await backend._client.hgetall(UserKeys("bob").run("r_b"))
-    store.close()
-    bob.close()
-
-
 async def test_an_ended_runs_events_expire_and_a_live_or_waiting_runs_never(
     url: str, client: Redis
 ) -> None:

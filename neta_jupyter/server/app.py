@@ -77,6 +77,18 @@ class NetaApp(ExtensionApp, NetaSettings):
     def _store_url_from_environment(self) -> str:
         return os.environ.get("NETA_STORE_URL", "")
 
+    store_user = Unicode(
+        help="With runs in Redis: the one Jupyter user whose runs this server keeps (a "
+        "JupyterHub single-user server's user). The server then reads and writes only that "
+        "user's keys, neta:{u:<user>}:*, so a Redis user limited to them is enough, and it "
+        "refuses other users' requests (403 USER_NOT_SERVED). Empty: every user's runs, which "
+        "needs a Redis user that may read every key. Default: $NETA_STORE_USER.",
+    ).tag(config=True)
+
+    @default("store_user")
+    def _store_user_from_environment(self) -> str:
+        return os.environ.get("NETA_STORE_USER", "")
+
     heartbeat_interval = Float(15.0, help="Seconds between HEARTBEAT frames on idle streams.").tag(
         config=True
     )
@@ -192,6 +204,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             commit_interval=self.commit_interval,
             lease_ttl=self.lease_ttl,
             event_retention=self.event_retention,
+            store_user=self.store_user or None,
             logger=self.log,
         )
         # Before the start-up recovery, whose endings are delivered too.

@@ -13,9 +13,20 @@ import logging
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..store import StorageError, Store, finish_now, is_redis_url, masked_url, redis_of
+from ..store import (
+    StorageError,
+    StorageUnavailable,
+    Store,
+    finish_now,
+    is_redis_url,
+    masked_url,
+    redis_of,
+)
+
+if TYPE_CHECKING:
+    from ..store import RedisBackend
 
 SCHEMES = "redis://, rediss:// or unix://"
 
@@ -44,26 +55,32 @@ def start_store(
     except RuntimeError:
         loop = None
     if loop is None:
+        from redis.exceptions import RedisError  # present: the store was made with it
 
         async def both() -> int:
             await store.start()
-            return await recover()
+            try:
+                return await recover()
+            except RedisError as error:  # an answer of the store, not a fault of the server
+                raise StorageUnavailable(
+                    f"ending the runs a crash left running failed: {error}", reason=str(error)
+                ) from None
 
         return asyncio.get_event_loop_policy().get_event_loop().run_until_complete(both())
-    check_in_thread(redis.url, log)
+    check_in_thread(redis, log)
     task = loop.create_task(recover())
     task.add_done_callback(lambda done: _told(done, log))
     return 0
 
 
-def check_in_thread(url: str, log: logging.Logger) -> None:
-    """The start-up checks of the Redis at ``url``, on a connection and loop of their own."""
+def check_in_thread(backend: RedisBackend, log: logging.Logger) -> None:
+    """The start-up checks of ``backend``'s Redis, on a connection and loop of their own."""
     from ..store.redis_backend import RedisBackend  # present: the store was made with it
 
     failure: list[BaseException] = []
 
     def check() -> None:
-        probe = RedisBackend(url, logger=log)
+        probe = RedisBackend(backend.url, user=backend.user, logger=log)
         try:
             asyncio.run(probe.start())
         except BaseException as error:  # handed to the caller's thread

@@ -68,9 +68,14 @@ class Store:
         commit_interval: float = 0.002,
         lease_ttl: float = 15.0,
         event_retention: float = 0,
+        store_user: str | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
-        """``event_retention``: seconds a finished run's events are kept (0: forever)."""
+        """Open the store at ``where``.
+
+        ``event_retention``: seconds a finished run's events are kept (0: forever);
+        ``store_user``: with Redis, the one user whose runs (and keys) this store keeps.
+        """
         secret = None
         if isinstance(where, str) and is_redis_url(where):
             secret = url_password(where)
@@ -79,6 +84,7 @@ class Store:
                 commit_interval=commit_interval,
                 lease_ttl=lease_ttl,
                 event_retention=event_retention,
+                user=store_user,
                 logger=logger,
             )
         elif isinstance(where, str | Path):

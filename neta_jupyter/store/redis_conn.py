@@ -1,9 +1,15 @@
 """Reaching a Redis store: its URL (with the password kept out of sight), its keys, its checks.
 
 Every key of a user shares one hash tag, ``{u:<principal>}``, so a user's events and records sit
-in one slot and one script can change them together, on one Redis or a Redis Cluster. The one
-key outside a user's slot, ``neta:owners``, says which user an id (a run, a session, an entry,
-an input, an attachment's path) belongs to: callers name records by id alone.
+in one slot and one script can change them together, on one Redis or a Redis Cluster. Callers
+name records by id alone, so an index says which user an id (a run, a session, an entry, an
+input, an attachment's path) belongs to:
+
+* a server that keeps the runs of one user only (``c.NetaApp.store_user``, a JupyterHub
+  single-user server) keeps that index among the user's own keys (:attr:`UserKeys.owners`) and
+  touches no other key, so a Redis user limited to ``neta:{u:<user>}:*`` is all it needs;
+* servers that keep everyone's runs share one index, ``neta:owners``, and ``neta:users``, the set
+  of users (one Redis user for the whole deployment).
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from .health import StorageError
 
 OWNERS = "neta:owners"
-"""Hash: ``r:<rid>``, ``s:<sid>``, ``e:<eid>``, ``i:<input_id>``, ``a:<path>`` → the principal
-(for entries and inputs ``<principal> <sid or rid>``)."""
+"""Hash shared by every user: ``<rid>``, ``<sid>``, ``e:<eid>``, ``i:<input_id>``, ``a:<path>``,
+``ed:<edit_id>`` → the principal (for entries ``<principal> <sid>``). Only where one Redis user
+serves everyone."""
 USERS = "neta:users"
-"""Set of the principals that have records (to list every user's runs)."""
+"""Set of the principals that have records (to list every user's runs); shared like
+:data:`OWNERS`."""
 NOBODY = "_"
 """The principal of a stream no record claims (a stream appended before any run names it)."""
 
@@ -44,6 +52,11 @@ class UserKeys:
     def prefix(self) -> str:
         """What every key of this user starts with (its hash tag)."""
         return f"neta:{{u:{user_tag(self.principal)}}}:"
+
+    @property
+    def owners(self) -> str:
+        """The user's own index of ids, as :data:`OWNERS` (a server that keeps one user's runs)."""
+        return f"{self.prefix}owners"
 
     def stream(self, stream: str) -> str:
         """A run's (or a session's) events: entry id ``0-(seq+1)``."""
@@ -152,6 +165,23 @@ class StoreMisconfigured(StorageError):
 
     status = 503
     code = "STORAGE_MISCONFIGURED"
+
+
+class UserNotServed(StorageError):
+    """A request of another user reached a server that keeps one user's runs only."""
+
+    status = 403
+    code = "USER_NOT_SERVED"
+
+
+def served(only: str | None, principal: str) -> UserKeys:
+    """The keys of ``principal``; refused when the server keeps only ``only``'s runs."""
+    if only is not None and principal != only:
+        raise UserNotServed(
+            f"this server keeps the runs of {only!r} only (c.NetaApp.store_user): runs of "
+            f"{principal!r} are kept by their own server"
+        )
+    return UserKeys(principal)
 
 
 DURABILITY = {"always": "aof-always", "everysec": "aof-everysec"}

@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from redis.exceptions import NoPermissionError, RedisError
+from redis.exceptions import RedisError
 
-from .redis_conn import USERS, UserKeys
+from .redis_conn import UserKeys
 from .redis_log import RedisEvents
 
 ACQUIRE = """
@@ -138,12 +138,9 @@ class RedisLeases(RedisEvents):
     async def expired(self) -> list[str]:
         """Runs left running by a server whose lease on them expired."""
         found: list[str] = []
-        for principal in sorted(await self._client.smembers(USERS)):
+        for principal in await self.users():
             user = UserKeys(principal)
-            try:
-                rids = await self._client.zrange(user.running, 0, -1)
-            except NoPermissionError:
-                continue  # a Redis user of one user's own: the others are not ours
+            rids = await self._client.zrange(user.running, 0, -1)
             if not rids:
                 continue
             pipe = self._client.pipeline(transaction=False)

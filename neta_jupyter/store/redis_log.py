@@ -22,7 +22,7 @@ from redis.exceptions import NoScriptError, RedisError
 from .backlog import Backlog
 from .contract import DurableListener, EventRow, HealthListener
 from .health import Episode, StorageUnavailable
-from .redis_conn import NOBODY, OWNERS, UserKeys
+from .redis_conn import NOBODY, OWNERS, USERS, UserKeys
 from .redis_scripts import (
     APPEND,
     CHUNK,
@@ -61,10 +61,19 @@ class RedisEvents:
     """:class:`~neta_jupyter.store.contract.EventBackend` on Redis streams."""
 
     def __init__(
-        self, client: Redis, logger: logging.Logger | None = None, *, commit_interval: float = 0
+        self,
+        client: Redis,
+        logger: logging.Logger | None = None,
+        *,
+        commit_interval: float = 0,
+        user: str | None = None,
     ) -> None:
         # redis-py types every reply as bytes | str; this client always decodes them to str.
         self._client: Any = client
+        self.user = user
+        """The one user whose runs this process keeps (None: every user's)."""
+        self.index = OWNERS if user is None else UserKeys(user).owners
+        """The hash that says whose each id is: the user's own, or the one every user shares."""
         self._interval = commit_interval
         self.log = logger or logging.getLogger("neta_jupyter")
         self._sha: str | None = None
@@ -133,6 +142,8 @@ class RedisEvents:
     async def owner(self, stream: str) -> str:
         """The principal whose keys hold ``stream``."""
         found = self._owner.get(stream)
+        if found is None and self.user is not None:
+            return self.user  # everything this process touches is its user's
         if found is None:
             found = await self._client.hget(OWNERS, stream)
             # Not claimed by a record: its events are nobody's (a record made later still claims
@@ -144,6 +155,16 @@ class RedisEvents:
     async def keys(self, stream: str) -> UserKeys:
         """The keys of the user whose ``stream`` is."""
         return UserKeys(await self.owner(stream))
+
+    def _owner_now(self, stream: str) -> UserKeys:
+        """The keys of ``stream`` as far as this process knows them (no read)."""
+        return UserKeys(self._owner.get(stream, self.user or NOBODY))
+
+    async def users(self) -> list[str]:
+        """Whose runs this process keeps: its one user's, or those of every user with records."""
+        if self.user is not None:
+            return [self.user]
+        return sorted(await self._client.smembers(USERS))
 
     # --- reading
 
@@ -420,12 +441,12 @@ class RedisEvents:
         for stream, rows in self._pending.items():
             if stream in self._fenced:
                 continue
-            keys = script_keys(UserKeys(self._owner.get(stream, NOBODY)), stream)
+            keys = script_keys(self._owner_now(stream), stream)
             update = last_update.pop(stream, None)
             args = append_args(self.token(stream), rows, update, self.lease_ms, self.keep_s)
             calls.append((keys, args))
         for rid, update in last_update.items():
-            keys = script_keys(UserKeys(self._owner.get(rid, NOBODY)), rid)
+            keys = script_keys(self._owner_now(rid), rid)
             args = append_args(self.token(rid), [], update, self.lease_ms, self.keep_s)
             calls.append((keys, args))
         return calls

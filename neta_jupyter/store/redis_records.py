@@ -26,7 +26,7 @@ from .records import (
     SessionRecord,
     run_matches,
 )
-from .redis_conn import NOBODY, OWNERS, USERS, UserKeys
+from .redis_conn import NOBODY, USERS, UserKeys, served
 from .redis_log import RedisEvents
 from .redis_scripts import UPDATE_RUN, RunUpdate, script_keys
 
@@ -91,23 +91,32 @@ class RedisRecords:
 
     async def _user(self, field: str) -> tuple[str, str]:
         """``(principal, rest)`` of what the owners' hash says of ``field``."""
-        found = await self._client.hget(OWNERS, field)
-        principal, _, rest = (found or NOBODY).partition(" ")
+        found = await self._client.hget(self._events.index, field)
+        principal, _, rest = (found or self._events.user or NOBODY).partition(" ")
         return principal, rest
+
+    def _served(self, principal: str) -> UserKeys:
+        """The keys of ``principal``, whose records this server may keep."""
+        return served(self._events.user, principal)
+
+    async def _claim(self, client: Any, principal: str, owned: dict[str, str]) -> None:
+        """Say whose the ids are (and, where users share the index, that the user exists)."""
+        await client.hset(self._events.index, mapping=owned)
+        if self._events.user is None:
+            await client.sadd(USERS, principal)
 
     # --- runs
 
     async def insert_run(self, run: RunRecord) -> None:
         """Store a new run (first whose it is, then the run)."""
-        user = UserKeys(run.principal)
+        user = self._served(run.principal)
         fixed = dataclasses.asdict(run)
         for name in ("request_id", "status", "state"):
             del fixed[name]
         self._events.remember(run.request_id, run.principal)
 
         async def write(client: Any) -> None:
-            await client.hset(OWNERS, run.request_id, run.principal)
-            await client.sadd(USERS, run.principal)
+            await self._claim(client, run.principal, {run.request_id: run.principal})
             pipe = client.pipeline(transaction=True)
             pipe.hset(
                 user.run(run.request_id),
@@ -166,7 +175,9 @@ class RedisRecords:
             status=status,
             parent_request_id=parent_request_id,
         )
-        users = [principal] if principal is not None else sorted(await self._client.smembers(USERS))
+        users = [principal] if principal is not None else await self._events.users()
+        if self._events.user is not None and principal not in (None, self._events.user):
+            return []  # another user's runs are not kept here
         runs: list[RunRecord] = []
         for who in users:
             runs += await self._newest(UserKeys(who), limit, filters)
@@ -207,13 +218,12 @@ class RedisRecords:
 
     async def insert_session(self, session: SessionRecord) -> SessionRecord:
         """Store ``session``, unless its principal has one of that name: then that one."""
-        user = UserKeys(session.principal)
+        user = self._served(session.principal)
         fields = {name: dumps(getattr(session, name)) for name in SESSION_FIELDS}
         flat = [part for pair in fields.items() for part in pair]
 
         async def write(client: Any) -> str:
-            await client.hset(OWNERS, session.session_id, session.principal)
-            await client.sadd(USERS, session.principal)
+            await self._claim(client, session.principal, {session.session_id: session.principal})
             keys = [user.session_names, user.session(session.session_id), user.sessions]
             args: list[str | float] = [session.name, session.session_id, session.created, *flat]
             return str(await self._create_session(keys=keys, args=args, client=client))
@@ -231,6 +241,8 @@ class RedisRecords:
 
     async def find_sessions(self, principal: str) -> list[SessionRecord]:
         """The principal's sessions, newest first."""
+        if self._events.user not in (None, principal):
+            return []  # another user's sessions are not kept here
         user = UserKeys(principal)
         found = []
         for sid in await self._client.zrevrange(user.sessions, 0, -1):
@@ -281,7 +293,7 @@ class RedisRecords:
         texts = {e.entry_id: dumps(dataclasses.asdict(e)) for e in entries}
 
         async def write(client: Any) -> None:
-            await client.hset(OWNERS, mapping=owned)
+            await client.hset(self._events.index, mapping=owned)
             pipe = client.pipeline(transaction=True)
             pipe.hset(user.entries(session_id), mapping=texts)
             pipe.rpush(user.entry_order(session_id), *texts)
@@ -330,7 +342,7 @@ class RedisRecords:
         user = await self._events.keys(request_id)
 
         async def write(client: Any) -> None:
-            await client.hset(OWNERS, f"i:{input_id}", user.principal)
+            await client.hset(self._events.index, f"i:{input_id}", user.principal)
             pipe = client.pipeline(transaction=True)
             pipe.hset(user.inputs, input_id, dumps([request_id, content, False]))
             pipe.rpush(user.run_inputs(request_id), input_id)
@@ -367,11 +379,11 @@ class RedisRecords:
 
     async def put_attachment(self, record: AttachmentRecord) -> None:
         """Store an attachment's record (replacing one at the same virtual path)."""
-        user = UserKeys(record.principal)
+        user = self._served(record.principal)
         text = dumps(dataclasses.asdict(record))
 
         async def write(client: Any) -> None:
-            await client.hset(OWNERS, f"a:{record.virtual_path}", record.principal)
+            await client.hset(self._events.index, f"a:{record.virtual_path}", record.principal)
             await client.hset(user.attachments, record.virtual_path, text)
 
         await self._events.now(write)
@@ -389,7 +401,7 @@ class RedisRecords:
         user = UserKeys((await self._user(request_id))[0])
 
         async def write(client: Any) -> None:
-            await client.hset(OWNERS, f"ed:{edit_id}", user.principal)
+            await client.hset(self._events.index, f"ed:{edit_id}", user.principal)
             if await client.hsetnx(user.notebook_edits, edit_id, dumps(body)):
                 await client.rpush(user.run_edits(request_id), edit_id)
             else:
