@@ -2,7 +2,7 @@
 
 Its tools: a read-only lookup, a note writer that changes things, one that fails, one that shows
 the token it was given (to prove it is redacted), an image, a structured result, a binary
-resource, and two whose names are too long for a model. ``--delay SECONDS`` makes it wait that
+resource, a result or stderr as large as asked, and two whose names are too long for a model. ``--delay SECONDS`` makes it wait that
 long before it answers at all (a slow start); ``PID_FILE`` in its environment names a file it
 writes its process id to.
 """
@@ -103,6 +103,22 @@ def export(name: str) -> EmbeddedResource:
     blob = base64.b64encode(b"region,rain\nnorth,12\n").decode()
     contents = BlobResourceContents(uri=f"file:///reports/{name}", mime_type="text/csv", blob=blob)
     return EmbeddedResource(type="resource", resource=contents)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def dump(chars: int) -> str:
+    """A result of ``chars`` characters, in one line of the protocol."""
+    return "x" * chars
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def shout(lines: int, width: int) -> str:
+    """Write ``lines`` lines of ``width`` characters to stderr."""
+    row = "e" * width + "\n"
+    for _ in range(lines):
+        sys.stderr.write(row)
+    sys.stderr.flush()
+    return f"wrote {lines * len(row)} characters to stderr"
 
 
 LONG = "summarise_the_quarterly_revenue_of_every_region_by_product_line"

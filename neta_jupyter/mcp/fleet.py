@@ -17,6 +17,7 @@ from ..events.redact import Redactor
 from ..tools import ToolRegistry
 from ..tools.registry import ProcessSink
 from .config import Entries, configured
+from .relay import DEFAULT_MAX_RESULT_BYTES
 from .servers import McpServer
 from .starts import watch_start
 
@@ -32,6 +33,7 @@ class McpServers:
         logger: logging.Logger,
         start_timeout: float = 30.0,
         call_timeout: float | None = None,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         problems: list[str] | None = None,
     ) -> None:
         self.servers = [
@@ -41,6 +43,7 @@ class McpServers:
                 logger=logger,
                 start_timeout=start_timeout,
                 call_timeout=call_timeout,
+                max_result_bytes=max_result_bytes,
                 on_ready=self._register,
             )
             for e in entries.servers
@@ -96,6 +99,7 @@ def build(
     logger: logging.Logger,
     start_timeout: float,
     call_timeout: float | None,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> McpServers:
     """The servers of ``mcp.json`` in ``config_dir`` and ``traits``, their secrets registered.
 
@@ -110,6 +114,7 @@ def build(
         logger=logger,
         start_timeout=start_timeout,
         call_timeout=call_timeout,
+        max_result_bytes=max_result_bytes,
         problems=problems,
     )
 

@@ -12,6 +12,7 @@ from typing import Any
 from mcp import types
 
 from ..tools import ToolError, ToolFile, ToolResult
+from ..tools.filenames import safe_name
 
 
 def tool_result(remote: str, result: types.CallToolResult) -> ToolResult:
@@ -60,7 +61,7 @@ def _resource(
     if isinstance(resource, types.TextResourceContents):
         return f"[resource {uri}]\n{resource.text}"
     mime = resource.mime_type or "application/octet-stream"
-    stem = PurePosixPath(uri.split("?", 1)[0]).name or f"{remote}-{index}"
+    stem = safe_name(PurePosixPath(uri.split("?", 1)[0]).name, f"{remote}-{index}")
     name = stem if "." in stem else f"{stem}{_extension(mime)}"
     out.files.append(ToolFile(name, _decode(resource.blob), mime))
     return f"[resource {uri}: attached as {name}]"

@@ -21,13 +21,14 @@ from typing import Any, Literal
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client, types
+from mcp import ClientSession, MCPError, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from ..tools import ToolContext, ToolError, ToolResult
 from .config import HttpServer, ServerEntry, ServerSpec
 from .http import watched_client
+from .relay import DEFAULT_MAX_RESULT_BYTES, relayed
 from .results import tool_result
 from .starts import watch_start
 from .stderr import StderrLog
@@ -47,6 +48,7 @@ class McpServer:
         logger: logging.Logger,
         start_timeout: float,
         call_timeout: float | None,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         on_ready: Callable[[McpServer], None] = lambda server: None,
     ) -> None:
         self.entry = entry
@@ -63,6 +65,7 @@ class McpServer:
         self._log = logger
         self.start_timeout = (spec.start_timeout if spec else None) or start_timeout
         self._call_timeout = (spec.timeout if spec else None) or call_timeout
+        self.max_result_bytes = max_result_bytes
         self._on_ready = on_ready
         self._session: ClientSession | None = None
         self._gone = asyncio.Event()
@@ -199,9 +202,7 @@ class McpServer:
             )
             return streams
         assert spec is not None
-        params = StdioServerParameters(
-            command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=spec.cwd
-        )
+        params = relayed(spec, self.max_result_bytes)
         errlog = stack.enter_context(StderrLog(self.name, self._log, self._redact))
         streams = await stack.enter_async_context(stdio_client(params, errlog=errlog.file))
         errlog.started()

@@ -25,6 +25,7 @@ from ..events.redact import Redactor
 from ..providers.base import Image
 from ..providers.images import ImageLimits, fit, labelled
 from ..store import AttachmentRecord, RecordStore, new_id
+from ..tools.filenames import safe_name
 from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .errors import BadRunRequest, RunApiError, RunNotFound
@@ -80,11 +81,6 @@ class ImportFailed(Exception):
         super().__init__(f"could not import the attachment {url}: {why}")
         self.transient = transient
         """A retry may succeed (the server failed, or did not answer in time)."""
-
-
-def safe_name(name: str) -> str:
-    """A file name without folders."""
-    return Path(name.replace("\\", "/")).name.strip() or "file"
 
 
 def guess_type(name: str) -> str:

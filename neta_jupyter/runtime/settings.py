@@ -19,6 +19,7 @@ from traitlets import Dict, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from ..mcp import build as mcp_build
+from ..mcp.relay import DEFAULT_MAX_RESULT_BYTES
 from ..providers import ModelRegistry
 from ..providers.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE
 from ..store import Store
@@ -132,6 +133,11 @@ class NetaSettings(Configurable):
     mcp_call_timeout = Float(
         600.0, help="Seconds one MCP tool call may take (a server's 'timeout' overrides it)."
     ).tag(config=True)
+    mcp_max_result_bytes = Int(
+        DEFAULT_MAX_RESULT_BYTES,
+        help="Largest message a stdio MCP server may send (a tool's result, images included, "
+        "base64-encoded); a larger result fails the call (TOOL_FAILED) without being read.",
+    ).tag(config=True)
 
     def runtime_config(self, *, root_dir: Path, data_dir: Path) -> RuntimeConfig:
         """The settings as the runtime takes them, for runs reading files under ``root_dir``."""
@@ -207,6 +213,7 @@ def build_runtime(
         logger=runtime.log,
         start_timeout=settings.mcp_start_timeout,
         call_timeout=settings.mcp_call_timeout,
+        max_result_bytes=settings.mcp_max_result_bytes,
     ).attach(tools)
     return runtime
 

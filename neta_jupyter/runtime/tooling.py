@@ -15,6 +15,7 @@ from ..events import AttachmentData, EventType, ToolData
 from ..providers.base import ToolCall, ToolDefinition
 from ..store import AttachmentRecord, RecordStore, new_id
 from ..tools import RunSuspended, Tool, ToolContext, ToolError, ToolFile, ToolResult
+from ..tools.filenames import safe_name
 from ..tools.registry import json_arguments
 from .attachments import attachment_data
 from .emitter import RunEmitter
@@ -259,23 +260,27 @@ class ToolRunner:
 
     async def _store_file(self, file: ToolFile, call_id: str) -> tuple[AttachmentRecord, str]:
         run = self._run
-        safe_name = Path(file.name).name or "file"
-        virtual_path = f"{run.session_id}/{run.request_id}/{safe_name}"
+        name = safe_name(file.name, f"{call_id}-file")
+        virtual_path = f"{run.session_id}/{run.request_id}/{name}"
         existing = await self._records.get_attachment(virtual_path)
         attachment_id = existing.attachment_id if existing else new_id("att")
-        disk = self._attachments_dir / run.session_id / run.request_id / safe_name
-        disk.parent.mkdir(parents=True, exist_ok=True)
+        disk = self._attachments_dir / run.session_id / run.request_id / name
         # Files are downloaded as they are: secrets are cut from them like from every event.
         content = self._emitter.redactor.data(file.content)
-        disk.write_bytes(content)
+
+        def write() -> None:
+            disk.parent.mkdir(parents=True, exist_ok=True)
+            disk.write_bytes(content)
+
+        await asyncio.to_thread(write)
         record = AttachmentRecord(
             attachment_id,
             run.principal,
             run.session_id,
             run.request_id,
             virtual_path,
-            safe_name,
-            file.content_type or _guess_type(safe_name),
+            name,
+            file.content_type or _guess_type(name),
             len(content),
             str(disk),
         )
