@@ -30,6 +30,7 @@ SEE_ALSO = {
     "image_max_bytes": "../models.md#pictures-and-models",
     "image_hosts": "../security.md#what-model-output-can-do-in-the-page",
     "store_url": "../deployment.md#storing-runs-in-redis",
+    "store_user": "../deployment.md#jupyterhub",
     "lease_ttl": "../deployment.md#running-on-several-servers",
     "sweep_interval": "../deployment.md#running-on-several-servers",
     "handoff_timeout": "../deployment.md#running-on-several-servers",
