@@ -76,7 +76,7 @@ def test_quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "python" in computed and "391" in computed
     assert "17*23" in computed or "17 * 23" in computed
     _, status = cell_output(nb, "%neta status")
-    assert "completed" in status
+    assert "17*23" in status, "the status of the latest run: the computation"
     _, help_text = cell_output(nb, "%neta help")
     assert "%neta stop" in help_text
 

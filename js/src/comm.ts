@@ -55,7 +55,7 @@ export type TraitName = keyof WidgetTraits;
 export const KERNEL_MESSAGE_KINDS = ["events", "error"] as const;
 export const VIEW_MESSAGE_KINDS = ["replay", "unsubscribe", "action"] as const;
 export const ACTION_NAMES = ["resume", "terminate", "suspend", "retry", "input"] as const;
-export const TRAIT_NAMES = ["request_id", "mode", "prompt", "snapshot"] as const;
+export const TRAIT_NAMES = ["request_id", "mode", "prompt", "snapshot", "waiting"] as const;
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
 // Each fails to compile when the schema gains or loses a kind and the list here does not follow.

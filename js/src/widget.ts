@@ -13,6 +13,7 @@ import type { TraitName, WidgetTraits } from "./comm";
 import { childLifetime, onAbort } from "./lifetime";
 import { Connections, remember, send, showRun, startState } from "./live-run";
 import { browserNotifications, labToast, liveEnd, tell, type NotifyEnv } from "./notify";
+import { QueuedLine } from "./queued";
 import { reduceAll } from "./reducer";
 import { SnapshotWriter, stateFromSnapshot } from "./snapshot";
 import { hasEnded, type RunState } from "./state";
@@ -101,6 +102,10 @@ class RunWidget {
     onAbort(lifetime, () => this.snapshots.dispose());
     listen(model, "change:request_id", () => this.restart(), lifetime);
     listen(model, "change:prompt", () => this.view.setPrompt(stringTrait(model, "prompt")), lifetime);
+    const queued = new QueuedLine(el.ownerDocument);
+    this.view.root.append(queued.element);
+    queued.show(text(model.get("waiting")));
+    listen(model, "change:waiting", () => queued.show(text(model.get("waiting"))), lifetime);
     this.connect();
   }
 

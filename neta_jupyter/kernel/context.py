@@ -15,6 +15,7 @@ from ..client import RunRequest
 from .discovery import find_server, kernel_id
 from .handle import RunHandle
 from .host import Host
+from .queue import Turn
 
 DEFAULT_SESSION = "default"
 
@@ -77,8 +78,8 @@ class KernelContext:
     last: RunHandle | None = None
     launched: list[RunHandle] = field(default_factory=list)
     """Every run started here, in order (started or still queued)."""
-    by_session: dict[str, RunHandle] = field(default_factory=dict)
-    """The latest handle of each conversation, so the next prompt can queue behind it."""
+    by_session: dict[str, Turn] = field(default_factory=dict)
+    """The latest turn of each conversation (a run, an undo), so the next can queue behind it."""
     last_crew: Any = None
     """The latest crew started here (a :class:`~neta_jupyter.kernel.crew.CrewHandle`)."""
     _host: Host | None = None
@@ -127,15 +128,18 @@ class KernelContext:
         handle = RunHandle(
             self.host, options.content, options=options, on_start=self.remember, files=files
         )
-        session = options.session_name or ""
-        previous = self.by_session.get(session)
-        if previous is not None and not previous.at_rest:
-            handle.after = previous
-        self.by_session[session] = handle
+        self.enqueue(options.session_name or "", handle)
         self.launched.append(handle)
         self.last = handle
         self._go(handle, display)
         return handle
+
+    def enqueue(self, session: str, turn: Turn) -> None:
+        """``turn`` goes after what the conversation has not finished yet (see :mod:`.queue`)."""
+        previous = self.by_session.get(session)
+        if previous is not None and not previous.finished:
+            turn.after = previous
+        self.by_session[session] = turn
 
     def attach(self, request_id: str, prompt: str, *, display: bool = True) -> RunHandle:
         """A handle following an existing run."""

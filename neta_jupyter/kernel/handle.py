@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from pathlib import Path
 from typing import Any, assert_never
@@ -26,6 +25,8 @@ from ..widgets.comm import (
 )
 from ..widgets.transcript import RunDigest, render_markdown, render_text
 from .host import Host, HostError
+from .queue import QUEUE_POLL, Turn, holding_reason, unfinished_ahead, waiting_text
+from .tasks import in_latest_request, spawn
 
 _FOLLOW_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds between polls of a run at rest that may continue (suspended, retryable)."""
@@ -33,34 +34,6 @@ _FOLLOW_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 KERNEL_TOOLS = frozenset({"python", "list_variables", "inspect_variable"})
 KERNEL_GRACE = 1.0
 """Seconds a server-hosted kernel tool may wait on this kernel before ``wait()`` gives up."""
-
-_background: set[asyncio.Task[Any]] = set()
-
-
-def in_latest_request(action: Callable[[], None]) -> None:
-    """Run ``action`` as part of the kernel's latest request rather than the task's own cell.
-
-    A background task keeps the parent header of the cell that created it, and IOPub messages
-    of a finished cell reach no one: nbclient, for one, reads only the running cell's messages
-    (and applies display updates from it to any cell). So the outcome of a run is published as
-    part of whatever request came last, which may be the cell awaiting the run.
-    """
-    from IPython.core.getipython import get_ipython
-
-    shell: Any = get_ipython()  # type: ignore[no-untyped-call]
-    kernel = getattr(shell, "kernel", None)
-    # ipykernel keeps the context of its latest shell request; there is no public accessor.
-    latest_context = getattr(kernel, "_shell_context", None)
-    latest = getattr(shell, "parent_header", None)
-    if not isinstance(latest_context, contextvars.Context) or not latest:
-        action()
-        return
-
-    def adopt_and_act() -> None:
-        shell.set_parent(latest)  # the display publisher's parent, in this context only
-        action()
-
-    latest_context.copy().run(adopt_and_act)
 
 
 class RunNeedsKernel(RuntimeError):
@@ -76,15 +49,7 @@ class RunNeedsKernel(RuntimeError):
         self.tool_name = tool_name
 
 
-def spawn(coroutine: Any, name: str) -> asyncio.Task[Any]:
-    """A task on the running loop that is kept alive until it ends."""
-    task = asyncio.get_running_loop().create_task(coroutine, name=name)
-    _background.add(task)
-    task.add_done_callback(_background.discard)
-    return task
-
-
-class RunHandle:
+class RunHandle(Turn):
     """One run: ``request_id``, ``events``, ``text``, ``status``, ``usage``; await it to wait."""
 
     def __init__(
@@ -97,6 +62,7 @@ class RunHandle:
         on_start: Callable[[RunHandle], None] | None = None,
         files: Sequence[Path] = (),
     ) -> None:
+        super().__init__()
         self.host = host
         self.prompt = prompt
         self.options = options
@@ -116,9 +82,7 @@ class RunHandle:
         self._kernel_calls: dict[str, str] = {}
         self._task: asyncio.Task[Any] | None = None
         self._on_start = on_start
-        self.after: RunHandle | None = None
-        """An earlier run of the same conversation that must come to rest before this one starts
-        (a session runs one prompt at a time; "Run All" queues them instead of refusing)."""
+        self._waiting = ""
 
     # --- what the user reads
 
@@ -129,8 +93,16 @@ class RunHandle:
 
     @property
     def status(self) -> str:
-        """``starting``, ``running``, ``suspended``, ``completed`` or ``failed``."""
-        return self.digest.status
+        """``queued``, ``starting``, ``running``, ``suspended``, ``completed`` or ``failed``.
+
+        ``queued``: an earlier prompt of its conversation has not finished yet.
+        """
+        return "queued" if self.queued else self.digest.status
+
+    @property
+    def queued(self) -> bool:
+        """Not started: it waits for an earlier prompt of its conversation to finish."""
+        return self.request_id is None and self.start_error is None and bool(unfinished_ahead(self))
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -148,17 +120,36 @@ class RunHandle:
         return self.digest.pending_ask
 
     @property
+    def waiting(self) -> str:
+        """What the run waits for before it starts (an earlier prompt of its conversation)."""
+        return self._waiting
+
+    @waiting.setter
+    def waiting(self, text: str) -> None:
+        self._waiting = text
+        if self.widget is not None:
+            self.widget.waiting = text
+
+    def holding(self) -> str | None:
+        """What the user must do before this run goes on (None while it works)."""
+        if self.status != "suspended":
+            return None
+        return holding_reason(self.digest.suspend_type)
+
+    @property
     def at_rest(self) -> bool:
         """Completed, failed or waiting for the user: nothing happens until someone acts."""
         return self._rest.is_set()
 
     def markdown(self) -> str:
         """The static transcript (markdown in which nothing from the run can run or load)."""
-        return render_markdown(self.prompt, self.digest)
+        shown = render_markdown(self.prompt, self.digest)
+        return f"{shown}\n\n*{self._waiting}*" if self._waiting else shown
 
     def plain_transcript(self) -> str:
         """The static transcript as plain text."""
-        return render_text(self.prompt, self.digest)
+        shown = render_text(self.prompt, self.digest)
+        return f"{shown}\n{self._waiting}" if self._waiting else shown
 
     def _repr_markdown_(self) -> str:
         return self.markdown()
@@ -171,7 +162,9 @@ class RunHandle:
     def begin(self) -> asyncio.Task[Any]:
         """Start (or attach) and follow, in the background on the running loop."""
         if self._task is None:
-            queued = self.after is not None and not self.after.at_rest
+            queued = self.after is not None and not self.after.finished
+            if queued:
+                self.waiting = waiting_text(self)
             if self.request_id is None and self.options is not None and not queued:
                 try:
                     started = self.host.start_now(self.options, self.files)
@@ -186,28 +179,56 @@ class RunHandle:
     async def wait(self, timeout: float | None = None) -> RunHandle:
         """Until the run is at rest: completed, failed, or waiting for the user.
 
+        Also when it is queued behind an earlier prompt that waits for the user (its status is
+        then ``queued``): nothing happens until someone acts.
+
         Raises :class:`TimeoutError` after ``timeout`` seconds, and :class:`RunNeedsKernel` when
-        a server-hosted run waits for this kernel, which the awaiting cell keeps busy.
+        a server-hosted run (this one, or one it is queued behind) waits for this kernel, which
+        the awaiting cell keeps busy.
         """
         if self._task is None:
             self.begin()
         async with asyncio.timeout(timeout):
             blocked_since: float | None = None
-            while not self._rest.is_set():
+            while not self._rest.is_set() and not self._held_by_the_user():
                 now = asyncio.get_running_loop().time()
-                if self.host.mode == "server" and self._kernel_calls:
+                if (tool := self._kernel_tool_waiting()) is not None:
                     blocked_since = blocked_since if blocked_since is not None else now
                     if now - blocked_since >= KERNEL_GRACE:
-                        raise RunNeedsKernel(sorted(self._kernel_calls.values())[0])
+                        raise RunNeedsKernel(tool)
                 else:
                     blocked_since = None
                 self._changed.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), KERNEL_GRACE / 4)
+                await self._until_changed(KERNEL_GRACE / 4)
         # Once more as part of the awaiting cell: a headless client (nbclient) may have moved
         # on from the cell that started the run before the run ended.
         self._refresh_output()
         return self
+
+    async def _until_changed(self, timeout: float) -> None:
+        """Until this run changes, or (queued) the run it waits for comes to rest."""
+        ahead = unfinished_ahead(self) if self.request_id is None else []
+        first = ahead[-1] if ahead and isinstance(ahead[-1], RunHandle) else None
+        events = [self._changed] if first is None else [self._changed, first._rest]
+        waits = [asyncio.ensure_future(e.wait()) for e in events]
+        try:
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+
+    def _held_by_the_user(self) -> bool:
+        """Queued behind a run that waits for the user: nothing happens until someone acts."""
+        ahead = unfinished_ahead(self) if self.request_id is None else []
+        return bool(ahead) and ahead[-1].holding() is not None
+
+    def _kernel_tool_waiting(self) -> str | None:
+        """A kernel tool that this run, or a run it is queued behind, waits to run here."""
+        if self.host.mode != "server":
+            return None
+        runs = [self, *unfinished_ahead(self)] if self.request_id is None else [self]
+        tools = [t for r in runs if isinstance(r, RunHandle) for t in r._kernel_calls.values()]
+        return min(tools, default=None)
 
     def __await__(self) -> Generator[Any, None, RunHandle]:
         return self.wait().__await__()
@@ -216,8 +237,7 @@ class RunHandle:
         try:
             if self.start_error is not None:
                 return
-            if self.after is not None:
-                await self.after._rest.wait()
+            await self.wait_turn(self._show_waiting)
             if self.request_id is None and not await self._start():
                 return
             await self._follow()
@@ -226,6 +246,11 @@ class RunHandle:
                 self.widget.flush()
             if not self._rest.is_set():
                 self._settle()
+            self._finished.set()  # followed no more: it ended, or it cannot be followed
+
+    def _show_waiting(self, text: str) -> None:
+        self.waiting = text
+        self._changed.set()
 
     async def _start(self) -> bool:
         assert self.options is not None, "a new run needs its options"
@@ -274,6 +299,8 @@ class RunHandle:
                 pause = 0
                 continue
             delay = _FOLLOW_BACKOFF[min(pause, len(_FOLLOW_BACKOFF) - 1)]
+            if self.awaited:  # a later prompt waits: see its approval (given elsewhere) soon
+                delay = min(delay, QUEUE_POLL)
             pause += 1
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._kick.wait(), delay)
@@ -291,6 +318,7 @@ class RunHandle:
             self._settle()
         elif self._rest.is_set():
             self._rest.clear()
+            self._finished.clear()  # a failure retried from elsewhere: it goes on
         return True
 
     def _track_kernel_calls(self, envelope: dict[str, Any]) -> None:
@@ -308,6 +336,8 @@ class RunHandle:
         """At rest: refresh the saved state of the output, wake those waiting."""
         in_latest_request(self._refresh_output)
         self._rest.set()
+        if self.status in ("completed", "failed"):
+            self._finished.set()
         self._changed.set()
 
     def _refresh_output(self) -> None:
@@ -322,6 +352,18 @@ class RunHandle:
                 self._display.update(self.bundle(), raw=True)
 
     # --- actions (from code, the magics or the widget)
+
+    def drop(self) -> None:
+        """Take the prompt out of the queue: it never runs (``%neta stop`` while it waits)."""
+        self.start_error = HostError("stopped before it started", code="USER_CANCELLED")
+        self.digest.status = "failed"
+        self.digest.error_message = "stopped before it started (it was queued)"
+        self.waiting = ""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()  # its end settles it
+        else:
+            self._settle()
+            self.done()
 
     def _rid(self) -> str:
         if self.request_id is None:
@@ -377,6 +419,7 @@ class RunHandle:
 
     def _resumed(self) -> None:
         self._rest.clear()
+        self._finished.clear()
         self._kick.set()
         if self._task is None or self._task.done():
             self._task = None
@@ -452,6 +495,7 @@ class RunHandle:
             mode=self.host.mode,
             prompt=self.prompt,
             snapshot=self.digest.snapshot(),
+            waiting=self._waiting,
         )
         return self.widget
 

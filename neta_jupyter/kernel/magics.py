@@ -23,6 +23,8 @@ from ..runtime.requests import describe_validation
 from ..tools.introspection import describe_variables
 from .context import KernelContext, default_approve, notebook_file, notebook_path
 from .host import HostError
+from .tasks import spawn
+from .undo import QueuedUndo, undo_now
 
 HELP = """\
 %neta <prompt>               ask the agent; the run shows live below the cell
@@ -320,22 +322,36 @@ class NetaMagics(Magics):
             print(f"{mark} {s.get('name')}  ({s.get('sessionId')}, {tokens:,} tokens)")
 
     def _undo(self, _: None) -> None:
-        path = notebook_path(self.context.shell.user_ns)
+        ctx = self.context
+        path = notebook_path(ctx.shell.user_ns)
         if path is None:
-            raise UsageError("this kernel does not know its notebook, so there is nothing to undo")
-        edit = self.context.host.undo(path)
-        print(f"reverted the {edit.get('kind')} of cell {edit.get('cellId')} in {path}")
+            print("nothing to undo: this kernel does not know its notebook")
+            return
+        undo = QueuedUndo(ctx.host, path)
+        ctx.enqueue(ctx.session(), undo)
+        if undo.after is not None:
+            undo.begin()  # after the prompts above it ("Run All"): it waits for them
+            return
+        try:
+            print(undo_now(ctx.host, path))
+        finally:
+            undo.done()
 
     def _stop(self, request_id: str | None) -> None:
-        request_id = request_id or self._last_id()
+        last = self.context.last
+        if request_id is None and last is not None and last.queued:
+            last.drop()
+            print(f"{last.prompt!r} will not run: it was still queued")
+            return
+        if (request_id := request_id or self._last_id("stop")) is None:
+            return
         handle = self.context.handle_for(request_id)
-        from .handle import spawn
 
         async def stop() -> None:
             try:
                 await self.context.host.terminate(request_id)
             except HostError as exc:
-                print(f"could not stop {request_id}: {exc.message}")
+                print(_could_not("stop", request_id, exc))
             if handle is not None:
                 handle.poke()
 
@@ -343,15 +359,16 @@ class NetaMagics(Magics):
         print(f"stopping {request_id}")
 
     def _suspend(self, request_id: str | None) -> None:
-        self._act_later(request_id or self._last_id(), "suspend", "pausing")
+        if request_id := request_id or self._last_id("pause"):
+            self._act_later(request_id, "suspend", "pausing")
 
     def _resume(self, request_id: str | None) -> None:
-        self._act_later(request_id or self._last_id(), "resume", "resuming")
+        if request_id := request_id or self._last_id("resume"):
+            self._act_later(request_id, "resume", "resuming")
 
     def _act_later(self, request_id: str, action: str, doing: str) -> None:
         """Ask the host for ``action`` on the run, on the kernel's loop (the cell returns now)."""
         handle = self.context.handle_for(request_id)
-        from .handle import spawn
 
         async def act() -> None:
             try:
@@ -360,14 +377,13 @@ class NetaMagics(Magics):
                 else:
                     await getattr(self.context.host, action)(request_id)
             except HostError as exc:
-                print(f"could not {action} {request_id}: {exc.message}")
+                print(_could_not(action, request_id, exc))
 
         spawn(act(), f"neta-{action}")
         print(f"{doing} {request_id}")
 
     def _compact(self, instructions: str | None) -> None:
         ctx = self.context
-        from .handle import spawn
 
         async def compact() -> None:
             try:
@@ -383,11 +399,11 @@ class NetaMagics(Magics):
     def _status(self, request_id: str | None) -> None:
         last = self.context.last
         if request_id is None and last is not None and last.request_id is None:
-            # Embedded runs are created on the kernel's loop, right after the cell that asked.
-            print(f"{last.prompt!r}: {last.status}")
+            # Queued, or embedded: created on the kernel's loop right after the cell that asked.
+            print(f"{last.prompt!r}: {last.status}" + (f"\n{last.waiting}" if last.waiting else ""))
             return
-        summary = self.context.host.status(request_id or self._last_id())
-        print(_describe_run(summary))
+        if request_id := request_id or self._last_id("show"):
+            print(_describe_run(self.context.host.status(request_id)))
 
     def _show(self, request_id: str) -> None:
         summary = self.context.host.status(request_id)
@@ -403,11 +419,22 @@ class NetaMagics(Magics):
         for run in runs:
             print(_describe_run(run, brief=True))
 
-    def _last_id(self) -> str:
+    def _last_id(self, verb: str) -> str | None:
+        """The latest run's id; None, after saying so, when this kernel started none yet."""
         last = self.context.last
         if last is None or last.request_id is None:
-            raise UsageError("no run was started from this kernel yet; give a requestId")
+            print(
+                f"nothing to {verb}: no run was started from this kernel yet (or give a requestId)"
+            )
+            return None
         return last.request_id
+
+
+def _could_not(action: str, request_id: str, exc: HostError) -> str:
+    """An action that failed; one on a run that has already ended is a note, not a failure."""
+    if exc.code in ("RUN_NOT_ACTIVE", "RUN_NOT_SUSPENDED"):
+        return f"nothing to {action}: {exc.message}"
+    return f"could not {action} {request_id}: {exc.message}"
 
 
 def mcp_listing(answer: dict[str, Any]) -> str:

@@ -215,6 +215,9 @@ class WidgetTraits(BaseModel):
     """The user's prompt."""
     snapshot: Snapshot | dict[str, Any] = Field(title="SnapshotTrait")
     """The run's summary; empty before the first."""
+    waiting: str = ""
+    """What a queued prompt waits for before its run starts (an earlier prompt of its
+    conversation, and what that one waits for); empty once it has started, or when not queued."""
 
 
 # --- reading and writing ----------------------------------------------------------------------

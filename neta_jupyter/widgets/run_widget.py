@@ -74,6 +74,7 @@ class RunWidget(anywidget.AnyWidget):
     mode = traitlets.Unicode("embedded").tag(sync=True)
     prompt = traitlets.Unicode("").tag(sync=True)
     snapshot = traitlets.Dict().tag(sync=True)
+    waiting = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, feed: EventFeed | None = None, **traits: Any) -> None:
         super().__init__(**traits)
