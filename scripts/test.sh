@@ -18,5 +18,13 @@ echo "==> JS: typecheck and unit tests"
 echo "==> docs (Sphinx, warnings as errors)"
 bash scripts/docs.sh -q
 
+# The wheel as users install it, in a fresh virtualenv (SMOKE=0 skips it, for a quick local run).
+if [[ "${SMOKE:-1}" != "0" ]]; then
+  echo "==> the installed product: sdist and wheel, a fresh virtualenv, smoke/"
+  start=$SECONDS
+  bash scripts/smoke.sh
+  echo "==> smoke: $((SECONDS - start)) s"
+fi
+
 echo "==> Python tests"
 .venv/bin/python -m pytest -p no:cacheprovider "$@"
