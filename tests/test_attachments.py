@@ -85,6 +85,7 @@ def neta_config(provider: ProviderServer, monkeypatch: pytest.MonkeyPatch) -> di
         "endpoints": {"local": endpoint},
         "max_attachment_bytes": LIMIT,
         "attachment_import_timeout": IMPORT_TIMEOUT,
+        "url_allowlist": ["127.0.0.1"],  # the local file server (loopback is refused otherwise)
     }
 
 

@@ -99,6 +99,7 @@ def neta_config(receivers: dict[str, Receiver]) -> dict[str, Any]:
         ],
         "webhook_retries": 40,
         "webhook_retry_delay": 0.05,
+        "url_allowlist": ["127.0.0.1"],  # the local receivers (loopback is refused otherwise)
     }
 
 

@@ -16,11 +16,11 @@ from ..events import ErrorCode, EventType, SuspendReason, SuspendType
 from ..providers import ProviderError
 from ..providers.base import AuthenticationRequired, ProviderInvalidRequest
 from ..store import LeaseLost, StorageError, Store
-from .attachments import ImportFailed
 from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .endings import end_run, fail_run
 from .errors import RunConflict
+from .fetch import ImportFailed
 from .loop import RunLoop
 from .runs import Run, Runs
 from .snapshots import SnapshotInvalid, failure_message, snapshot_problem

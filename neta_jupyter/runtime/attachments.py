@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlsplit
 
-import httpx
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -29,6 +28,7 @@ from ..tools.filenames import safe_name
 from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .errors import BadRunRequest, RunApiError, RunNotFound
+from .fetch import AddressPolicy, download
 from .retries import status
 
 if TYPE_CHECKING:
@@ -72,15 +72,6 @@ class AttachmentTooLarge(RunApiError):
 
     status = 413
     code = "ATTACHMENT_TOO_LARGE"
-
-
-class ImportFailed(Exception):
-    """An attached URL could not be imported; the message names it and says why."""
-
-    def __init__(self, url: str, why: str, *, transient: bool) -> None:
-        super().__init__(f"could not import the attachment {url}: {why}")
-        self.transient = transient
-        """A retry may succeed (the server failed, or did not answer in time)."""
 
 
 def guess_type(name: str) -> str:
@@ -252,7 +243,10 @@ async def import_urls(
     for ref in refs:
         url = ref.url or ""
         data, kind = await download(
-            url, limit=config.max_attachment_bytes, timeout=config.attachment_import_timeout
+            url,
+            limit=config.max_attachment_bytes,
+            timeout=config.attachment_import_timeout,
+            policy=AddressPolicy.from_allowlist(config.url_allowlist),
         )
         stored.append(
             await save_upload(
@@ -294,40 +288,6 @@ def announce(emitter: RunEmitter, items: list[dict[str, Any]], session_id: str) 
                 source="USER_UPLOAD",
             ),
         )
-
-
-async def download(url: str, *, limit: int, timeout: float) -> tuple[bytes, str | None]:
-    """The bytes an attached URL serves and their content type; :class:`ImportFailed` if not."""
-    try:
-        async with (
-            asyncio.timeout(timeout),
-            httpx.AsyncClient(follow_redirects=True, timeout=timeout) as client,
-            client.stream("GET", url) as response,
-        ):
-            if response.status_code >= 400:
-                why = f"the server answered HTTP {response.status_code} {response.reason_phrase}"
-                raise ImportFailed(url, why, transient=response.status_code >= 500)
-            declared = response.headers.get("Content-Length", "")
-            if declared.isdigit() and int(declared) > limit:
-                raise ImportFailed(url, _too_large(int(declared), limit), transient=False)
-            chunks, size = [], 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > limit:
-                    raise ImportFailed(url, _too_large(None, limit), transient=False)
-                chunks.append(chunk)
-            return b"".join(chunks), response.headers.get("Content-Type")
-    except (TimeoutError, httpx.TimeoutException) as exc:
-        raise ImportFailed(url, f"no complete answer within {timeout:g} s", transient=True) from exc
-    except httpx.ConnectError as exc:
-        raise ImportFailed(url, f"could not connect ({exc})", transient=True) from exc
-    except httpx.HTTPError as exc:
-        raise ImportFailed(url, f"the download failed ({exc})", transient=True) from exc
-
-
-def _too_large(size: int | None, limit: int) -> str:
-    what = f"the file is {size:,} bytes" if size is not None else "the file is larger"
-    return f"{what}, over the limit of {limit:,} bytes for an attachment"
 
 
 def url_file_name(ref: AttachmentRef) -> str:

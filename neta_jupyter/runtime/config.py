@@ -70,6 +70,8 @@ class RuntimeConfig:
     """Largest file a user may attach (an upload, or what an attached URL serves)."""
     attachment_import_timeout: float = 30.0
     """Seconds an attached URL may take to download before the run fails."""
+    url_allowlist: tuple[str, ...] = ()
+    """Hosts (globs), addresses and networks an attached URL may reach though not public."""
     demo_pace: float = 0.015
     """Seconds between the demo model's tokens."""
     llm_max_retries: int = 3

@@ -108,6 +108,13 @@ class NetaSettings(Configurable):
     attachment_import_timeout = Float(
         30.0, help="Seconds the server waits for an attached URL to download."
     ).tag(config=True)
+    url_allowlist = List(
+        Unicode(),
+        help="Hosts (globs such as '*.corp.example'), addresses and networks ('10.0.0.0/8') "
+        "that attached URLs and webhooks may reach although they are not public. Anything else "
+        "that resolves to a loopback, link-local, private or otherwise non-public address, or "
+        "to one of the server's own, is refused (after every redirect).",
+    ).tag(config=True)
     image_max_side = Int(
         DEFAULT_MAX_SIDE,
         help="Longest side in pixels of a picture shown to a model (a figure, an MCP image, an "
@@ -160,6 +167,7 @@ class NetaSettings(Configurable):
             suspend_timeout=self.suspend_timeout,
             max_attachment_bytes=max(1, self.max_attachment_bytes),
             attachment_import_timeout=self.attachment_import_timeout,
+            url_allowlist=tuple(self.url_allowlist),
             image_max_side=max(16, self.image_max_side),
             image_max_bytes=max(1024, self.image_max_bytes),
         )

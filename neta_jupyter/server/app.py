@@ -213,6 +213,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             self.log,
             retries=self.webhook_retries,
             retry_delay=self.webhook_retry_delay,
+            allowlist=self.url_allowlist,
         )
         self.notifier.watch(self.store)
         self.kernels = kernels_for(self.serverapp) if self.serverapp is not None else None

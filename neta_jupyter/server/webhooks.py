@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .. import __version__
 from ..events import TERMINAL_EVENT_TYPES
+from ..runtime.fetch import AddressPolicy, guarded_transport, refused_by_policy
 from ..store import Store
 from ..store.contract import EventRow
 
@@ -101,8 +102,10 @@ class Webhooks:
         retries: int = 6,
         retry_delay: float = 1.0,
         log: logging.Logger | None = None,
+        allowlist: Iterable[str] = (),
     ) -> None:
         self.hooks = hooks
+        self._allowlist = tuple(allowlist)
         self._retries = max(0, retries)
         self._delay = max(0.0, retry_delay)
         self._log = log or logging.getLogger("neta_jupyter")
@@ -186,10 +189,16 @@ class Webhooks:
     async def _attempt(self, url: str, body: bytes, headers: dict[str, str]) -> str | None:
         """None when the receiver took it; else why it should be sent again."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=TIMEOUT, trust_env=False)
+            policy = AddressPolicy.from_allowlist(self._allowlist)
+            self._client = httpx.AsyncClient(
+                timeout=TIMEOUT, trust_env=False, transport=guarded_transport(policy)
+            )
         try:
             response = await self._client.post(url, content=body, headers=headers)
         except httpx.HTTPError as exc:
+            if (refused := refused_by_policy(exc)) is not None:
+                self._log.warning("neta: webhook %s is not called: %s", url, refused)
+                return None  # the same answer every time: not sent again
             return f"{type(exc).__name__}: {exc}"
         if response.status_code >= 500 or response.status_code in _RETRIED_STATUSES:
             return f"HTTP {response.status_code}"
@@ -201,10 +210,18 @@ class Webhooks:
 
 
 def webhooks_of(
-    entries: Iterable[Any], log: logging.Logger, *, retries: int, retry_delay: float
+    entries: Iterable[Any],
+    log: logging.Logger,
+    *,
+    retries: int,
+    retry_delay: float,
+    allowlist: Iterable[str] = (),
 ) -> Webhooks:
-    """The notifier of the configured entries; each bad one is logged as an error."""
+    """The notifier of the configured entries; each bad one is logged as an error.
+
+    Receivers are reached under the same address policy as attached URLs (``allowlist``).
+    """
     hooks, problems = parse_webhooks(entries)
     for problem in problems:
         log.error("neta: %s", problem)
-    return Webhooks(hooks, retries=retries, retry_delay=retry_delay, log=log)
+    return Webhooks(hooks, retries=retries, retry_delay=retry_delay, log=log, allowlist=allowlist)
