@@ -2,14 +2,20 @@
 
 The test runs the README's headline prompt with the demo model and photographs the widget as it
 waits for approval before running Python in the kernel: reasoning, the finished tool cards and
-the permission prompt. The PNG is written to ``docs/_static/widget-mid-run.png`` (committed), so
-the picture shows the widget as it is; then the prompt is approved and the run must complete.
+the permission prompt; then the prompt is approved and the run must complete.
+
+The picture is written to ``test-output/``. The committed one, ``docs/_static/widget-mid-run.png``,
+must still look like it: when the widget's look changed (another size, or many pixels differ),
+the test fails and says to take it again with ``NETA_DOCS_PICTURES=1``, which writes the new
+picture there to commit. Small differences (a duration, a token count) do not count.
 
 Locally it skips when Chromium is missing; under ``CI=true`` it fails instead.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,13 +23,18 @@ from typing import Any
 import pytest
 
 from benchmarks.b6_lab import open_notebook, run_cells, write_notebook
-from tests.browser_lab import shot
+from tests.browser_lab import OUTPUT, shot
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.browser
 
 PICTURE = Path(__file__).parent.parent / "docs" / "_static" / "widget-mid-run.png"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SIZE_TOLERANCE = 0.1
+"""How much wider or taller the new picture may be (a line more or less in a tool card)."""
+CHANGED_TOLERANCE = 0.02
+"""Share of pixels that may differ: two runs differ by about 0.02 % (a duration, a count), a
+line more in a card or another style by far more."""
 
 DATAFRAME = """\
 import numpy as np
@@ -36,7 +47,8 @@ df = pd.DataFrame({
     "discount": rng.uniform(0, 0.3, 200).round(3),
 })
 df.loc[rng.choice(200, 30, replace=False), "discount"] = np.nan
-df.loc[rng.choice(200, 8, replace=False), "qty"] = np.nan"""
+df.loc[rng.choice(200, 8, replace=False), "qty"] = np.nan
+del rng"""
 
 
 @pytest.fixture
@@ -50,6 +62,20 @@ def png_size(data: bytes) -> tuple[int, int]:
     """Width and height from a PNG's header."""
     assert data[:8] == PNG_SIGNATURE
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def look_difference(fresh: Path, committed: Path) -> str | None:
+    """Why two pictures do not look alike, or None when they do."""
+    from PIL import Image, ImageChops
+
+    with Image.open(fresh) as new, Image.open(committed) as old:
+        (w1, h1), (w2, h2) = new.size, old.size
+        if abs(w1 - w2) > SIZE_TOLERANCE * w2 or abs(h1 - h2) > SIZE_TOLERANCE * h2:
+            return f"{w1}x{h1} pixels instead of {w2}x{h2}"
+        diff = ImageChops.difference(new.convert("RGB").resize(old.size), old.convert("RGB"))
+        changed = diff.convert("L").point(lambda v: 255 if v > 32 else 0).histogram()[255]
+    share = changed / (w2 * h2)
+    return f"{share:.1%} of its pixels differ" if share > CHANGED_TOLERANCE else None
 
 
 def test_widget_picture_at_the_approval_prompt(lab: ServerProcess, browser: Any) -> None:
@@ -80,10 +106,18 @@ def test_widget_picture_at_the_approval_prompt(lab: ServerProcess, browser: Any)
     )
     # The buttons take clicks once the prompt has been in view for a moment: photograph them so.
     page.wait_for_selector("[data-testid=neta-approve]:enabled", timeout=30_000)
-    PICTURE.parent.mkdir(parents=True, exist_ok=True)
-    page.locator(".jp-Cell").nth(2).screenshot(path=str(PICTURE))
-    width, height = png_size(PICTURE.read_bytes())
+    OUTPUT.mkdir(exist_ok=True)
+    fresh = OUTPUT / PICTURE.name
+    page.locator(".jp-Cell").nth(2).screenshot(path=str(fresh))
+    width, height = png_size(fresh.read_bytes())
     assert width >= 600 and height >= 400, (width, height)
+    if os.environ.get("NETA_DOCS_PICTURES") == "1":
+        shutil.copyfile(fresh, PICTURE)
+    difference = look_difference(fresh, PICTURE)
+    assert difference is None, (
+        f"the widget no longer looks like {PICTURE.relative_to(PICTURE.parents[2])} "
+        f"({difference}): check {fresh}, and take the picture again with NETA_DOCS_PICTURES=1"
+    )
 
     page.click("[data-testid=neta-approve]")
     page.wait_for_function(
