@@ -132,8 +132,10 @@ def status_of(server: ServerProcess, request_id: str) -> str:
     return str(answer.json()["status"])
 
 
-def test_a_disk_filled_during_a_run(tmp_path: Path) -> None:
-    with tmpfs(tmp_path / "neta-data", "24m") as data:
+@pytest.mark.parametrize("size", ["24m", "6m"])
+def test_a_disk_filled_during_a_run(tmp_path: Path, size: str) -> None:
+    """On a disk with room to spare, and on one barely larger than the server's own files."""
+    with tmpfs(tmp_path / "neta-data", size) as data:
         server = ServerProcess(tmp_path)
         server.start()
         try:
@@ -167,6 +169,9 @@ def check_full_disk(server: ServerProcess, data: Path, tmp_path: Path) -> None:
         assert refused.status_code == 503
         assert refused.json()["errCode"] == "STORAGE_UNAVAILABLE"
         assert "disk is full" in refused.json()["message"]
+        # Nothing is saved meanwhile: the run's status and its saved log agree that it goes on.
+        assert status_of(server, rid) == "running"
+        assert not [e for e in reader.stored() if e["eventType"] in TERMINAL]
         db_while_full = db.stat().st_size
         wait_for(lambda: "the checkpoint of" in server.log_text(), "a checkpoint to fail")
         filler.unlink()
