@@ -96,6 +96,8 @@ class FinishReason(StrEnum):
     MAX_STEPS = "MAX_STEPS"
     REPEATED_TOOL_CALLS = "REPEATED_TOOL_CALLS"
     """The model kept making the same tool calls after it was told they would not change."""
+    REPLY_TOO_LONG = "REPLY_TOO_LONG"
+    """The model's reply went past max_reply_tokens or max_reply_bytes and was stopped there."""
 
 
 class StatusCode(StrEnum):

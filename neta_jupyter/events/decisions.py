@@ -19,10 +19,18 @@ running the reply's tool calls (``running_tools``), summarising older turns (``c
 ending the activation (``finishing``)."""
 
 StopReason = Literal[
-    "stop", "max_steps", "repeated_tool_calls", "budget_stop", "suspend", "cancel", "failure"
+    "stop",
+    "max_steps",
+    "repeated_tool_calls",
+    "reply_too_long",
+    "budget_stop",
+    "suspend",
+    "cancel",
+    "failure",
 ]
 """Why the loop ended: the model answered (``stop``), the run used its steps (``max_steps``),
-the model kept making the same calls (``repeated_tool_calls``), the request stayed over the
+the model kept making the same calls (``repeated_tool_calls``), its reply went past the size a
+reply may have (``reply_too_long``), the request stayed over the
 token budget after compaction (``budget_stop``), the run waits for someone (``suspend``), it
 was terminated (``cancel``), or it failed (``failure``). Clients ignore values they do not
 know."""

@@ -44,6 +44,11 @@ MAX_STEPS_TEXT = (
     "Send a follow-up message to let me continue."
 )
 
+REPLY_TOO_LONG_TEXT = (
+    "The model's reply was stopped at {limit}, the most one reply may have; what it wrote so far "
+    "is above, and any tool calls it was writing were not run."
+)
+
 
 @dataclass(slots=True)
 class RuntimeConfig:
@@ -70,6 +75,10 @@ class RuntimeConfig:
     """Largest file a user may attach (an upload, or what an attached URL serves)."""
     attachment_import_timeout: float = 30.0
     """Seconds an attached URL may take to download before the run fails."""
+    max_reply_tokens: int = 100_000
+    """Tokens of one model reply read before it is stopped (the model may ignore max_tokens)."""
+    max_reply_bytes: int = 2_000_000
+    """Bytes of one model reply (text, reasoning, tool-call arguments) read before it is stopped."""
     url_allowlist: tuple[str, ...] = ()
     """Hosts (globs), addresses and networks an attached URL may reach though not public."""
     demo_pace: float = 0.015

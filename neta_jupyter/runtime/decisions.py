@@ -26,6 +26,7 @@ _FINISHED: dict[str, StopReason] = {
     FinishReason.STOP: "stop",
     FinishReason.MAX_STEPS: "max_steps",
     FinishReason.REPEATED_TOOL_CALLS: "repeated_tool_calls",
+    FinishReason.REPLY_TOO_LONG: "reply_too_long",
 }
 
 

@@ -24,7 +24,7 @@ from .attachments import ENTRY_KEY, Shown, import_urls
 from .budget import BudgetExceeded, estimate, publish_decision, reconcile
 from .calls import ToolStep
 from .compaction import compact
-from .config import MAX_STEPS_TEXT, RuntimeConfig
+from .config import MAX_STEPS_TEXT, REPLY_TOO_LONG_TEXT, RuntimeConfig
 from .decisions import decide_stop, enter, evaluate
 from .emitter import RunEmitter
 from .guards import screen_step
@@ -312,9 +312,14 @@ class RunLoop:
             then = BuildRequest(reactive_compacted=True)
             return Compact(scope="reactive", tokens_before=step.estimate.tokens, then=then)
         await reconcile(self._emitter, self._records, self.run, step.request, step.estimate, reply)
+        if reply.cut is not None:
+            reply.tool_calls = []  # their arguments were cut off: nothing to run
         entry = await self._turn.add_entry("assistant", _assistant_message(reply))
         self.state.step, self.state.last_assistant = number, entry.entry_id
         self._text_chars = len(reply.text)
+        if reply.cut is not None:
+            text = REPLY_TOO_LONG_TEXT.format(limit=reply.cut)
+            return await self._turn.finish_with_notice(FinishReason.REPLY_TOO_LONG, text)
         if not reply.tool_calls:
             return Finish(FinishReason.STOP)
         verdict = screen_step(self.state, self._config, reply.tool_calls)

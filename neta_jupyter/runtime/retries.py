@@ -17,7 +17,7 @@ from ..events import AgentStatusData, EventType, StatusCode
 from ..providers.base import Model, ModelRequest, ProviderUnavailable, RateLimited
 from .config import RuntimeConfig
 from .emitter import RunEmitter
-from .streaming import Reply, ReplyStreamer, SentSoFar
+from .streaming import Reply, ReplyLimits, ReplyStreamer, SentSoFar
 
 
 class EmptyReply(ProviderUnavailable):
@@ -37,7 +37,12 @@ async def stream_with_retries(
     attempt = 0
     last_failure: str | None = None
     while True:
-        streamer = sent.streamer = ReplyStreamer(emitter, call_id_prefix, sent.reply())
+        streamer = sent.streamer = ReplyStreamer(
+            emitter,
+            call_id_prefix,
+            sent.reply(),
+            ReplyLimits(config.max_reply_tokens, config.max_reply_bytes),
+        )
         try:
             reply = await streamer.consume(model.stream(request))
         except ProviderUnavailable as exc:
@@ -53,7 +58,7 @@ async def stream_with_retries(
             partial = streamer.produced_output
             await _announce_and_wait(emitter, config, exc, attempt, partial)
             continue
-        if not reply.empty:
+        if reply.cut is not None or not reply.empty:
             return reply
         attempt += 1
         if attempt > config.llm_max_retries:

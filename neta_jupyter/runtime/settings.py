@@ -108,6 +108,18 @@ class NetaSettings(Configurable):
     attachment_import_timeout = Float(
         30.0, help="Seconds the server waits for an attached URL to download."
     ).tag(config=True)
+    max_reply_tokens = Int(
+        100_000,
+        help="Tokens of one model reply the server reads, whatever max_tokens the model was "
+        "sent (a server may ignore it); counted as the deltas received, or a quarter of the "
+        "bytes when that is more. Past it the reply is stopped and the run ends with "
+        "finishReason REPLY_TOO_LONG.",
+    ).tag(config=True)
+    max_reply_bytes = Int(
+        2_000_000,
+        help="Bytes of one model reply (text, reasoning and tool-call arguments) the server "
+        "reads; past it the reply is stopped and the run ends with finishReason REPLY_TOO_LONG.",
+    ).tag(config=True)
     url_allowlist = List(
         Unicode(),
         help="Hosts (globs such as '*.corp.example'), addresses and networks ('10.0.0.0/8') "
@@ -168,6 +180,8 @@ class NetaSettings(Configurable):
             max_attachment_bytes=max(1, self.max_attachment_bytes),
             attachment_import_timeout=self.attachment_import_timeout,
             url_allowlist=tuple(self.url_allowlist),
+            max_reply_tokens=max(1, self.max_reply_tokens),
+            max_reply_bytes=max(1, self.max_reply_bytes),
             image_max_side=max(16, self.image_max_side),
             image_max_bytes=max(1024, self.image_max_bytes),
         )

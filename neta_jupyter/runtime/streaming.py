@@ -58,6 +58,8 @@ class Reply:
     reasoning: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: UsagePart | None = None
+    cut: str | None = None
+    """Why the reply was stopped before the model ended it (over a :class:`ReplyLimits`)."""
 
     @property
     def empty(self) -> bool:
@@ -69,6 +71,24 @@ class Reply:
         return KeptReply(
             step=step, text=self.text, reasoning=self.reasoning, tool_calls=list(self.tool_calls)
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyLimits:
+    """How much of one reply is read, whatever the model was asked for (it may not listen)."""
+
+    tokens: int = 100_000
+    """Counted as the deltas received, or a quarter of the bytes when that is more."""
+    bytes: int = 2_000_000
+    """UTF-8 bytes of text, reasoning and tool-call arguments together."""
+
+    def over(self, deltas: int, size: int) -> str | None:
+        """Why a reply of ``deltas`` parts and ``size`` bytes must stop (``None``: it may go on)."""
+        if size > self.bytes:
+            return f"{self.bytes:,} bytes (c.NetaApp.max_reply_bytes)"
+        if max(deltas, size // 4) > self.tokens:
+            return f"{self.tokens:,} tokens (c.NetaApp.max_reply_tokens)"
+        return None
 
 
 class KeptReply(BaseModel):
@@ -181,9 +201,16 @@ class ReplyStreamer:
     """Emits REASONING_* / TEXT_* / TOOL_CALL_GENERATING as parts arrive; closes open segments."""
 
     def __init__(
-        self, emitter: RunEmitter, call_id_prefix: str, already_sent: Reply | None = None
+        self,
+        emitter: RunEmitter,
+        call_id_prefix: str,
+        already_sent: Reply | None = None,
+        limits: ReplyLimits | None = None,
     ) -> None:
         self._emitter = emitter
+        self._limits = limits or ReplyLimits()
+        self._deltas = self._size = 0
+        self._cut: str | None = None
         self._prefix = call_id_prefix
         self._before = already_sent or Reply()
         self._open: EventType | None = None  # TEXT_START or REASONING_START while open
@@ -207,6 +234,9 @@ class ReplyStreamer:
             deadline = last + _slice()
             async for part in parts:
                 on_part(part)
+                if self._cut is not None:
+                    await _closed(parts)
+                    break
                 now = clock()
                 if now >= deadline:
                     if now - last > _WAITED and self._emitter.keeps_up():
@@ -238,6 +268,7 @@ class ReplyStreamer:
                 ToolCall(c.id, c.name, "".join(c.arguments)) for _, c in sorted(self._calls.items())
             ],
             usage=self._usage,
+            cut=self._cut,
         )
 
     def sent(self) -> Reply:
@@ -265,9 +296,16 @@ class ReplyStreamer:
         """Whether any text, reasoning or tool call came out so far (in any attempt)."""
         return bool(self._text or self._reasoning or self._calls or self._before.text)
 
+    def _count(self, text: str) -> None:
+        self._deltas += 1
+        self._size += len(text.encode())
+        if self._deltas % 64 == 0 or len(text) > 256:  # cheap enough per part, checked often
+            self._cut = self._limits.over(self._deltas, self._size)
+
     def _on_part(self, part: StreamPart) -> None:
         if type(part) is TextPart:  # most parts: decided before the match's pattern tests
             if text := part.text:
+                self._count(text)
                 self._text.append(text)
                 unsent = self._fresh_text
                 fresh = self._redact_text.feed(text if unsent.past else unsent(text))
@@ -279,6 +317,7 @@ class ReplyStreamer:
             return
         match part:
             case ReasoningPart(text=text) if text:
+                self._count(text)
                 self._reasoning.append(text)
                 fresh = self._redact_reasoning.feed(self._fresh_reasoning(text))
                 if fresh:
@@ -286,6 +325,7 @@ class ReplyStreamer:
                     self._segment(EventType.REASONING_START)
                     self._emitter.emit_text(EventType.REASONING_DELTA, fresh, first=opens)
             case ToolCallPart():
+                self._count(part.arguments)
                 self._close_segment()
                 self._on_tool_fragment(part)
             case UsagePart():
@@ -356,3 +396,10 @@ class ReplyStreamer:
                 self._emitter.emit(
                     EventType.TOOL_CALL_GENERATING, ToolData(tool_call_id=call.id, arguments=rest)
                 )
+
+
+async def _closed(parts: AsyncIterator[StreamPart]) -> None:
+    """End the provider's stream (and its HTTP response) before the model has finished."""
+    close = getattr(parts, "aclose", None)
+    if close is not None:
+        await close()
