@@ -12,11 +12,48 @@ import inspect
 import itertools
 import textwrap
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from schema_md import anchor, description, fields_table
 
 PREFIX = "event"
+
+
+def emitted_bodies(package: Path) -> dict[str, set[str]]:
+    """``{event type: body class names}`` from the package's calls ``f(EventType.X, XData(…))``."""
+    found: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            for kind, body in itertools.pairwise(node.args):
+                if not (
+                    isinstance(kind, ast.Attribute)
+                    and isinstance(kind.value, ast.Name)
+                    and kind.value.id == "EventType"
+                    and isinstance(body, ast.Call)
+                ):
+                    continue
+                func = body.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                if name.endswith("Data"):
+                    found.setdefault(kind.attr, set()).add(name)
+    return found
+
+
+def body_of(event_type: str, emitted: dict[str, set[str]], kinds: dict[str, str]) -> list[str]:
+    """The bodies an event type carries: as the code emits it, else by the naming of both.
+
+    ``kinds`` maps ``data.type`` to the body's name; without an emitting call in view (a body
+    built elsewhere and passed on), the body is the one whose ``data.type`` is the longest prefix
+    of the event type (``SKILL_MISSING`` carries ``skill``).
+    """
+    if event_type in emitted:
+        return sorted(emitted[event_type])
+    lowered = event_type.lower()
+    matches = [k for k in kinds if lowered == k or lowered.startswith(k + "_")]
+    return [kinds[max(matches, key=len)]] if matches else []
 
 
 def attribute_docs(cls: type) -> dict[str, str]:
@@ -109,15 +146,29 @@ def events_reference() -> str:
         ]
     )
     terminal = ", ".join(f"`{t.value}`" for t in EventType if t in TERMINAL_EVENT_TYPES)
+    import neta_jupyter
+
+    emitted = emitted_bodies(Path(neta_jupyter.__file__).parent)
+    kinds = {
+        d["properties"]["type"]["const"]: name
+        for name, d in defs.items()
+        if "const" in d.get("properties", {}).get("type", {})
+    }
     types = [
         f"({anchor(PREFIX, 'EventType')})=",
         "## Event types",
         "",
-        f"A run's stream segment ends with exactly one of {terminal}.",
+        f"A run's stream segment ends with exactly one of {terminal}. The body each type carries "
+        "is read from the code that emits it.",
         "",
-        *[f"- `{t.value}`" for t in EventType],
-        "",
+        "| event type | `data` |",
+        "|---|---|",
     ]
+    for t in EventType:
+        bodies = body_of(t.value, emitted, kinds)
+        links = ", ".join(f"[{b}](#{anchor(PREFIX, b)})" for b in bodies) or "see the run API"
+        types.append(f"| `{t.value}` | {links} |")
+    types.append("")
     bodies = ["## Bodies and the types they use", ""]
     for name in sorted(defs):
         if "enum" in defs[name] and defs[name].get("type") == "string":
