@@ -277,3 +277,47 @@ async def test_a_server_limited_to_one_users_keys_but_not_told_whose_refuses_to_
             await store.start()
     finally:
         store.close()
+
+
+@pytest.fixture(scope="module")
+def lasting_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server that outlives the in-process server (which writes to it as it stops)."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
+
+
+@pytest.fixture
+def jp_server_config(tmp_path: Path, lasting_redis: str) -> dict[str, Any]:
+    """An in-process server that keeps alice's runs only, reached by alice and by bob."""
+    from tests.test_ownership import TwoUsers
+
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {"neta_jupyter": True},
+            "identity_provider_class": TwoUsers,
+        },
+        "NetaApp": {
+            "data_dir": str(tmp_path / "neta-data"),
+            "demo_pace": 0.0,
+            "store_url": lasting_redis,
+            "store_user": "alice",
+        },
+    }
+
+
+async def test_another_users_requests_to_a_server_of_one_user_are_refused_or_find_nothing(
+    jp_serverapp: Any, server_url: str
+) -> None:
+    from tests.test_ownership import browser
+
+    async with browser(server_url, "alice") as alice, browser(server_url, "bob") as bob:
+        mine = (await alice.start("hello"))["requestId"]
+        refused = await bob.post("async", {"content": "hello"})
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["errCode"] == "USER_NOT_SERVED"
+        assert "alice" in refused.json()["message"]
+        listed = await bob.http.get("neta/api/agent/runs")
+        assert listed.status_code == 200 and listed.json()["runs"] == []
+        status = await bob.http.get("neta/api/agent/run/status", params={"requestId": mine})
+        assert status.status_code == 404
+        assert (await bob.http.get("neta/api/sessions")).json()["sessions"] == []
