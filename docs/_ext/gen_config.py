@@ -44,6 +44,15 @@ SEE_ALSO = {
     "subagent_depth": "../runtime.md",
     "prompt_budget": "../runtime.md",
     "max_tool_calls_per_step": "../models.md#local-servers",
+    "max_reply_tokens": "../models.md#local-servers",
+    "max_reply_bytes": "../models.md#local-servers",
+    "mcp_max_result_bytes": "../mcp.md",
+    "url_allowlist": "../security.md#what-a-model-or-a-request-cannot-do",
+    "max_steps": "../user-guide/long-work.md",
+    "task_timeout": "../user-guide/long-work.md#how-long-code-may-run",
+    "model": "../models.md",
+    "data_dir": "../deployment.md#one-server-per-data-directory",
+    "db_path": "../storage-failures.md",
 }
 
 
