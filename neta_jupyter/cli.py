@@ -19,7 +19,7 @@ from typing import Any
 
 from . import __version__
 from .cli_render import JsonRenderer, TerminalRenderer, color_enabled
-from .store import doctor
+from .terminal import doctor
 from .terminal.backends import Backend, CliError, EmbeddedBackend, ServerBackend, default_data_dir
 from .terminal.crew import crew_command
 from .terminal.follow import EXIT_ERROR, EXIT_INTERRUPTED, Renderer, RunFollower

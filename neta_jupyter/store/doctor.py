@@ -1,4 +1,4 @@
-"""``neta-jupyter doctor``: check the store's database file and salvage what can be read of it.
+"""The store part of ``neta-jupyter doctor``: check the database file, salvage what can be read.
 
 The check reads the file's header, every page (``PRAGMA integrity_check``) and the layout of its
 tables, and says what it found in plain words. ``--salvage`` moves the damaged file aside (it is
@@ -7,7 +7,6 @@ kept) and builds a fresh database at its place from every row that can still be 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import itertools
 import shutil
@@ -19,8 +18,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from jupyter_core.paths import jupyter_data_dir
 
 from ..events import TERMINAL_EVENT_TYPES
 from .health import (
@@ -436,38 +433,16 @@ def _end_open_runs(fresh: sqlite3.Connection) -> int:
 # --- the command
 
 
-def default_data_dir() -> Path:
-    """Where the server keeps its store unless configured otherwise."""
-    return Path(jupyter_data_dir()) / "neta"
+def examine(path: Path, *, repair: bool) -> int:
+    """Check the store at ``path``, and salvage it when damaged and ``repair``; print the report.
 
-
-def add_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """``neta-jupyter doctor``."""
-    doctor = commands.add_parser(
-        "doctor",
-        help="check the store's database file, and salvage it when it is damaged",
-        description="Check the store's database file: its header, every page and the layout "
-        "of its tables. With --salvage, move a damaged file aside (it is kept) and rebuild the "
-        "store from every row that can still be read. Stop the Jupyter server first.",
-    )
-    doctor.add_argument(
-        "--data-dir", metavar="DIR", help=f"the server's data dir (default: {default_data_dir()})"
-    )
-    doctor.add_argument("--db", metavar="FILE", help="the database file, if not DIR/neta.sqlite3")
-    doctor.add_argument(
-        "--salvage", action="store_true", help="rebuild a damaged store from what can be read"
-    )
-
-
-def command(args: argparse.Namespace) -> int:
-    """Run ``doctor``: 0 when the store is sound (or was salvaged), 1 when it is damaged."""
-    data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
-    path = Path(args.db).expanduser() if args.db else data_dir / DB_NAME
+    0 when it is sound (or was salvaged), 1 when it is damaged, 2 when a salvage failed.
+    """
     report = check(path)
     print(report.text())
     if not report.problems:
         return 0
-    if not args.salvage:
+    if not repair:
         return 1
     print()
     try:

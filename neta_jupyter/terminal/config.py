@@ -48,6 +48,12 @@ def config_paths() -> list[str]:
 
 def load_settings(extra_file: str | None = None) -> tuple[NetaSettings, list[str]]:
     """The shared settings from the Jupyter config files and ``extra_file``; the files read."""
+    merged, read = load_config(extra_file)
+    return settings_from(merged, read), read
+
+
+def load_config(extra_file: str | None = None) -> tuple[Config, list[str]]:
+    """Every config file a server reads, and ``extra_file``, merged; the files read."""
     merged = Config()
     read: list[str] = []
     for config, filename in _discovered():
@@ -56,7 +62,7 @@ def load_settings(extra_file: str | None = None) -> tuple[NetaSettings, list[str
     if extra_file is not None:
         merged.merge(_load_file(Path(extra_file).expanduser()))
         read.append(str(Path(extra_file).expanduser().resolve()))
-    return settings_from(merged, read), read
+    return merged, read
 
 
 def settings_from(config: Config, read: list[str]) -> NetaSettings:
