@@ -212,7 +212,12 @@ class NetaServer(_Process):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}/"
         self.headers = {"Authorization": f"token {self.token}"}
-        traits = {"data_dir": str(self.dir / "data"), "demo_pace": 0.0, **neta}
+        traits = {
+            "data_dir": str(self.dir / "data"),
+            "demo_pace": 0.0,
+            "max_active_runs_per_user": 0,  # capacity is what is measured: one user, many runs
+            **neta,
+        }
         args = [f"--NetaApp.{k}={v}" for k, v in traits.items()]
         log = self.dir / "server.log"
         env = _child_env()

@@ -80,8 +80,18 @@ class Crews:
         *,
         approve: str = "ask",
     ) -> CrewState:
-        """A new crew run, started: its first tasks are running when this returns."""
+        """A new crew run, started: its first tasks are running when this returns.
+
+        Refused (429 ``RUN_QUOTA_EXCEEDED``) while the principal has as many runs going as a
+        user may: its tasks are runs of theirs.
+        """
         values = self.check(definition, inputs)
+        async with self.rt.quota.starting(principal, await self.rt.running_count(principal)):
+            return await self._start(principal, definition, values, approve)
+
+    async def _start(
+        self, principal: str, definition: CrewDefinition, values: dict[str, str], approve: str
+    ) -> CrewState:
         state = CrewState(
             request_id=new_id("crew"),
             principal=principal,

@@ -28,7 +28,8 @@ from ..tools.filenames import safe_name
 from .config import RuntimeConfig
 from .emitter import RunEmitter
 from .errors import BadRunRequest, RunApiError, RunNotFound
-from .fetch import AddressPolicy, download
+from .fetch import AddressPolicy, ImportFailed, download
+from .quotas import QuotaExceeded, UploadQuota, room_for, user_folder
 from .retries import status
 
 if TYPE_CHECKING:
@@ -123,11 +124,16 @@ async def save_upload(
     content_type: str | None,
     session_id: str = "",
     request_id: str = "",
+    quota: UploadQuota | None = None,
 ) -> AttachmentRecord:
-    """Store a file the user attached; only ``principal`` can download or attach it."""
+    """Store a file the user attached; only ``principal`` can download or attach it.
+
+    Within ``quota`` (:class:`QuotaExceeded` otherwise), after the user's expired uploads go.
+    """
     attachment_id = new_id("att")
     name = safe_name(file_name)
-    disk = directory / UPLOADS / attachment_id / name
+    folder = user_folder(directory / UPLOADS, principal)
+    disk = folder / attachment_id / name
     # The model reads it and the user downloads it: known secrets are cut from it like from
     # every event.
     data = redactor.data(content)
@@ -136,7 +142,8 @@ async def save_upload(
         disk.parent.mkdir(parents=True, exist_ok=True)
         disk.write_bytes(data)
 
-    await asyncio.to_thread(write)
+    async with room_for(folder, len(data), quota or UploadQuota(bytes=0, retention=0)):
+        await asyncio.to_thread(write)
     kind = (content_type or "").split(";")[0].strip()
     record = AttachmentRecord(
         attachment_id,
@@ -173,6 +180,7 @@ async def upload(
         file_name=file_name,
         content=content,
         content_type=content_type,
+        quota=config.upload_quota,
     )
     return attachment_data(record, source="USER_UPLOAD").model_dump(mode="json", by_alias=True)
 
@@ -248,8 +256,8 @@ async def import_urls(
             timeout=config.attachment_import_timeout,
             policy=AddressPolicy.from_allowlist(config.url_allowlist),
         )
-        stored.append(
-            await save_upload(
+        try:
+            saved = await save_upload(
                 records,
                 emitter.redactor,
                 config.attachments_dir,
@@ -259,8 +267,11 @@ async def import_urls(
                 content_type=kind,
                 session_id=run.session_id,
                 request_id=run.request_id,
+                quota=config.upload_quota,
             )
-        )
+        except QuotaExceeded as exc:
+            raise ImportFailed(url, exc.message, transient=False) from exc
+        stored.append(saved)
     entry = await records.get_entry(run.state.leaf or "")
     if entry is not None and entry.role == "user":
         items = [*(entry.message.get(ENTRY_KEY) or []), *(entry_item(r) for r in stored)]

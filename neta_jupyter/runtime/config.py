@@ -9,6 +9,7 @@ from pathlib import Path
 from ..providers.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE, ImageLimits
 from ..tools.permissions import DEFAULT_RULES, PermissionRule
 from ..tools.registry import DEFAULT_KERNEL_WAIT
+from .quotas import UploadQuota
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are neta, a data-science assistant working inside the user's Jupyter notebook. "
@@ -80,6 +81,10 @@ class RuntimeConfig:
     max_reply_bytes: int = 2_000_000
     """Bytes of one model reply (text, reasoning, tool-call arguments) read before it is stopped."""
     url_allowlist: tuple[str, ...] = ()
+    upload_quota: UploadQuota = field(default_factory=UploadQuota)
+    """Bytes of uploads (and imported URLs) one user may keep, and for how long."""
+    max_active_runs_per_user: int = 50
+    """Runs of one user going at once (children included) before a start answers 429; 0: any."""
     """Hosts (globs), addresses and networks an attached URL may reach though not public."""
     demo_pace: float = 0.015
     """Seconds between the demo model's tokens."""

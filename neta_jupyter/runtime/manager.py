@@ -31,6 +31,7 @@ from .endings import fail_run, recover_crashed
 from .errors import BadRunRequest, RunConflict, RunNotFound
 from .imports import ImportedCalls, import_run
 from .loop import RunLoop
+from .quotas import RunQuota
 from .resumes import decide_ask
 from .runs import Run, Runs
 from .session_ops import compact_run, own_session
@@ -66,6 +67,8 @@ class Runtime:
         self.runs = Runs(store.records)
         """The runs of the store, typed."""
         self.config = config
+        self.quota = RunQuota(config.max_active_runs_per_user)
+        """Runs of one user going at once."""
         self.models = models or ModelRegistry(demo_pace=config.demo_pace)
         self.tools = tools or ToolRegistry(builtin_tools())
         self.kernels = kernels
@@ -182,6 +185,16 @@ class Runtime:
         run = await self.runs.get(request_id)
         return run is None or run.status != "running"
 
+    async def running_count(self, principal: str) -> int:
+        """Runs of ``principal`` going now, counted up to the quota (0 without one)."""
+        limit = self.quota.limit
+        found = (
+            await self.runs.find(principal=principal, status="running", limit=limit)
+            if limit
+            else []
+        )
+        return len(found)
+
     # --- actions
 
     async def start(
@@ -230,22 +243,23 @@ class Runtime:
             suspend_timeout=suspend_timeout,
             attachments=attachments,
         )
-        attached, imports = await requested(self.store.records, principal, attachments)
-        session = await own_session(self.store.records, principal, session_id, session_name)
-        session = await self._supersede_suspended(session)
-        request_id = new_id("r")
-        run = Run(
-            request_id=request_id,
-            principal=principal,
-            session_id=session.session_id,
-            status="running",
-            model=model_name,
-            created=time.time(),
-            prompt=content,
-            options=options,
-            state=RunState(assistant_message_id=new_id("e"), next=first_step(imports)),
-        )
-        await self.runs.create(run)
+        async with self.quota.starting(principal, await self.running_count(principal)):
+            attached, imports = await requested(self.store.records, principal, attachments)
+            session = await own_session(self.store.records, principal, session_id, session_name)
+            session = await self._supersede_suspended(session)
+            request_id = new_id("r")
+            run = Run(
+                request_id=request_id,
+                principal=principal,
+                session_id=session.session_id,
+                status="running",
+                model=model_name,
+                created=time.time(),
+                prompt=content,
+                options=options,
+                state=RunState(assistant_message_id=new_id("e"), next=first_step(imports)),
+            )
+            await self.runs.create(run)
         await self.takeover.take(run.request_id, "RUN_NOT_ACTIVE", "the new run is held elsewhere")
         emitter = await self._emitter(run)
         try:

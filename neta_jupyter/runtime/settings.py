@@ -31,6 +31,7 @@ from ..tools.registry import DEFAULT_KERNEL_WAIT
 from ..tools.skills import skill_catalogue
 from .config import RuntimeConfig
 from .manager import KernelFactory, NotebookFactory, Runtime
+from .quotas import UploadQuota
 
 __all__ = ["NetaSettings", "build_runtime", "import_tool"]
 
@@ -120,6 +121,21 @@ class NetaSettings(Configurable):
         help="Bytes of one model reply (text, reasoning and tool-call arguments) the server "
         "reads; past it the reply is stopped and the run ends with finishReason REPLY_TOO_LONG.",
     ).tag(config=True)
+    max_active_runs_per_user = Int(
+        50,
+        help="Runs of one user going at once (their sub-agents and crew tasks included); one "
+        "more start, or a crew's, answers 429 RUN_QUOTA_EXCEEDED. 0: no limit.",
+    ).tag(config=True)
+    max_upload_bytes_per_user = Int(
+        200 * 1024 * 1024,
+        help="Bytes of uploads and imported URLs one user may keep stored; a file past it "
+        "answers 429 ATTACHMENT_QUOTA_EXCEEDED (an attached URL fails the run). 0: no limit.",
+    ).tag(config=True)
+    upload_retention = Float(
+        7 * 86_400.0,
+        help="Seconds an upload (or imported URL) is kept; older ones are deleted before the "
+        "user's next one is stored and when the server starts. 0 keeps them for ever.",
+    ).tag(config=True)
     url_allowlist = List(
         Unicode(),
         help="Hosts (globs such as '*.corp.example'), addresses and networks ('10.0.0.0/8') "
@@ -180,6 +196,10 @@ class NetaSettings(Configurable):
             max_attachment_bytes=max(1, self.max_attachment_bytes),
             attachment_import_timeout=self.attachment_import_timeout,
             url_allowlist=tuple(self.url_allowlist),
+            upload_quota=UploadQuota(
+                max(0, self.max_upload_bytes_per_user), max(0.0, self.upload_retention)
+            ),
+            max_active_runs_per_user=max(0, self.max_active_runs_per_user),
             max_reply_tokens=max(1, self.max_reply_tokens),
             max_reply_bytes=max(1, self.max_reply_bytes),
             image_max_side=max(16, self.image_max_side),

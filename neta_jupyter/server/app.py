@@ -18,6 +18,8 @@ from ..crews.manager import Crews
 from ..extras import COLLABORATION
 from ..mcp import McpServers, servers_of
 from ..runtime import Runtime
+from ..runtime.attachments import UPLOADS
+from ..runtime.quotas import sweep as sweep_uploads
 from ..runtime.settings import NetaSettings, build_runtime
 from ..store import StorageDamaged, StorageError, Store
 from ..store.health import DB_NAME, recovery_steps
@@ -268,6 +270,9 @@ class NetaApp(ExtensionApp, NetaSettings):
         """Runs a crash left running end per the crash rules; then the crews they belong to."""
         crashed = await self.runtime.recover()
         await self.crews.recover()
+        config = self.runtime.config
+        uploads = config.attachments_dir / UPLOADS
+        sweep_uploads(uploads, config.upload_quota.retention)  # at start-up: nothing waits on it
         return crashed
 
     def _local_database(self, db_path: Path) -> None:

@@ -65,7 +65,7 @@ class Route:
 
 _RUN = "/neta/api/agent/run"
 ROUTES: tuple[Route, ...] = (
-    Route(f"{_RUN}/async", (Operation("post", "Start a run", RunRequest),)),
+    Route(f"{_RUN}/async", (Operation("post", "Start a run", RunRequest, extra_errors=(429,)),)),
     Route(
         f"{_RUN}/stream",
         (
@@ -126,6 +126,7 @@ ROUTES: tuple[Route, ...] = (
                 query=(("fileName", False, "string"),),
                 upload=True,
                 response=AttachmentData,
+                extra_errors=(429,),
             ),
         ),
     ),
@@ -153,7 +154,10 @@ ROUTES: tuple[Route, ...] = (
             ),
         ),
     ),
-    Route("/neta/api/crew/run", (Operation("post", "Start a crew", CrewRunRequest),)),
+    Route(
+        "/neta/api/crew/run",
+        (Operation("post", "Start a crew", CrewRunRequest, extra_errors=(429,)),),
+    ),
     Route(
         "/neta/api/crew/control",
         (
