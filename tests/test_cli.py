@@ -154,7 +154,8 @@ def test_attach_uploads_files_and_names_a_url_that_cannot_be_imported(workdir: P
     envelopes = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     failed = envelopes[-1]["data"]
     assert failed["errorCode"] == "ATTACHMENT_IMPORT_FAILED" and closed in failed["errorMessage"]
-    [uploaded] = (workdir / "data" / "attachments" / "uploads").glob("*/mine.csv")
+    # One folder per user, one per upload in it.
+    [uploaded] = (workdir / "data" / "attachments" / "uploads").glob("*/*/mine.csv")
     assert uploaded.read_text() == "a,b\n1,2\n"
 
 
