@@ -19,6 +19,7 @@ from typing import Any
 
 from . import __version__
 from .cli_render import JsonRenderer, TerminalRenderer, color_enabled
+from .client.mistakes import MAX_STEPS_TOO_LOW, unknown_option
 from .terminal import doctor
 from .terminal.backends import Backend, CliError, EmbeddedBackend, ServerBackend, default_data_dir
 from .terminal.crew import crew_command
@@ -247,15 +248,32 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.root is not None and not Path(args.root).expanduser().is_dir():
         parser.error(f"--root {args.root!r} is not a folder")
     if args.max_steps is not None and args.max_steps < 1:
-        parser.error("--max-steps must be at least 1")
+        parser.error(MAX_STEPS_TOO_LOW)
     if args.pace is not None and args.pace < 0:
         parser.error("--pace must not be negative")
+
+
+def _unknown_arguments(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -> str:
+    """An unknown option with the closest known one (as ``%neta`` says it), else argparse's."""
+    options = [arg for arg in unknown if arg.startswith("--")]
+    if not options:
+        return f"unrecognized arguments: {' '.join(unknown)}"
+    chosen = parser
+    for action in parser._actions:  # the command's own parser holds its options
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            chosen = action.choices[command]
+    known = [
+        name[2:] for action in chosen._actions for name in action.option_strings if name[:2] == "--"
+    ]
+    return unknown_option(options[0][2:].partition("=")[0], known)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``neta-jupyter`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(_unknown_arguments(parser, args.command, unknown))
     if args.command == "doctor":
         return doctor.command(args)
     _check(parser, args)

@@ -102,6 +102,15 @@ async def test_undo_with_nothing_to_undo_is_a_note_and_takes_its_turn(tmp_path: 
         # Nothing to undo: a note, and the rest of the cell runs (Run All goes on).
         out = await k.stdout("%neta undo\nprint('after the undo')")
         assert out.startswith("nothing to undo: ") and "after the undo" in out, out
+        # The same for every subcommand with nothing to act on yet.
+        out = await k.stdout("%neta stop\n%neta suspend\n%neta resume\n%neta status\nprint('on')")
+        assert out.splitlines() == [
+            "nothing to stop: no run was started from this kernel yet (or give a requestId)",
+            "nothing to pause: no run was started from this kernel yet (or give a requestId)",
+            "nothing to resume: no run was started from this kernel yet (or give a requestId)",
+            "nothing to show: no run was started from this kernel yet (or give a requestId)",
+            "on",
+        ]
         # Behind a prompt that waits for its approval, the undo waits for it, and says so.
         own = await k.run(f"%neta --model scripted:{asks} compute it\n%neta undo\nprint('on')")
         await k.run(HANDLES + UNTIL.format(condition="_h[0].status == 'suspended'"), timeout=40)

@@ -135,10 +135,12 @@ def test_anthropic_kind_endpoint_and_builtin_override() -> None:
 
 def test_unknown_names_still_list_what_is_configured() -> None:
     registry = ModelRegistry(environ={"LOCAL_KEY": "k"}, endpoints=LOCAL)
-    with pytest.raises(
-        UnknownModel, match=r"unknown model 'gpt-4'; configured: demo, local:qwen2.5"
-    ):
+    with pytest.raises(UnknownModel) as caught:
         registry.resolve("gpt-4")
+    assert str(caught.value) == (
+        "unknown model 'gpt-4': a model is named endpoint:model (e.g. openai:gpt-4.1-mini), or "
+        "demo; configured: demo, local:qwen2.5. Did you mean openai:gpt-4?"
+    )
 
 
 @pytest.mark.parametrize(

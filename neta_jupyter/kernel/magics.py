@@ -18,8 +18,14 @@ from pydantic import ValidationError
 
 from ..client import RunRequest
 from ..client import attachment_sources as attachments
+from ..client.mistakes import (
+    EMPTY_PROMPT,
+    MAX_STEPS_NOT_A_NUMBER,
+    MAX_STEPS_TOO_LOW,
+    describe_request,
+    unknown_option,
+)
 from ..providers.base import THINKING_LEVELS
-from ..runtime.requests import describe_validation
 from ..tools.introspection import describe_variables
 from .context import KernelContext, default_approve, notebook_file, notebook_path
 from .host import HostError
@@ -132,8 +138,7 @@ def _take(text: str, pos: int, name: str, options: dict[str, Any]) -> int:
         options[name] = True
         return pos
     if name not in _VALUED:
-        known = ", ".join(f"--{n}" for n in (*_VALUED, *_FLAGS))
-        raise UsageError(f"unknown option --{name} (known: {known}; see %neta help)")
+        raise UsageError(f"{unknown_option(name, (*_VALUED, *_FLAGS))} (see %neta help)")
     value = _VALUE.match(text, pos)
     if value is None:
         raise UsageError(f"--{name} needs a value")
@@ -156,9 +161,9 @@ def _validated(options: dict[str, Any]) -> dict[str, Any]:
         try:
             options["max-steps"] = int(options["max-steps"])
         except ValueError:
-            raise UsageError("--max-steps needs a whole number") from None
+            raise UsageError(MAX_STEPS_NOT_A_NUMBER) from None
         if options["max-steps"] < 1:
-            raise UsageError("--max-steps must be at least 1")
+            raise UsageError(MAX_STEPS_TOO_LOW)
     if "thinking" in options and options["thinking"] not in THINKING_LEVELS:
         raise UsageError(f"--thinking must be one of {', '.join(THINKING_LEVELS)}")
     for listed in ("tools", "attach"):
@@ -222,7 +227,7 @@ class NetaMagics(Magics):
             prompt = cell
         prompt = interpolate(prompt, self.context.shell.user_ns).strip()
         if not prompt:
-            raise UsageError("the prompt is empty (see %neta help)")
+            raise UsageError(f"{EMPTY_PROMPT} (see %neta help)")
         self.start(prompt, options)
 
     def start(self, prompt: str, options: dict[str, Any]) -> None:
@@ -249,7 +254,7 @@ class NetaMagics(Magics):
         try:
             run = RunRequest.model_validate(fields)
         except ValidationError as exc:
-            raise UsageError(describe_validation(exc)) from None
+            raise UsageError(describe_request(exc)) from None
         ctx.launch(run, files=files)
 
     # --- subcommands
@@ -389,7 +394,7 @@ class NetaMagics(Magics):
             try:
                 started = await ctx.host.compact(ctx.session(), instructions)
             except HostError as exc:
-                print(f"could not compact: {exc.message}")
+                print(_could_not("compact", ctx.session(), exc))
                 return
             ctx.attach(started.request_id, "/compact")
 
@@ -431,8 +436,11 @@ class NetaMagics(Magics):
 
 
 def _could_not(action: str, request_id: str, exc: HostError) -> str:
-    """An action that failed; one on a run that has already ended is a note, not a failure."""
-    if exc.code in ("RUN_NOT_ACTIVE", "RUN_NOT_SUSPENDED"):
+    """An action that failed, for the user.
+
+    One with nothing to act on (a run that has ended, a conversation not begun) is a note.
+    """
+    if exc.code in ("RUN_NOT_ACTIVE", "RUN_NOT_SUSPENDED", "SESSION_NOT_FOUND"):
         return f"nothing to {action}: {exc.message}"
     return f"could not {action} {request_id}: {exc.message}"
 

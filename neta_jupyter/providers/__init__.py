@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +92,20 @@ class ModelRegistry:
             return model
         if (configured := self.selector.resolve(spec)) is not None:
             return configured
-        raise UnknownModel(f"unknown model {spec!r}; configured: {', '.join(self.names())}")
+        raise UnknownModel(self._unknown(spec))
+
+    def _unknown(self, spec: str) -> str:
+        """Why ``spec`` names no model, for its user.
+
+        What is configured, the ``endpoint:model`` form, and the closest name it may have meant.
+        """
+        message = (
+            f"unknown model {spec!r}: a model is named endpoint:model (e.g. openai:gpt-4.1-mini)"
+            f", or demo; configured: {', '.join(self.names())}"
+        )
+        close = difflib.get_close_matches(spec, self.names(), n=1, cutoff=0.75)
+        meant = close[0] if close else self.selector.meant(spec)
+        return f"{message}. Did you mean {meant}?" if meant else message
 
 
 __all__ = [

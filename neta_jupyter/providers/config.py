@@ -44,6 +44,7 @@ set, one without sends no key (Ollama, LM Studio and llama.cpp need none).
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import AsyncIterator, Mapping
@@ -259,6 +260,24 @@ class ModelSelector:
             if self._missing_key(endpoint) is None:
                 out += [f"{endpoint.name}:{m}" for m in endpoint.models or ("*",)]
         return out
+
+    def meant(self, spec: str) -> str | None:
+        """The ``endpoint:model`` a name that resolves to nothing most likely meant.
+
+        A bare model name (``gpt-5``) goes with the endpoint that offers it, or the first that
+        accepts any name; a misspelt endpoint (``opnai:gpt-5``) with the closest endpoint.
+        """
+        prefix, colon, model_name = spec.partition(":")
+        if not colon:
+            offering = [e for e in self.endpoints.values() if spec in e.models]
+            family = "anthropic" if spec.startswith("claude") else "openai"
+            open_ = sorted(
+                (e for e in self.endpoints.values() if not e.models), key=lambda e: e.kind != family
+            )
+            candidates = offering or open_
+            return f"{candidates[0].name}:{spec}" if candidates else None
+        close = difflib.get_close_matches(prefix, list(self.endpoints), n=1, cutoff=0.6)
+        return f"{close[0]}:{model_name}" if close and model_name else None
 
     def secrets(self) -> list[str]:
         """The key of every endpoint that has one set: values that must never be shown."""

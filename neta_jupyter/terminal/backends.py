@@ -34,8 +34,9 @@ from ..client import (
     Unauthorized,
     attachment_sources,
 )
+from ..client.mistakes import EMPTY_PROMPT, describe_request
 from ..providers import UnknownModel
-from ..runtime.requests import AttachmentRef, describe_validation
+from ..runtime.requests import AttachmentRef
 from ..runtime.settings import build_runtime
 from ..store import StorageDamaged, StorageError, Store, finish_now
 from ..store.health import DB_NAME, recovery_steps
@@ -59,6 +60,8 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     A flag whose name is a run option's (``--max-steps`` → ``max_steps``) sets that option, so a
     run option needs only its flag in ``cli.py``.
     """
+    if not args.prompt.strip():
+        raise CliError(EMPTY_PROMPT)
     fields: dict[str, Any] = {
         "content": args.prompt,
         "session_name": args.session,
@@ -71,7 +74,7 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     try:
         return RunRequest.model_validate(fields)
     except ValidationError as exc:
-        raise CliError(describe_validation(exc)) from exc
+        raise CliError(describe_request(exc)) from exc
 
 
 def attached(args: argparse.Namespace) -> tuple[list[AttachmentRef], list[Path]]:
