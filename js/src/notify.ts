@@ -11,7 +11,7 @@
  * of the run the page shows.
  */
 import { finalText, type RunState } from "./state";
-import { toolLabel } from "./view/format";
+import { stoppedText, toolLabel, wasStopped } from "./view/format";
 import { isRecord, isTerminal, str } from "./wire";
 
 /** A terminal event older than this, by the server's clock against the page's, is a replay. */
@@ -46,6 +46,10 @@ function describe(state: RunState, prompt: string): Omit<RunEnd, "key"> | null {
   const about = short(prompt);
   if (state.status === "completed") {
     return { kind: "completed", title: "neta: the run finished", body: short(finalText(state)) || about };
+  }
+  if (wasStopped(state)) {
+    const why = stoppedText(state);
+    return { kind: "completed", title: "neta: the run was stopped", body: why === "Stopped" ? about : short(why) };
   }
   if (state.status === "failed") {
     return { kind: "failed", title: "neta: the run failed", body: short(state.failure?.errorMessage || about) };

@@ -1,6 +1,6 @@
 /** Tool cards: TOOL_CALL_GENERATING → TOOL_START → TOOL_RUNNING → TOOL_COMPLETED | TOOL_FAILED, plus TOOL_EVENT. */
 import type { ToolData, ToolSideData } from "./events";
-import { upsert, type McpOrigin, type NotebookEdit, type PermissionAsk, type RunState, type ToolCard } from "./state";
+import { upsert, type McpOrigin, type NotebookEdit, type PermissionAsk, type RunState, type SubagentChild, type ToolCard } from "./state";
 import { bool, id, isRecord, num, str, strList, type Loose } from "./wire";
 
 function newCard(toolCallId: string): ToolCard {
@@ -75,6 +75,28 @@ export function applyAskedTool(state: RunState, ask: PermissionAsk): RunState {
   return { ...state, tools: upsert(state.tools, card.toolCallId, () => ({ ...card, mcp: ask.mcp })) };
 }
 
+/**
+ * The run ended (completed or failed): a call still being prepared or running never finishes now,
+ * and a sub-agent still queued or at work was stopped with it (stopping cascades down the tree).
+ * A stopped card is not finished: a retried run may start the same call again.
+ */
+export function settleUnfinished(state: RunState): RunState {
+  const openCards = state.tools.order.filter((key) => {
+    const status = state.tools.byId[key]?.status;
+    return status === "generating" || status === "running";
+  });
+  const openChildren = state.children.order.filter((key) => UNFINISHED_CHILD.has(state.children.byId[key]?.status ?? ""));
+  let tools = state.tools;
+  for (const key of openCards) tools = upsert(tools, key, (card) => ({ ...(card ?? newCard(key)), status: "stopped" }));
+  let children = state.children;
+  for (const key of openChildren) {
+    children = upsert(children, key, (child) => ({ ...(child as SubagentChild), status: "stopped", permission: null, clarify: null }));
+  }
+  return openCards.length || openChildren.length ? { ...state, tools, children } : state;
+}
+
+const UNFINISHED_CHILD = new Set(["queued", "running", "suspended"]);
+
 /** Streamed text a card keeps (its end): the result has the whole, the server cuts a runaway loop. */
 const MAX_STREAMED_CHARS = 200_000;
 
@@ -128,6 +150,7 @@ function applyEdit(state: RunState, toolCallId: string, data: Loose<ToolSideData
     kind: str(payload["kind"]) ?? "edit",
     diff: str(payload["diff"]) ?? "",
     message: str(data.userMessage),
+    via: str(payload["via"]),
   };
   return { ...state, tools: upsert(state.tools, toolCallId, () => ({ ...card, edits: [...card.edits, edit] })) };
 }

@@ -12,7 +12,7 @@ import { FROM_HISTORY } from "./history";
 import { readClarify, readPermission } from "./reducer-asks";
 import { applyPhase, applyProgress, applyStopReason } from "./reducer-decisions";
 import { applySubagent } from "./reducer-subagents";
-import { applyAskedTool, applyTool, applyToolSide } from "./reducer-tools";
+import { applyAskedTool, applyTool, applyToolSide, settleUnfinished } from "./reducer-tools";
 import {
   applyAttachment,
   applyCompaction,
@@ -198,7 +198,7 @@ function ended(state: RunState, data: Loose<MessageData>): RunState {
 
 function applyCompleted(state: RunState, data: Loose<MessageData>): RunState {
   return {
-    ...ended(state, data),
+    ...settleUnfinished(ended(state, data)),
     status: "completed",
     finishReason: str(data.finishReason) ?? "STOP",
     finishMessage: str(data.finishMessage),
@@ -226,5 +226,5 @@ function applyFailed(state: RunState, data: Loose<MessageData>): RunState {
     recoverable: bool(data.recoverable) ?? false,
     networkError: bool(data.networkError) ?? false,
   };
-  return { ...ended(state, data), status: "failed", failure, permission: null, clarify: null, suspendReason: null };
+  return { ...settleUnfinished(ended(state, data)), status: "failed", failure, permission: null, clarify: null, suspendReason: null };
 }

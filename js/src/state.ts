@@ -7,7 +7,8 @@
 
 export type RunStatus = "idle" | "running" | "suspended" | "completed" | "failed";
 
-export type ToolStatus = "generating" | "running" | "completed" | "failed";
+/** `stopped`: the run ended (stopped, or failed elsewhere) before the call finished. */
+export type ToolStatus = "generating" | "running" | "completed" | "failed" | "stopped";
 
 export interface TextSegment {
   readonly text: string;
@@ -32,6 +33,8 @@ export interface NotebookEdit {
   /** Unified diff of the cell's source (a one-line text for a move). Model text: shown as text. */
   readonly diff: string;
   readonly message?: string;
+  /** `shared` (the open notebook's shared document) or `file` (it was not open: the file). */
+  readonly via?: string;
 }
 
 /** What a notebook tool waiting for approval would do: the edit's diff, or the cell it would run. */

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 
 import widget from "../src/crew-board";
 import { FakeModel } from "./fake-model";
@@ -20,6 +20,12 @@ function board(tasks: Record<string, unknown>[], log: string[] = []): Record<str
 }
 
 describe("a crew task opened into its run", () => {
+  // The board loads the run view when a task is first opened; loaded here once, the waits below
+  // are for the view's stream, not for compiling its modules on a busy machine.
+  beforeAll(async () => {
+    await import("../src/live-run");
+  });
+
   let model: FakeModel;
   let el: HTMLElement;
   let cleanup: () => void;

@@ -42,7 +42,7 @@ describe("notebook edits in the reducer", () => {
     const events = editRun();
     const state = reduceAll([...events, { ...events[2]!, seq: 4 }]);
     expect(state.tools.byId["c1"]?.edits).toEqual([
-      { editId: "ed_1", path: "work/analysis.ipynb", cellId: "ab12", kind: "edit", diff: DIFF, message: "edit of cell ab12 in work/analysis.ipynb" },
+      { editId: "ed_1", path: "work/analysis.ipynb", cellId: "ab12", kind: "edit", diff: DIFF, message: "edit of cell ab12 in work/analysis.ipynb", via: "shared" },
     ]);
   });
 

@@ -56,7 +56,7 @@ describe("rendering a whole run", () => {
 });
 
 describe("a figure a tool made", () => {
-  it("is shown once, in its tool card; the attachment list only names it", () => {
+  it("is shown once, in its tool card, with its file chip; the attachment list leaves it out", () => {
     const events = fixture("basic_run");
     const plot = "/sessions/s_1/plot_1.png";
     const attachment = envelope("ATTACHMENT_CHANGED", 37, {
@@ -77,9 +77,14 @@ describe("a figure a tool made", () => {
     show(reduceAll([...events, attachment, other]));
     const url = `/base/download?virtualPath=${encodeURIComponent(plot)}`;
     expect([...container.querySelectorAll(`img[src="${url}"]`)].map((img) => img.className)).toEqual(["neta-tool-image"]);
+    const chip = byTestId("neta-file-chip", byTestId("neta-tool-card"));
+    expect(chip.textContent).toBe("plot_1.png12.7 KB");
+    expect(chip.getAttribute("href")).toBe(url);
+    expect(chip.getAttribute("download")).toBe("plot_1.png");
     const items = all("neta-attachment").map((item) => item.textContent);
-    expect(items.some((text) => text?.includes("plot_1.png"))).toBe(true);
+    expect(items.some((text) => text?.includes("plot_1.png"))).toBe(false);
     // An image no tool card shows keeps its preview in the list.
+    expect(items.some((text) => text?.includes("other.png"))).toBe(true);
     expect(container.querySelectorAll("img.neta-attachment-image")).toHaveLength(1);
   });
 });
@@ -226,7 +231,12 @@ describe("controls", () => {
 
     show(reduceAll(fixture("catalogue_rest")));
     expect(byTestId("neta-retry").hidden).toBe(true);
-    expect(byTestId("neta-error").textContent).toContain("Stopped by the user");
+    // Stopped by the user: no failure, no error code, only what happened.
+    expect(byTestId("neta-error").hidden).toBe(true);
+    expect(byTestId("neta-finish").textContent).toBe("Stopped");
+    expect(byTestId("neta-status").textContent).toBe("Stopped");
+    expect(byTestId("neta-status").dataset["status"]).toBe("stopped");
+    expect(container.textContent).not.toContain("USER_CANCELLED");
   });
 
   it("adds input while running and marks it delivered once consumed", async () => {

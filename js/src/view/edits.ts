@@ -9,6 +9,7 @@ import type { RevertAnswer } from "../notebook";
 import type { NotebookEdit } from "../state";
 import { diffBlock } from "./diff";
 import { button, h, setData, setText, setVisible } from "./dom";
+import { shortIds } from "./format";
 import { ArmedControls } from "./guard";
 import type { ViewContext } from "./part";
 
@@ -19,7 +20,25 @@ export interface EditsAccess {
   reverted(): Promise<ReadonlySet<string>>;
 }
 
-const KIND_WORDS: Readonly<Record<string, string>> = { insert: "Inserted", edit: "Edited", delete: "Deleted", move: "Moved" };
+const KIND_WORDS: Readonly<Record<string, string>> = {
+  insert: "Inserted a cell",
+  edit: "Edited a cell",
+  delete: "Deleted a cell",
+  move: "Moved a cell",
+};
+
+/** What the edit did, in words: "Inserted a cell in analysis.ipynb (saved to the file: …)". */
+export function editWords(edit: NotebookEdit): string {
+  const what = KIND_WORDS[edit.kind] ?? `${edit.kind} of a cell`;
+  const where = edit.path ? ` in ${edit.path}` : "";
+  const saved = edit.via === "file" ? " (the notebook was not open: saved to the file)" : "";
+  return `${what}${where}${saved}`;
+}
+
+/** The diff's `--- cell …` and `+++ cell …` lines with the cell's id as people read it. */
+function shortDiffHeads(diff: string): string {
+  return diff.replace(/^(---|\+\+\+) .*$/gm, (line) => shortIds(line));
+}
 
 class EditRow {
   readonly element: HTMLElement;
@@ -29,9 +48,10 @@ class EditRow {
   private controls: ArmedControls | null = null;
 
   constructor(private readonly ctx: ViewContext, private readonly edit: NotebookEdit, access: EditsAccess | undefined) {
-    const words = `${KIND_WORDS[edit.kind] ?? edit.kind} cell ${edit.cellId}${edit.path ? ` in ${edit.path}` : ""}`;
-    const head = h("div", { className: "neta-edit-head" }, [h("span", { className: "neta-edit-what", text: words }), this.state, this.revert]);
-    this.element = h("div", { className: "neta-edit", testid: "neta-edit" }, [head, diffBlock(edit.diff), this.refusal]);
+    const what = h("span", { className: "neta-edit-what", testid: "neta-edit-what", text: editWords(edit) });
+    if (edit.cellId) what.title = `cell ${edit.cellId}`;
+    const head = h("div", { className: "neta-edit-head" }, [what, this.state, this.revert]);
+    this.element = h("div", { className: "neta-edit", testid: "neta-edit" }, [head, diffBlock(shortDiffHeads(edit.diff)), this.refusal]);
     setData(this.element, "editId", edit.editId);
     setVisible(this.refusal, false);
     this.show("applied");

@@ -50,6 +50,13 @@ export function toolLabel(toolName: string, mcp?: McpOrigin): ToolLabel {
   return mcp ? { tool: mcp.tool || toolName, server: mcp.server } : { tool: toolName };
 }
 
+/** A cell id as people read it: a notebook's UUIDs (36 characters) by their first eight. */
+export function shortIds(text: string): string {
+  return text.replace(UUID, "$1");
+}
+
+const UUID = /\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+
 export type ArgsView =
   | { readonly kind: "code"; readonly text: string }
   | { readonly kind: "json"; readonly text: string }
@@ -93,8 +100,22 @@ export function statusLabel(state: RunState): string {
     case "completed":
       return "Done";
     case "failed":
-      return "Failed";
+      return wasStopped(state) ? "Stopped" : "Failed";
   }
+}
+
+/** The run ended because it was stopped (Stop, or a prompt sent to take its place), not by a fault. */
+export function wasStopped(state: RunState): boolean {
+  return state.status === "failed" && state.failure?.errorCode === "USER_CANCELLED";
+}
+
+/** What the server says of a plain Stop: the header's "Stopped" says it already. */
+const PLAIN_STOP = /^(the run was (cancelled|stopped)|stopped by the user)\.?$/i;
+
+/** The footer's line for a stopped run: why, when it was more than a plain Stop. */
+export function stoppedText(state: RunState): string {
+  const message = state.failure?.errorMessage.trim() ?? "";
+  return message && !PLAIN_STOP.test(message) ? `Stopped: ${message}` : "Stopped";
 }
 
 const PHASE_LABELS: Readonly<Record<string, string>> = {

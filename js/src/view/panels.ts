@@ -1,58 +1,13 @@
-/** The smaller regions: header with Stop, status toast, attachments, todos, footer, error, input. */
-import type { Action } from "../actions";
+/** The smaller regions: status toast, attachments, todos, footer, error, input. */
 import { HISTORY_NOTICE } from "../history";
 import type { RunState } from "../state";
 import { valuesOf } from "../state";
 import { button, h, setData, setText, setVisible, textarea } from "./dom";
-import { finishLabel, formatBytes, statusLabel, toastText, usageText } from "./format";
+import { finishLabel, formatBytes, stoppedText, toastText, usageText, wasStopped } from "./format";
 import type { Part, ViewContext } from "./part";
 
 /** How long an AGENT_STATUS toast stays up: it is a transient signal (seed 003 §4). */
 export const TOAST_MS = 5000;
-
-export class HeaderPart implements Part {
-  readonly element = h("div", { className: "neta-header" });
-  private readonly prompt = h("div", { className: "neta-prompt-text" });
-  private readonly status = h("span", { className: "neta-status", testid: "neta-status" });
-  /** Pausing and resuming decide nothing a tool does (an ask still asks): plain buttons. */
-  private readonly pause = button("Pause", "neta-pause", "neta-button");
-  private readonly resume = button("Resume", "neta-resume", "neta-button neta-primary");
-  private readonly stop = button("Stop", "neta-stop", "neta-button neta-danger");
-
-  constructor(private readonly ctx: ViewContext, prompt: string) {
-    this.element.append(this.prompt, this.status, this.pause, this.resume, this.stop);
-    this.setPrompt(prompt);
-    this.bind(this.stop, { action: "terminate" });
-    this.bind(this.pause, { action: "suspend" });
-    this.bind(this.resume, { action: "resume" });
-  }
-
-  /** Disabled once clicked, until the run's status changes (or the action was refused). */
-  private bind(control: HTMLButtonElement, action: Action): void {
-    control.addEventListener("click", () => {
-      control.disabled = true;
-      void this.ctx.act(action).then((ok) => (control.disabled = ok));
-    });
-  }
-
-  setPrompt(prompt: string): void {
-    setText(this.prompt, prompt);
-    setVisible(this.prompt, prompt !== "");
-  }
-
-  render(state: RunState, prev: RunState | null): void {
-    setText(this.status, statusLabel(state));
-    setData(this.status, "status", state.status);
-    const stoppable = state.status === "running" || state.status === "suspended";
-    setVisible(this.stop, stoppable);
-    setVisible(this.pause, state.status === "running");
-    // A run waiting on an ask resumes through its prompt; one waiting on nothing, here.
-    setVisible(this.resume, state.status === "suspended" && resumable(state));
-    if (state.status !== prev?.status) {
-      for (const control of [this.stop, this.pause, this.resume]) control.disabled = false;
-    }
-  }
-}
 
 /** What credentials the run lacks (its model endpoint's key): stays in view, unlike a toast. */
 export class AuthNoticePart implements Part {
@@ -74,14 +29,6 @@ export class AuthNoticePart implements Part {
     );
     setVisible(this.element, state.authNotices.length > 0);
   }
-}
-
-const ANSWERED_BY_PROMPT = new Set(["PERMISSION_ASK", "CLARIFY_REQUEST"]);
-
-/** A suspended run that waits on no ask (paused, interrupted by a shutdown, …). */
-function resumable(state: RunState): boolean {
-  const reason = state.suspendReason?.type;
-  return reason !== undefined && !ANSWERED_BY_PROMPT.has(reason) && !state.permission && !state.clarify;
 }
 
 export class ToastPart implements Part {
@@ -123,28 +70,31 @@ export class ToastPart implements Part {
   }
 }
 
-/** Paths of the images tool cards show: an attachment among them is not shown a second time. */
-function toolImages(state: RunState): string {
+/**
+ * Paths of the files tool cards show (their pictures, with their chips) or link to (a long
+ * output's whole text): an attachment among them is not listed a second time.
+ */
+function cardFiles(state: RunState): string {
   return valuesOf(state.tools)
-    .flatMap((card) => card.images)
+    .flatMap((card) => (card.outputRef ? [...card.images, card.outputRef] : card.images))
     .sort()
     .join("\n");
 }
 
 export class AttachmentsPart implements Part {
   readonly element = h("ul", { className: "neta-attachments" });
-  private shownToolImages = "";
+  private shownCardFiles = "";
 
   constructor(private readonly ctx: ViewContext) {
     setVisible(this.element, false);
   }
 
   render(state: RunState, prev: RunState | null): void {
-    const inCards = prev && state.tools === prev.tools ? this.shownToolImages : toolImages(state);
-    if (prev && state.attachments === prev.attachments && inCards === this.shownToolImages) return;
-    this.shownToolImages = inCards;
-    const figures = new Set(inCards.split("\n"));
-    const items = valuesOf(state.attachments).map((a) => {
+    const inCards = prev && state.tools === prev.tools ? this.shownCardFiles : cardFiles(state);
+    if (prev && state.attachments === prev.attachments && inCards === this.shownCardFiles) return;
+    this.shownCardFiles = inCards;
+    const shown = new Set(inCards.split("\n"));
+    const items = valuesOf(state.attachments).filter((a) => !shown.has(a.virtualPath)).map((a) => {
       const url = this.ctx.resolveUrl(a.virtualPath);
       const name = url
         ? h("a", { text: a.fileName, attrs: { href: url, download: a.fileName, target: "_blank", rel: "noopener" } })
@@ -154,8 +104,7 @@ export class AttachmentsPart implements Part {
       if (a.fileSize !== undefined) item.append(h("span", { className: "neta-muted", text: formatBytes(a.fileSize) }));
       if (a.changeType === "UPDATED") item.append(h("span", { className: "neta-badge", text: "updated" }));
       if (a.sent) item.append(h("span", { className: "neta-badge", text: "sent" }));
-      // A figure a tool made is shown in the tool's card; here it is only listed.
-      if (url && a.contentType?.startsWith("image/") && !figures.has(a.virtualPath)) {
+      if (url && a.contentType?.startsWith("image/")) {
         item.append(h("img", { className: "neta-attachment-image", attrs: { src: url, alt: a.fileName } }));
       }
       return item;
@@ -222,13 +171,15 @@ export class FooterPart implements Part {
 
   render(state: RunState, prev: RunState | null): void {
     const done = state.status === "completed" && state.finishReason !== undefined;
+    const stopped = wasStopped(state);
     const synthetic = state.answer.some((s) => s.synthetic);
     const message = state.finishMessage && !synthetic ? `: ${state.finishMessage}` : "";
-    setText(this.finish, done ? `${finishLabel(state.finishReason ?? "STOP")}${message}` : "");
-    setData(this.finish, "reason", state.finishReason ?? "");
-    setVisible(this.finish, done);
+    const finish = done ? `${finishLabel(state.finishReason ?? "STOP")}${message}` : stopped ? stoppedText(state) : "";
+    setText(this.finish, finish);
+    setData(this.finish, "reason", stopped ? "STOPPED" : (state.finishReason ?? ""));
+    setVisible(this.finish, done || stopped);
 
-    const failure = state.status === "failed" ? state.failure : null;
+    const failure = state.status === "failed" && !stopped ? state.failure : null;
     const code = failure?.errorCode ? ` (${failure.errorCode})` : "";
     setText(this.failure, failure ? `${failure.errorMessage || "The run failed"}${code}` : "");
     setVisible(this.failure, failure !== null);

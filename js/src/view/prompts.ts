@@ -5,7 +5,7 @@
 import type { Action } from "../actions";
 import { sameRequest, type AskPreview, type ClarifyRequest, type PermissionAsk, type RunState } from "../state";
 import { button, h, setVisible, textarea } from "./dom";
-import { toolLabel } from "./format";
+import { shortIds, toolLabel } from "./format";
 import { ArmedControls } from "./guard";
 import type { Part, ViewContext } from "./part";
 import { diffBlock } from "./diff";
@@ -92,14 +92,28 @@ export class PermissionPart extends PromptPart<PermissionAsk> {
     // The preview says what the call does; its raw arguments stay at hand, folded.
     if (args && ask.preview) parts.push(h("details", { className: "neta-permission-more" }, [h("summary", { text: "Arguments" }), args]));
     else if (args) parts.push(args);
-    if (ask.ruleDescription || ask.rulePattern) {
-      const rule = h("div", { className: "neta-permission-rule", text: ask.ruleDescription ?? "" });
-      if (ask.rulePattern) rule.append(" ", h("code", { text: ask.rulePattern }));
-      parts.push(rule);
-    }
+    const rule = ruleLine(ask);
+    if (rule) parts.push(rule);
     parts.push(row);
     return parts;
   }
+}
+
+/**
+ * Why the call asks, in words: the rule's description, and its pattern where that says more than
+ * the tool's name the title already gives (not for `python`, nor `*`: any tool that changes things).
+ */
+function ruleLine(ask: PermissionAsk): HTMLElement | null {
+  const pattern = ask.rulePattern?.trim() ?? "";
+  let description = ask.ruleDescription?.trim().replace(/\.$/, "") ?? "";
+  if (description === `rule ${pattern}`) description = ""; // a rule without a description of its own
+  const specific = pattern !== "" && pattern !== "*" && pattern !== ask.toolName && pattern !== ask.mcp?.tool;
+  if (!description && !specific) return null;
+  const rule = h("div", { className: "neta-permission-rule", testid: "neta-permission-rule" });
+  rule.append(description ? `Why: ${description}` : "Why: a permission rule");
+  if (specific) rule.append(" (rule ", h("code", { text: pattern }), ")");
+  rule.append(".");
+  return rule;
 }
 
 /** What a notebook tool would do: the edit as a diff, or the source of the cell it would run. */
@@ -115,7 +129,7 @@ function previewBlocks(preview: AskPreview): HTMLElement[] {
   }
   const code = h("code");
   showArgs(code, { kind: "code", text: preview.text });
-  const where = preview.cellId ? `Runs cell ${preview.cellId}:` : "Runs this cell:";
+  const where = preview.cellId ? `Runs cell ${shortIds(preview.cellId)}:` : "Runs this cell:";
   blocks.push(h("div", { className: "neta-permission-where", text: where }));
   blocks.push(h("pre", { className: "neta-pre neta-permission-code", testid: "neta-permission-preview" }, [code]));
   return blocks;

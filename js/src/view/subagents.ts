@@ -5,9 +5,12 @@
  * question answerable in place: the action names the child's run.
  *
  * Everything a child row shows was written by a model (the parent's task, the child's answer and
- * status), so it goes in as text, never as markup.
+ * status): the task and status go in as text, the start of the answer as markdown through the
+ * same sanitiser as every answer.
  */
 import { childLifetime } from "../lifetime";
+import { renderMarkdown } from "../markdown";
+import { loadImagesOnClick } from "../sanitize";
 import { valuesOf, type RunState, type SubagentBatch, type SubagentChild } from "../state";
 import { button, h, setData, setText, setVisible } from "./dom";
 import { formatCount, formatDuration } from "./format";
@@ -20,12 +23,18 @@ const STATUS_LABELS: Readonly<Record<string, string>> = {
   suspended: "Waiting",
   completed: "Done",
   failed: "Failed",
+  stopped: "Stopped",
 };
 
 export function childStatusLabel(child: SubagentChild): string {
   if (child.permission) return "Waiting for your approval";
   if (child.clarify) return "Waiting for your answer";
-  return STATUS_LABELS[child.status] ?? child.status;
+  return STATUS_LABELS[shownStatus(child)] ?? child.status;
+}
+
+/** A child stopped (by the user, or with its parent) did not fail: it shows as stopped. */
+function shownStatus(child: SubagentChild): string {
+  return child.status === "failed" && child.errorCode === "USER_CANCELLED" ? "stopped" : child.status;
 }
 
 /** The label, and what the child is doing when that says more (and it is not waiting for you). */
@@ -60,6 +69,7 @@ class ChildRow {
   private readonly permission: PermissionPart;
   private readonly clarify: ClarifyPart;
   private shown: SubagentChild | null = null;
+  private shownPreview = "";
   /** The open child view's lifetime; null while closed. */
   private open: AbortController | null = null;
 
@@ -89,6 +99,7 @@ class ChildRow {
       this.body,
     ]);
     this.element.dataset["requestId"] = requestId;
+    loadImagesOnClick(this.preview);
     setVisible(this.body, false);
     // As the user left it in the last view of the run (folds.ts): opened, it shows the child live.
     const open = ctx.fold(fold);
@@ -106,13 +117,17 @@ class ChildRow {
     setText(this.role, child.role ?? "");
     setVisible(this.role, Boolean(child.role));
     setText(this.status, childStatusLine(child));
-    setData(this.element, "status", child.status);
+    setData(this.element, "status", shownStatus(child));
     setText(this.meta, childMeta(child));
     setVisible(this.meta, this.meta.textContent !== "");
     const preview = child.answerPreview ? `${child.answerPreview}${child.answerTruncated ? "…" : ""}` : "";
-    setText(this.preview, preview);
+    if (preview !== this.shownPreview) {
+      this.shownPreview = preview;
+      // Markdown, as the child's answer is in its own view: sanitised like every answer.
+      this.preview.innerHTML = preview ? renderMarkdown(preview) : "";
+    }
     setVisible(this.preview, preview !== "" && this.open === null);
-    const failure = child.status === "failed" ? `${child.errorMessage || "The sub-agent failed"}${child.errorCode ? ` (${child.errorCode})` : ""}` : "";
+    const failure = shownStatus(child) === "failed" ? `${child.errorMessage || "The sub-agent failed"}${child.errorCode ? ` (${child.errorCode})` : ""}` : "";
     setText(this.failure, failure);
     setVisible(this.failure, failure !== "");
     this.showPrompts();

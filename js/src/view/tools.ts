@@ -1,9 +1,10 @@
 /** One card per tool call: arguments streaming in, status, title, output, images, duration, failure. */
 import { highlightCode } from "../highlight";
 import { sanitizeHtml } from "../sanitize";
-import type { RunState, ToolCard } from "../state";
+import type { Attachment, Keyed, RunState, ToolCard } from "../state";
 import { h, setData, setText, setVisible } from "./dom";
 import { EditsView } from "./edits";
+import { figuresKey, figureViews, withoutPlaceholders } from "./figures";
 import { foldable, restoreFold, type FoldLookup } from "./folds";
 import { argsView, formatDuration, toolLabel, type ArgsView } from "./format";
 import type { Part, ViewContext } from "./part";
@@ -17,6 +18,7 @@ const STATUS_LABELS: Readonly<Record<string, string>> = {
   running: "running",
   completed: "done",
   failed: "failed",
+  stopped: "stopped",
 };
 
 class ToolCardView {
@@ -33,13 +35,14 @@ class ToolCardView {
   ]);
   private readonly notices = h("div", { className: "neta-tool-notices" });
   private readonly streamed = h("pre", { className: "neta-pre neta-tool-streamed" });
-  private readonly output = h("div", { className: "neta-tool-output-box" });
+  private readonly output = h("div", { className: "neta-tool-output-box", testid: "neta-tool-output-box" });
   private readonly images = h("div", { className: "neta-tool-images" });
   private readonly error = h("div", { className: "neta-tool-error" });
   private readonly edits: EditsView;
   private shownArgs: string | null = null;
   private waiting = false;
   private shownOutput: string | null = null;
+  private shownFigures = "";
   /** The user folded or unfolded the arguments in the last view of the run: left as they are. */
   private readonly argsChosen: boolean;
 
@@ -61,7 +64,7 @@ class ToolCardView {
     this.argsChosen = restoreFold(this.args, `args:${card.toolCallId}`, ctx.fold);
   }
 
-  render(card: ToolCard, prev: ToolCard | undefined, waiting: boolean): void {
+  render(card: ToolCard, prev: ToolCard | undefined, waiting: boolean, attachments: Keyed<Attachment>): void {
     setData(this.element, "toolName", card.toolName);
     setData(this.element, "status", card.status);
     this.status.className = `neta-badge neta-badge-${waiting ? "waiting" : card.status}`;
@@ -82,8 +85,12 @@ class ToolCardView {
       setVisible(this.streamed, card.output === undefined && card.streamed !== "");
       this.streamed.scrollTop = this.streamed.scrollHeight; // the newest output in view
     }
-    if (card.output !== prev?.output || card.outputRef !== prev?.outputRef) this.renderOutput(card);
-    if (card.images !== prev?.images) this.renderImages(card);
+    if (card.output !== prev?.output || card.outputRef !== prev?.outputRef || card.edits !== prev?.edits) this.renderOutput(card);
+    const figures = figuresKey(card, attachments);
+    if (figures !== this.shownFigures) {
+      this.shownFigures = figures;
+      this.images.replaceChildren(...figureViews(card, attachments, this.ctx.resolveUrl));
+    }
     if (card.edits !== prev?.edits) {
       // The diff shows what the call changed: its arguments (the whole new source) fold away.
       if (card.edits.length > 0 && !prev?.edits.length && !this.argsChosen) this.args.open = false;
@@ -98,11 +105,12 @@ class ToolCardView {
     // waiting for approval has all of its arguments, though it has not started.
     const complete = card.status !== "generating" || this.waiting;
     const view = complete ? argsView(card.argsText) : { kind: "raw" as const, text: card.argsText };
-    const key = `${view.kind}:${view.text}`;
+    const key = `${this.waiting}:${view.kind}:${view.text}`;
     if (key === this.shownArgs) return;
     this.shownArgs = key;
     showArgs(this.argsCode, view);
-    setVisible(this.args, view.text !== "" && view.text !== "{}");
+    // A call waiting for approval: its prompt, right below, shows what it would do.
+    setVisible(this.args, !this.waiting && view.text !== "" && view.text !== "{}");
   }
 
   private renderNotices(card: ToolCard): void {
@@ -112,13 +120,13 @@ class ToolCardView {
   }
 
   private renderOutput(card: ToolCard): void {
-    const key = `${card.output ?? ""}\u0000${card.truncated}\u0000${card.outputRef ?? ""}`;
+    // What a notebook edit did, its rows say (the diff, Revert): the summary is for the model.
+    const output = card.edits.length > 0 ? "" : withoutPlaceholders(card.output ?? "", card);
+    const key = `${output}\u0000${card.truncated}\u0000${card.outputRef ?? ""}`;
     if (key === this.shownOutput) return;
     this.shownOutput = key;
     const children: HTMLElement[] = [];
-    if (card.output !== undefined && card.output !== "") {
-      children.push(outputBlock(card.output, `output:${card.toolCallId}`, this.ctx.fold));
-    }
+    if (output !== "") children.push(outputBlock(output, `output:${card.toolCallId}`, this.ctx.fold));
     if (card.truncated) {
       const url = card.outputRef ? this.ctx.resolveUrl(card.outputRef) : null;
       const note = h("div", { className: "neta-tool-truncated", text: "Output truncated. " });
@@ -126,14 +134,6 @@ class ToolCardView {
       children.push(note);
     }
     this.output.replaceChildren(...children);
-  }
-
-  private renderImages(card: ToolCard): void {
-    const images = card.images.flatMap((path) => {
-      const url = this.ctx.resolveUrl(path);
-      return url ? [h("img", { className: "neta-tool-image", attrs: { src: url, alt: path.split("/").pop() ?? "" } })] : [];
-    });
-    this.images.replaceChildren(...images);
   }
 }
 
@@ -161,7 +161,10 @@ export function argsBlock(argsText: string, className: string): HTMLElement | nu
 function outputBlock(output: string, key: string, fold: FoldLookup): HTMLElement {
   const pre = h("pre", { className: "neta-pre neta-tool-output", testid: "neta-tool-output", text: output });
   const lines = output.split("\n").length;
-  if (lines <= LONG_OUTPUT_LINES && output.length <= LONG_OUTPUT_CHARS) return pre;
+  // Titled, so that it reads apart from the code above it.
+  if (lines <= LONG_OUTPUT_LINES && output.length <= LONG_OUTPUT_CHARS) {
+    return h("div", { className: "neta-tool-output-short" }, [h("div", { className: "neta-tool-caption", text: "Output" }), pre]);
+  }
   const details = h("details", { className: "neta-tool-output-long" }, [h("summary", { text: `Output (${lines} lines)` }), pre]);
   foldable(details, key);
   restoreFold(details, key, fold);
@@ -175,7 +178,7 @@ export class ToolsPart implements Part {
   constructor(private readonly ctx: ViewContext) {}
 
   render(state: RunState, prev: RunState | null): void {
-    if (prev && state.tools === prev.tools && state.permission === prev.permission) return;
+    if (prev && state.tools === prev.tools && state.permission === prev.permission && state.attachments === prev.attachments) return;
     this.dropMissing(state);
     const waitingFor = state.permission?.toolCallId;
     const waitedFor = prev?.permission?.toolCallId;
@@ -186,13 +189,14 @@ export class ToolsPart implements Part {
       if (view) {
         const previous = prev?.tools.byId[id];
         const waitChanged = (id === waitingFor) !== (id === waitedFor);
-        if (card !== previous || waitChanged) view.render(card, previous, id === waitingFor);
+        const pictured = card.images.length > 0 && state.attachments !== prev?.attachments;
+        if (card !== previous || waitChanged || pictured) view.render(card, previous, id === waitingFor, state.attachments);
         continue;
       }
       const created = new ToolCardView(this.ctx, card);
       this.cards.set(id, created);
       this.element.append(created.element);
-      created.render(card, undefined, id === waitingFor);
+      created.render(card, undefined, id === waitingFor, state.attachments);
     }
   }
 
