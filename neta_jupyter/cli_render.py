@@ -54,6 +54,7 @@ from .terminal.words import (
     resolution_words,
     session_words,
     status_words,
+    was_stopped,
 )
 
 AttachmentLocator = Callable[[str], str]
@@ -298,6 +299,8 @@ class TerminalRenderer(BodyRenderer):
         head, detail = outcome_words(kind, data, waiting="suspended")
         if kind == EventType.MESSAGE_COMPLETED:
             self._line(self.style.green(head) + self.style.dim(detail))
+        elif was_stopped(kind, data):
+            self._line(self.style.yellow(head) + self.style.dim(detail))
         elif kind == EventType.MESSAGE_FAILED:
             self._line(self.style.red(head) + self.style.dim(detail))
         elif kind == EventType.MESSAGE_SUSPENDED:

@@ -46,7 +46,8 @@ def test_run_renders_tool_card_files_and_answer(workdir: Path) -> None:
     assert '▸ list_files {"path": "."}' in out
     assert "✓ list_files" in out and "│ a.txt" in out
     assert "What I found" in out and "`sales.csv`" in out
-    assert "■ completed (STOP)" in out and "total" in out
+    # An answer is the usual end: no reason code after it, only the usage.
+    assert "■ completed · tokens: " in out and "total" in out and "(STOP)" not in out
     assert "\x1b[" not in out  # not a terminal: no colour codes
 
 
@@ -103,7 +104,8 @@ def test_ctrl_c_cancels_the_run(workdir: Path) -> None:
     live.proc.send_signal(signal.SIGINT)
     assert live.finish() == 130, live.output
     assert "interrupted: cancelling the run" in live.output
-    assert "✗ run failed [USER_CANCELLED]" in live.output
+    # Stopped by the user is no failure: said as it is, without an error code.
+    assert "■ stopped" in live.output and "USER_CANCELLED" not in live.output
 
 
 def test_always_allow_is_remembered_in_the_named_session(workdir: Path) -> None:
@@ -124,7 +126,7 @@ def test_max_steps_and_full_output_attachment(workdir: Path) -> None:
         "run", *embedded(workdir, "read big.txt", "--model", model, "--yes", "--max-steps", "1")
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "■ completed (MAX_STEPS" in done.stdout
+    assert "■ completed (stopped at the step limit" in done.stdout
     saved = next(line for line in done.stdout.splitlines() if "full output: " in line)
     path = Path(saved.split("full output: ", 1)[1])
     assert path.is_file() and path.read_text().startswith("Contents of big.txt (600 lines")
@@ -204,7 +206,8 @@ def test_ctrl_c_at_the_prompt_cancels_the_waiting_run(workdir: Path) -> None:
     finally:
         os.close(master)
     assert "[n]o: \ninterrupted: cancelling the run" in live.output
-    assert "✗ run failed [USER_CANCELLED]" in live.output
+    # Stopped by the user is no failure: said as it is, without an error code.
+    assert "■ stopped" in live.output and "USER_CANCELLED" not in live.output
 
 
 def test_failed_run_exits_1(workdir: Path) -> None:
@@ -366,7 +369,7 @@ def test_server_run_with_token(server: ServerProcess) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "▸ list_files" in done.stdout and "`notes.txt`" in done.stdout
-    assert "■ completed (STOP)" in done.stdout
+    assert "■ completed · tokens: " in done.stdout and "(STOP)" not in done.stdout
     assert server.token not in done.stdout + done.stderr
 
 
@@ -432,7 +435,8 @@ def test_server_ctrl_c_terminates_the_run(server: ServerProcess, tmp_path: Path)
     live.wait_for("tok tok")
     live.proc.send_signal(signal.SIGINT)
     assert live.finish() == 130, live.output
-    assert "✗ run failed [USER_CANCELLED]" in live.output
+    # Stopped by the user is no failure: said as it is, without an error code.
+    assert "■ stopped" in live.output and "USER_CANCELLED" not in live.output
 
 
 class DroppingProxy:

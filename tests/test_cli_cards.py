@@ -202,3 +202,25 @@ def test_the_live_display_shows_what_a_notebook_tool_asks_to_do() -> None:
     assert "? edit_cell needs approval" in shown
     assert "-df.head()" in shown and "+df.describe()" in shown
     assert "will be refused" not in shown
+
+
+def ended(data: dict[str, object]) -> str:
+    """The plain log's last line for a run that ends with ``data``."""
+    out = io.StringIO()
+    renderer = TerminalRenderer(out, color=False)
+    kind = "MESSAGE_COMPLETED" if "finishReason" in data else "MESSAGE_FAILED"
+    renderer.feed(envelope(0, kind, type="message", **data))
+    return out.getvalue().splitlines()[-1]
+
+
+def test_the_end_of_a_run_is_said_in_words_not_codes() -> None:
+    assert ended({"finishReason": "STOP"}) == "■ completed"
+    assert ended({"finishReason": "MAX_STEPS", "finishMessage": "8 steps"}) == (
+        "■ completed (stopped at the step limit: 8 steps)"
+    )
+    stop = {"errorCode": "USER_CANCELLED", "errorMessage": "the run was cancelled"}
+    assert ended(stop) == "■ stopped"
+    supersede = {**stop, "errorMessage": "superseded by a new prompt in the same session"}
+    assert ended(supersede) == "■ stopped: superseded by a new prompt in the same session"
+    failed = {"errorCode": "LLM_ERROR", "errorMessage": "model call failed"}
+    assert ended(failed) == "✗ run failed [LLM_ERROR]: model call failed"

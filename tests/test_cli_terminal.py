@@ -160,7 +160,7 @@ def test_live_display_renders_markdown_panels_and_answers_the_asks(workdir: Path
     # Model text is shown, never obeyed: no markup, no terminal title, no screen clearing.
     assert "[bold red]not markup[/] stays as written." in screen
     assert "pwned" not in term.raw and "\x1b]0;" not in term.raw and "\x1b[2J" not in term.raw
-    assert line_with(term, "■ completed").startswith("■ completed (STOP)")
+    assert line_with(term, "■ completed").startswith("■ completed · tokens: ")
 
 
 def test_python_runs_in_a_local_kernel_on_the_terminal(workdir: Path) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 
 import pytest
 
 from neta_jupyter.providers.base import (
+    Image,
     Message,
     Model,
     ModelRequest,
@@ -463,3 +465,76 @@ async def test_gives_each_file_of_a_comparison_to_a_sub_agent_and_compares_their
 async def test_without_sub_agents_a_comparison_reads_each_file_itself() -> None:
     chat = Conversation("compare notes.txt and data.csv")
     assert [(await chat.call()).name, (await chat.call()).name] == ["read_file"] * 2
+
+
+async def test_suggests_next_only_data_that_is_there() -> None:
+    chat = Conversation("what is 17*23? compute it in python", ("python",))
+    answer = await chat.run({"python": "391\n"})
+    follow_up = answer.split("**Next**")[1]
+    assert "df" not in follow_up, follow_up
+    assert "another calculation" in follow_up
+
+    chat = Conversation("plot the price column of df")
+    answer = await chat.run(RESULTS)
+    assert chat.names[-1] == "python"
+    assert '"plot a histogram of df"' in answer.split("**Next**")[1]
+
+
+NOTEBOOK_TOOLS = ("list_variables", "inspect_variable", "read_notebook", "insert_cell", "run_cell")
+
+
+def png(width: int, height: int) -> bytes:
+    from PIL import Image as Pillow
+
+    buffer = io.BytesIO()
+    Pillow.new("RGB", (width, height), (30, 120, 200)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+async def test_names_a_cells_figure_as_the_person_knows_it_not_by_its_placeholder() -> None:
+    chat = Conversation("add a cell that plots the qty column of df", NOTEBOOK_TOOLS)
+    results = {
+        "list_variables": VARIABLES,
+        "inspect_variable": INSPECTION,
+        "read_notebook": "Notebook work.ipynb: 1 cell",
+        "insert_cell": "insert of cell 02528e50 applied, new hash 36895b1edd.",
+    }
+    for _ in range(4):
+        call = await chat.call()
+        chat.reply(call, results[call.name])
+    run = await chat.call()
+    assert run.name == "run_cell" and json.loads(run.arguments) == {"cell_id": "02528e50"}
+    label = f"{run.id}-02528e50-figure-1.png (4x3 PNG)"
+    chat.messages.append(
+        Message(
+            "tool",
+            "[image: figure-1.png]\n",
+            tool_call_id=run.id,
+            name="run_cell",
+            images=[Image("image/png", png(4, 3), label)],
+        )
+    )
+    answer = await chat.answer()
+    assert "- I ran it; it drew a figure, now in the notebook under the cell." in answer
+    assert "I was shown the picture it made: figure-1.png (4x3 PNG), received as a 4x3" in answer
+    assert "[image:" not in answer and f"{run.id}-" not in answer
+
+
+async def test_names_a_notebook_cell_by_the_short_form_of_its_uuid() -> None:
+    uuid = "3f2a9c1b-5d4e-4f60-8a7b-9c0d1e2f3a4b"
+    read = (
+        f"Notebook work.ipynb: 1 cells.\n--- cell 1 of 1 · id {uuid} · code · hash abc123\nx = 1\n"
+    )
+    chat = Conversation("comment the last cell: the setup", ("read_notebook", "edit_cell"))
+    answer = await chat.run({"read_notebook": read, "edit_cell": "edit applied"})
+    edit = next(c for c in chat.calls if c.name == "edit_cell")
+    assert json.loads(edit.arguments)["cell_id"] == uuid, "the tool gets the whole id"
+    assert "`3f2a9c1b`" in answer and uuid not in answer
+
+
+async def test_says_a_figure_was_drawn_not_the_placeholder_of_it() -> None:
+    chat = Conversation("plot the price column of df")
+    answer = await chat.run(RESULTS | {"python": "[image: figure-1.png]\n"})
+    assert chat.names[-1] == "python"
+    assert "- It drew a figure, shown with the call." in answer
+    assert "[image:" not in answer and "It printed" not in answer

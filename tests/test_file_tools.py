@@ -106,12 +106,12 @@ def test_links_that_lead_nowhere_or_in_circles_are_listed_and_refused(root: Path
     assert listing.output.splitlines() == [
         "Files in the notebook folder (7 entries; folders end with /):",
         "sub/",
-        "dangling\t(broken link)",
-        "data.csv\t4 bytes",
-        "elsewhere\t(link outside the notebook root)",
-        "loop_a\t(link loop)",
-        "loop_b\t(link loop)",
-        "pipe\t(named pipe, not readable)",
+        "dangling   (broken link)",
+        "data.csv   4 bytes",
+        "elsewhere  (link outside the notebook root)",
+        "loop_a     (link loop)",
+        "loop_b     (link loop)",
+        "pipe       (named pipe, not readable)",
     ]
     with pytest.raises(ToolError, match="dangling is a broken symbolic link"):
         call_in_thread(lambda: read_file.run('{"path": "dangling"}', ctx(root)), _none)
@@ -119,6 +119,19 @@ def test_links_that_lead_nowhere_or_in_circles_are_listed_and_refused(root: Path
         call_in_thread(lambda: read_file.run('{"path": "loop_a"}', ctx(root)), _none)
     with pytest.raises(ToolError, match="outside the notebook root"):
         call_in_thread(lambda: read_file.run('{"path": "elsewhere"}', ctx(root)), _none)
+
+
+async def test_a_listing_lines_its_sizes_up_in_one_column(root: Path) -> None:
+    (root / "a.txt").write_text("x" * 5)
+    (root / "quarterly_revenue.csv").write_text("y" * 45_569)
+    (root / "notes.md").write_text("z" * 321)
+    listing = (await list_files.run("{}", ctx(root))).output
+    assert listing.splitlines()[1:] == [
+        "a.txt                       5 bytes",
+        "notes.md                  321 bytes",
+        "quarterly_revenue.csv  45,569 bytes",
+    ]
+    assert "\t" not in listing
 
 
 async def test_a_huge_file_is_read_only_up_to_the_limit(root: Path) -> None:

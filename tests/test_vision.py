@@ -202,7 +202,16 @@ async def test_the_demo_model_says_what_picture_it_was_shown(
     answer = "".join(e["data"]["text"] for e in events if e["eventType"] == "TEXT_DELTA")
     scale = MAX_SIDE / max(original)
     shown = [round(side * scale) for side in original]
-    assert f"I was shown the picture it made: {name} ({original[0]}x{original[1]} PNG" in answer
+    # The file is named after its call, to be unique; the answer names it as the person knows it.
+    call_id = next(
+        e["data"]["toolCallId"]
+        for e in events
+        if e["eventType"] == "TOOL_COMPLETED" and e["data"]["toolName"] == "python"
+    )
+    assert name.startswith(f"{call_id}-")
+    person = name.removeprefix(f"{call_id}-")
+    assert f"I was shown the picture it made: {person} ({original[0]}x{original[1]} PNG" in answer
+    assert call_id not in answer
     assert any(
         f"received as a {w}x{h} PNG image" in answer
         for w in (shown[0] - 1, shown[0], shown[0] + 1)

@@ -17,21 +17,31 @@ from ._demo_reading import (
     _Done,
     _entries,
     _FileRead,
+    _inspected,
     _kernel_busy,
     _parse_frame,
     _text_files,
     _Turn,
     _variables,
+    _without_pictures,
 )
 
 _IDEAS = {
     "read_file": '"load it into a dataframe and describe it"',
-    "list_variables": '"which columns of df have missing values?"',
+    "list_variables": '"which columns of {frame} have missing values?"',
     "inspect_variable": '"plot the column with the most missing values"',
-    "python": '"plot a histogram of df", or another calculation',
+    "python": '"plot a histogram of {frame}", or another calculation',
     "delegate": '"summarise one of those files"',
-    "run_cell": '"add a cell that plots a histogram of df"',
+    "run_cell": '"add a cell that plots a histogram of {frame}"',
+    "list_files": '"what is in {frame}?"',
 }
+_IDEAS_WITHOUT_DATA = {
+    "list_variables": '"load a CSV file into a dataframe"',
+    "python": '"what is 2**10?", or another calculation',
+    "run_cell": '"add a cell that prints today\'s date"',
+    "list_files": '"what variables do I have?"',
+}
+"""What to suggest when no dataframe is known: a suggestion never names data that is not there."""
 _ABILITIES = {
     "list_files": 'list the files next to your notebook: "what files are here?"',
     "read_file": 'read and summarise a file: "summarise data.csv"',
@@ -112,13 +122,29 @@ def _answer(turn: _Turn, unavailable: list[str]) -> str:
         lines += [f"- I was shown the picture it made: {p}." for p in done.pictures]
     for name in unavailable:
         lines.append(f"- I would have used `{name}`, but that tool is not enabled in this run.")
-    ok, texts = [d.name for d in turn.done if not d.failed], _text_files(turn)
-    ideas = _IDEAS | {"list_files": f'"summarise {texts[0]}"' if texts else '"what is in df?"'}
-    if not any(str(d.args.get("path")).endswith("sv") for d in turn.results("read_file")):
-        ideas["read_file"] = '"what else is in this folder?"'  # only tables load into a dataframe
-    idea = ideas.get(ok[-1] if ok else "", '"what files are here?"')
+    idea = _next_idea(turn)
     text = "\n".join([*lines, "", f"**Next**, you could ask: {idea}."]) + "\n"
     return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def _next_idea(turn: _Turn) -> str:
+    """A follow-up prompt for what was done last, about data that is there."""
+    ok, texts, frame = [d.name for d in turn.done if not d.failed], _text_files(turn), _frame(turn)
+    ideas = {k: v.format(frame=frame) for k, v in _IDEAS.items()} if frame else _IDEAS_WITHOUT_DATA
+    ideas = _IDEAS | ideas
+    if texts:
+        ideas["list_files"] = f'"summarise {texts[0]}"'
+    if not any(str(d.args.get("path")).endswith("sv") for d in turn.results("read_file")):
+        ideas["read_file"] = '"what else is in this folder?"'  # only tables load into a dataframe
+    return ideas.get(ok[-1] if ok else "", '"what files are here?"')
+
+
+def _frame(turn: _Turn) -> str | None:
+    """A dataframe the turn saw in the kernel, by its name."""
+    frames = [n for n, kind in _variables(turn).items() if "DataFrame" in kind]
+    if not frames and (inspected := _inspected(turn)) and inspected.shape:
+        frames = [inspected.name]
+    return frames[0] if frames else None
 
 
 def _lead(turn: _Turn) -> str:
@@ -170,9 +196,12 @@ def _facts(done: _Done) -> list[str]:
         case "python":
             code = str(done.args.get("code", ""))
             out = ["- I ran this code in your kernel:", *_fenced(code, "python")]
-            if not done.output.strip() or _NOTHING_PRINTED.match(done.output):
-                return [*out, "- It printed nothing; any figure it drew is shown with the call."]
-            return [*out, "- It printed:", *_fenced(done.output)]
+            printed, drawn = _without_pictures(done.output)
+            figures = "a figure" if drawn == 1 else f"{drawn} figures"
+            drew = [f"- It drew {figures}, shown with the call."] if drawn else []
+            if not printed.strip() or _NOTHING_PRINTED.match(printed):
+                return [*out, *(drew or ["- It printed nothing."])]
+            return [*out, "- It printed:", *_fenced(printed), *drew]
         case "run_skill":
             report = done.output.split("\n[process log:")[0].strip().splitlines()
             return ["- The skill reported:", "", *report[:60]]

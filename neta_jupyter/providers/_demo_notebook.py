@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ._demo_reading import _Call, _Done, _Turn
+from ._demo_reading import _Call, _Done, _Turn, _without_pictures
 
 _NOTEBOOK = re.compile(
     r"\b(?:add|insert|write|put|create|make)\b(?:\W+\w+){0,4}?\W+cells?\b"
@@ -13,6 +13,14 @@ _NOTEBOOK = re.compile(
     re.I,
 )
 _INSERTED = re.compile(r"insert of cell (\S+) applied")
+_UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+
+
+def short(cell_id: object) -> str:
+    """A cell's id as people read it: a notebook's UUIDs by their first eight characters."""
+    return _UUID.sub(r"\1", str(cell_id))
+
+
 _HELLO = 'print("hello from a cell the demo model wrote")'
 
 
@@ -43,7 +51,7 @@ def refusal(done: _Done) -> list[str]:
         return []
     cell = done.args.get("cell_id")
     return [
-        f"- My first change of cell `{cell}` was refused: the cell changed after I read it "
+        f"- My first change of cell `{short(cell)}` was refused: the cell changed after I read it "
         "(you edited it), so I read it again and made the change on top of your version."
     ]
 
@@ -60,19 +68,22 @@ def facts(done: _Done) -> list[str] | None:
             code = str(done.args.get("source", ""))
             return [f"- I added cell {cell} to the notebook:", "", "```python", code, "```", ""]
         case "edit_cell":
-            code = str(done.args.get("source", ""))
-            return [f"- I put the comment on cell `{done.args.get('cell_id')}`:", *_code(code)]
+            code, cell = str(done.args.get("source", "")), short(done.args.get("cell_id"))
+            return [f"- I put the comment on cell `{cell}`:", *_code(code)]
         case "run_cell":
-            printed = done.output.strip() or "nothing"
-            return [
-                "- I ran it; its output, now in the notebook too:",
-                "",
-                "```text",
-                printed,
-                "```",
-                "",
-            ]
+            return _ran(done)
     return None
+
+
+def _ran(done: _Done) -> list[str]:
+    """What running the cell gave: its printed output, and the figures it drew (in the cell)."""
+    printed, drawn = _without_pictures(done.output)
+    printed, figures = printed.strip(), "a figure" if drawn == 1 else f"{drawn} figures"
+    if not printed:
+        said = f"it drew {figures}" if drawn else "it printed nothing"
+        return [f"- I ran it; {said}, now in the notebook under the cell."]
+    out = ["- I ran it; its output, now in the notebook too:", "", "```text", printed, "```", ""]
+    return [*out, f"- It drew {figures} too, under the cell."] if drawn else out
 
 
 # --- commenting a cell: an edit that is refused when the cell changed since it was read --------
@@ -128,15 +139,16 @@ def comment_calls(turn: _Turn) -> Iterator[_Call]:
     cell_id, digest, source = ours[-1]
     note = _note(turn.prompt)
     edit = {"cell_id": cell_id, "source": f"{note}\n{source}", "source_hash": digest}
-    yield _Call("edit_cell", edit, f"put a comment on top of cell `{cell_id}`")
+    yield _Call("edit_cell", edit, f"put a comment on top of cell `{short(cell_id)}`")
     if not any(refused(d) for d in turn.done):
         return
-    yield _Call("read_notebook", {"cell_id": cell_id}, f"read cell `{cell_id}` again")
+    yield _Call("read_notebook", {"cell_id": cell_id}, f"read cell `{short(cell_id)}` again")
     again = [d for d in reads[1:] if d.args.get("cell_id") == cell_id]
     if again and (now := _code_cells(again[-1].output)):
         _, digest, source = now[0]
         edit = {"cell_id": cell_id, "source": f"{note}\n{source}", "source_hash": digest}
-        yield _Call("edit_cell", edit, f"put the comment on top of cell `{cell_id}` as it is now")
+        purpose = f"put the comment on top of cell `{short(cell_id)}` as it is now"
+        yield _Call("edit_cell", edit, purpose)
 
 
 # --- running a cell the user wrote, in the background when asked ----------------------------
@@ -162,7 +174,7 @@ def run_calls(turn: _Turn) -> Iterator[_Call]:
         return
     cell_id = chosen[0][0]
     if _BACKGROUND.search(turn.plain):
-        purpose = f"run cell `{cell_id}` in the background and answer once it has finished"
+        purpose = f"run cell `{short(cell_id)}` in the background and answer once it has finished"
         yield _Call("run_cell", {"cell_id": cell_id, "background": True}, purpose)
     else:
-        yield _Call("run_cell", {"cell_id": cell_id}, f"run cell `{cell_id}`")
+        yield _Call("run_cell", {"cell_id": cell_id}, f"run cell `{short(cell_id)}`")

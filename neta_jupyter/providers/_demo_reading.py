@@ -63,6 +63,15 @@ _SHOWN_PICTURE = re.compile(r"\s*\[Attached file [^\]\n]*\] \(shown as an image\
 _READ_SPAN = re.compile(r"^Only lines? (\d+)(?:-(\d+))?")
 
 
+_PICTURE_LINE = re.compile(r"^\[image: [^\]\n]+\]\n?", re.M)
+"""A line of a tool's output that only marks where a picture was (the picture comes apart)."""
+
+
+def _without_pictures(output: str) -> tuple[str, int]:
+    """The output without the lines that mark its pictures, and how many there were."""
+    return _PICTURE_LINE.sub("", output), len(_PICTURE_LINE.findall(output))
+
+
 @dataclass(frozen=True, slots=True)
 class _Done:
     """A tool call made this turn and what came back."""
@@ -160,21 +169,29 @@ def _read_turn(request: ModelRequest) -> _Turn:
             reply = reply or next((r for r in replies if r.name == call.name), None)
             if reply is not None:
                 replies.remove(reply)
-            output, pictures = (reply.content, _pictures(reply)) if reply else ("", ())
-            done.append(_Done(call.name, _loads(call.arguments), output, pictures))
+            args = _loads(call.arguments)
+            made_by = (call.id, str(args.get("cell_id", "")))
+            output, pictures = (reply.content, _pictures(reply, made_by)) if reply else ("", ())
+            done.append(_Done(call.name, args, output, pictures))
     # A picture it is shown is no file to read: its label is not part of the question.
     prompt = _SHOWN_PICTURE.sub("", messages[start].content) if start >= 0 else ""
     attached = _pictures(messages[start]) if start >= 0 else ()
     return _Turn(prompt, tuple(t.name for t in request.tools), tuple(done), attached)
 
 
-def _pictures(reply: Message) -> tuple[str, ...]:
-    """``figure-1.png (640x480 PNG), received as a 640x480 PNG image`` for each picture."""
-    return tuple(
-        f"{image.label or 'a picture'}, received as a {describe(image.data, image.media_type)} "
-        "image"
-        for image in reply.images
-    )
+def _pictures(reply: Message, made_by: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """``figure-1.png (640x480 PNG), received as a 640x480 PNG image`` for each picture.
+
+    A file a tool makes is named after its call (and the cell it ran: ``made_by``) to be unique
+    in the session; the answer names it as the person knows it.
+    """
+    shown = []
+    for image in reply.images:
+        label = image.label or "a picture"
+        for prefix in filter(None, made_by):
+            label = label.removeprefix(f"{prefix}-")
+        shown.append(f"{label}, received as a {describe(image.data, image.media_type)} image")
+    return tuple(shown)
 
 
 def _loads(arguments: str) -> dict[str, Any]:
@@ -208,7 +225,8 @@ def _entries(turn: _Turn) -> list[tuple[str, int | None]]:
             if line and not line.startswith(("\u2026", "(", "...", "Files in ")):
                 match = _ENTRY.match(line)
                 size = int(match["size"].replace(",", "")) if match else None
-                entries.append((match["name"].strip() if match else line.split("\t")[0], size))
+                name = match["name"] if match else re.split(r"\t|\s{2,}", line)[0]
+                entries.append((name.strip(), size))
     return entries
 
 

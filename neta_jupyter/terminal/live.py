@@ -74,6 +74,7 @@ from .words import (
     resolution_words,
     session_words,
     status_words,
+    was_stopped,
 )
 
 _TICK = 0.1
@@ -393,6 +394,8 @@ class LiveRenderer(BodyRenderer):
         head, detail = outcome_words(kind, data, waiting="waiting")
         if kind == EventType.MESSAGE_COMPLETED:
             line = Text(head, style="bold green")
+        elif was_stopped(kind, data):
+            line = Text(head, style="yellow")
         elif kind == EventType.MESSAGE_FAILED:
             line = Text(head, style="red")
         else:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from ..events import (
     AgentStatusData,
     AttachmentData,
+    ErrorCode,
     EventType,
     MessageData,
     PermissionResolvedData,
@@ -24,6 +25,17 @@ def session_words(request_id: str, session_id: str) -> str:
     return f"● run {request_id} · session {session_id}"
 
 
+_FINISHED = {"STOP": "", "MAX_STEPS": "stopped at the step limit"}
+"""How a completed run finished, in words (an answer, the usual end, needs none)."""
+_PLAIN_STOP = ("the run was cancelled", "the run was stopped", "stopped by the user")
+"""What the server says of a plain Stop: "stopped" says it already."""
+
+
+def was_stopped(kind: EventType, data: MessageData) -> bool:
+    """The run ended because it was stopped (Stop, or a prompt that took its place): no fault."""
+    return kind == EventType.MESSAGE_FAILED and data.error_code == ErrorCode.USER_CANCELLED
+
+
 def outcome_words(kind: EventType, data: MessageData, *, waiting: str) -> tuple[str, str]:
     """A terminal event as a headline and its secondary detail (the reason, the usage).
 
@@ -31,8 +43,14 @@ def outcome_words(kind: EventType, data: MessageData, *, waiting: str) -> tuple[
     """
     usage = usage_text(data.usage)
     if kind == EventType.MESSAGE_COMPLETED:
-        extra = f": {one_line(data.finish_message)}" if data.finish_message else ""
-        return "■ completed", f" ({data.finish_reason or 'STOP'}{extra}){usage}"
+        reason = data.finish_reason or "STOP"
+        words = [_FINISHED.get(reason, reason), one_line(data.finish_message or "")]
+        said = ": ".join(w for w in words if w)
+        return "■ completed", (f" ({said})" if said else "") + usage
+    if was_stopped(kind, data):
+        message = one_line(data.error_message or "")
+        why = f": {message}" if message and message.lower().rstrip(".") not in _PLAIN_STOP else ""
+        return f"■ stopped{why}", usage
     if kind == EventType.MESSAGE_FAILED:
         hint = " (recoverable: retry it from the last step)" if data.recoverable else ""
         message = one_line(data.error_message or "the run failed")

@@ -294,25 +294,47 @@ def _count(number: int, word: str) -> str:
     return f"{number:,} {word}" + ("" if number == 1 else "s")
 
 
-def _entry_line(entry: os.DirEntry[str], base: Path) -> str:
-    """One listing line; links that lead nowhere, in circles or out of the root are marked."""
+def _entry(entry: os.DirEntry[str], base: Path) -> tuple[str, str | int]:
+    """One entry's name and its size in bytes, or what it is instead (a folder: no detail).
+
+    Links that lead nowhere, in circles or out of the root are marked.
+    """
     try:
         info = entry.stat()  # follows links
     except OSError as exc:
         broken = "link loop" if exc.errno == errno.ELOOP else "broken link"
-        return f"{entry.name}\t({broken})" if entry.is_symlink() else f"{entry.name}\t(unreadable)"
+        return entry.name, f"({broken})" if entry.is_symlink() else "(unreadable)"
     if entry.is_symlink():
         try:
             inside = Path(entry.path).resolve().is_relative_to(base)
         except (OSError, RuntimeError):
             inside = False
         if not inside:
-            return f"{entry.name}\t(link outside the notebook root)"
+            return entry.name, "(link outside the notebook root)"
     if stat.S_ISDIR(info.st_mode):
-        return f"{entry.name}/"
+        return f"{entry.name}/", ""
     if (kind := _kind(info.st_mode)) is not None:
-        return f"{entry.name}\t({kind.removeprefix('a ')}, not readable)"
-    return f"{entry.name}\t{info.st_size} bytes"
+        return entry.name, f"({kind.removeprefix('a ')}, not readable)"
+    return entry.name, info.st_size
+
+
+LIST_NAME_WIDTH = 40
+"""Names up to this long line up their sizes in one column; a longer one pushes its own along."""
+
+
+def _aligned(entries: list[tuple[str, str | int]]) -> list[str]:
+    """Listing lines in columns: names, then sizes (right-aligned) or what the entry is."""
+    width = min(LIST_NAME_WIDTH, max((len(name) for name, _ in entries), default=0))
+    sizes = [f"{detail:,}" for _, detail in entries if isinstance(detail, int)]
+    digits = max((len(size) for size in sizes), default=0)
+    lines = []
+    for name, detail in entries:
+        if detail == "":
+            lines.append(name)
+            continue
+        shown = f"{detail:>{digits},} bytes" if isinstance(detail, int) else detail
+        lines.append(f"{name:<{width}}  {shown}")
+    return lines
 
 
 def _listing(root: Path, target: Path) -> list[str]:
@@ -330,7 +352,7 @@ def _listing(root: Path, target: Path) -> list[str]:
 
     entries.sort(key=lambda e: (not is_dir(e), e.name.lower()))
     base = root.resolve()
-    lines = [_entry_line(e, base) for e in entries[:MAX_LIST_ENTRIES]]
+    lines = _aligned([_entry(e, base) for e in entries[:MAX_LIST_ENTRIES]])
     if len(entries) > MAX_LIST_ENTRIES:
         lines.append(f"… and {len(entries) - MAX_LIST_ENTRIES} more")
     return lines or [EMPTY_FOLDER]
