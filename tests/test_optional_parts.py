@@ -8,6 +8,8 @@ the file and says how to get live edits, and a Redis store answers with what to 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +98,34 @@ def test_a_redis_store_without_redis_answers_what_to_install(tmp_path: Path, wit
         assert "neta: the run API is off" in server.log_text()
     finally:
         server.stop()
+
+
+LAZY = ("neta_jupyter.store.redis_", "neta_jupyter.server.notebook_shared")
+"""The only modules that import an optional part at their top (each imported where it is used)."""
+
+
+def test_no_other_module_imports_an_optional_part_when_it_is_loaded(tmp_path: Path) -> None:
+    script = f"""
+import importlib, pkgutil, neta_jupyter
+failed = []
+for info in pkgutil.walk_packages(neta_jupyter.__path__, "neta_jupyter."):
+    if info.name.startswith({LAZY!r}) or info.name.endswith("__main__"):
+        continue
+    try:
+        importlib.import_module(info.name)
+    except ImportError as exc:
+        failed.append(f"{{info.name}}: {{exc}}")
+print("\\n".join(failed))
+"""
+    path = os.pathsep.join(p for p in (str(BLOCKER), os.environ.get("PYTHONPATH")) if p)
+    env = os.environ | {"PYTHONPATH": path, "BLOCKED_IMPORTS": "redis,pycrdt,jupyter_server_ydoc"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", done.stdout
