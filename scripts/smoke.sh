@@ -5,6 +5,7 @@
 # once more with each extra installed.
 # Usage: scripts/smoke.sh [WORKDIR]   (default: a temporary folder, removed at the end)
 set -euo pipefail
+SECONDS=0
 cd "$(dirname "$0")/.."
 repo="$PWD"
 work="${1:-$(mktemp -d)}"
@@ -20,6 +21,7 @@ rm -rf "$work/dist"
   exit 1
 }
 wheel=$(ls "$work"/dist/*.whl)
+echo "    built in $SECONDS s"
 
 echo "==> smoke: a fresh virtualenv with $(basename "$wheel"), no extras"
 rm -rf "$work/venv"
@@ -28,6 +30,7 @@ pip=("$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 "${pip[@]}" "$wheel"
 # The smoke suite's own tools, not the package's test extra.
 "${pip[@]}" "pytest>=8"
+echo "    installed at $SECONDS s"
 
 run_smoke() {
   # From outside the checkout, so that only the installed package can be imported.
@@ -35,8 +38,10 @@ run_smoke() {
     --rootdir "$repo/smoke" --basetemp "$work/pytest-${1:-plain}" "$repo/smoke")
 }
 run_smoke ""
+echo "    no extras passed at $SECONDS s"
 for extra in "${extras[@]}"; do
   echo "==> smoke: with the [$extra] extra"
   "${pip[@]}" "${wheel}[$extra]"
   run_smoke "$extra"
+  echo "    [$extra] passed at $SECONDS s"
 done

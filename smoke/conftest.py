@@ -135,14 +135,15 @@ class Server:
         assert answer.status_code == 200, answer.text
         return str(answer.json()["requestId"])
 
-    def follow(self, request_id: str) -> list[dict[str, Any]]:
-        """The run's events over SSE, up to its terminal event."""
+    def follow(self, request_id: str, after: int | None = None) -> list[dict[str, Any]]:
+        """The run's events over SSE after seq ``after``, up to its next terminal event."""
         events: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"requestId": request_id}
+        if after is not None:
+            params["lastEventId"] = after
         with (
             self.client() as http,
-            connect_sse(
-                http, "GET", "neta/api/agent/run/stream", params={"requestId": request_id}
-            ) as source,
+            connect_sse(http, "GET", "neta/api/agent/run/stream", params=params) as source,
         ):
             for sse in source.iter_sse():
                 if sse.event == "HEARTBEAT":

@@ -101,29 +101,38 @@ def test_the_terminal_client_runs_a_prompt_embedded_and_on_the_server(
         assert types[-1] == "MESSAGE_COMPLETED", done.stdout
 
 
-def test_a_notebook_bound_run_inserts_a_cell_and_runs_it(server: Server) -> None:
+def test_notebook_bound_runs_insert_run_and_edit_cells(server: Server) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells.append(nbformat.v4.new_markdown_cell("# Notes"))
     nbformat.write(nb, server.root / "notes.ipynb")
     kernel = Kernel(server)
+    bound = {"model": "demo", "notebookPath": "notes.ipynb", "kernelId": kernel.id}
     try:
-        rid = server.start_run(
-            content="add a cell to the notebook",
-            model="demo",
-            notebookPath="notes.ipynb",
-            kernelId=kernel.id,
-            approve="auto",
-        )
-        events = server.follow(rid)
+        added = server.start_run(content="add a cell to the notebook", approve="auto", **bound)
+        events = server.follow(added)
+        assert events[-1]["eventType"] == "MESSAGE_COMPLETED", events[-1]
+        calls = [e["data"]["toolName"] for e in events if e["eventType"] == "TOOL_START"]
+        assert calls[-2:] == ["insert_cell", "run_cell"], calls
+        _, cell = nbformat.read(server.root / "notes.ipynb", as_version=4).cells
+        assert cell.metadata["neta"]["requestId"] == added
+        printed = "".join(o.get("text", "") for o in cell.outputs)
+        assert "hello from a cell the demo model wrote" in printed
+
+        edited = server.start_run(content="comment the last cell: greeting", **bound)
+        events = server.follow(edited)
+        assert events[-1]["eventType"] == "MESSAGE_SUSPENDED", "an edit asks first"
+        (ask,) = [e["data"] for e in events if e["eventType"] == "PERMISSION_ASK"]
+        assert ask["toolName"] == "edit_cell"
+        with server.client() as http:
+            answer = {"requestId": edited, "approved": True, "askId": ask["askId"]}
+            assert http.post("neta/api/agent/run/resumeTask", json=answer).status_code == 200
+        events = server.follow(edited, after=events[-1]["seq"])
+        assert events[-1]["eventType"] == "MESSAGE_COMPLETED", events[-1]
     finally:
         kernel.close()
-    assert events[-1]["eventType"] == "MESSAGE_COMPLETED", events[-1]
-    calls = [e["data"]["toolName"] for e in events if e["eventType"] == "TOOL_START"]
-    assert calls[-2:] == ["insert_cell", "run_cell"], calls
-    _, added = nbformat.read(server.root / "notes.ipynb", as_version=4).cells
-    assert added.metadata["neta"]["requestId"] == rid
-    printed = "".join(o.get("text", "") for o in added.outputs)
-    assert "hello from a cell the demo model wrote" in printed
+    _, cell = nbformat.read(server.root / "notes.ipynb", as_version=4).cells
+    assert cell.source.startswith("# greeting\nprint(")
+    assert cell.metadata["neta"]["requestId"] == edited
 
 
 @pytest.mark.skipif("redis" in EXTRAS, reason="the redis extra is installed")
