@@ -12,7 +12,7 @@ import pytest
 from IPython.core.error import UsageError
 from jupyter_client.session import Session
 
-from neta_jupyter.kernel.magics import interpolate, parse_options
+from neta_jupyter.kernel.options import interpolate, parse_options
 from neta_jupyter.runtime import Runtime
 from tests.helpers import ApiClient
 from tests.test_kernel_embedded import KernelSession, kernel

@@ -42,7 +42,8 @@ def last_run() -> RunHandle | None:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext neta_jupyter``: register ``%neta`` / ``%%neta``."""
-    from .magics import NetaMagics, protect_question_marks
+    from .magics import NetaMagics
+    from .options import protect_question_marks
 
     ipython.register_magics(NetaMagics(ipython, current_context(ipython)))
     cleanup = ipython.input_transformers_cleanup
@@ -52,7 +53,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext neta_jupyter``."""
-    from .magics import protect_question_marks
+    from .options import protect_question_marks
 
     if protect_question_marks in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(protect_question_marks)
