@@ -149,9 +149,14 @@ def test_without_the_redis_extra_a_redis_store_says_what_to_install(tmp_path: Pa
         assert "pip install 'neta_jupyter[redis]'" in answer.json()["message"]
         kernel = Kernel(server)
         kernel.run("%load_ext neta_jupyter")
-        kernel.run("%neta hi")
-        said = kernel.printed("import neta_jupyter\nprint((await neta_jupyter.last_run()).error)")
+        shown = kernel.run("%neta hi")
+        shown += kernel.run("import neta_jupyter\nprint((await neta_jupyter.last_run()).error)")
+        said = "".join(m["content"]["text"] for m in shown if m["msg_type"] == "stream")
         assert "pip install 'neta_jupyter[redis]'" in said, said
+        to_widget = [
+            json.dumps(m["content"]) for m in shown if m["msg_type"] in ("comm_open", "comm_msg")
+        ]
+        assert any("neta_jupyter[redis]" in state for state in to_widget), "the widget says it"
     finally:
         if kernel is not None:
             kernel.close()
