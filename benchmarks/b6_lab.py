@@ -70,6 +70,9 @@ class JupyterProcess:
             "NetaApp": {
                 "data_dir": str(workdir / "neta-data"),
                 "demo_pace": 0.0,
+                # Scripts beside the server's folder too: tests keep theirs in the folder that
+                # holds the folders of their servers.
+                "scripted_models_dir": str(workdir.parent),
                 **(neta_config or {}),
             }
         }

@@ -216,6 +216,7 @@ class NetaServer(_Process):
             "data_dir": str(self.dir / "data"),
             "demo_pace": 0.0,
             "max_active_runs_per_user": 0,  # capacity is what is measured: one user, many runs
+            "scripted_models_dir": str(self.dir),  # where script() writes
             **neta,
         }
         args = [f"--NetaApp.{k}={v}" for k, v in traits.items()]

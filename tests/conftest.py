@@ -52,6 +52,7 @@ def jp_server_config(tmp_path: Path, neta_config: dict[str, Any]) -> dict[str, A
         "NetaApp": {
             "data_dir": str(tmp_path / "neta-data"),
             "demo_pace": 0.0,
+            "scripted_models_dir": str(tmp_path),  # the scripts a test writes
             **neta_config,
         },
     }

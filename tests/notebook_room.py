@@ -28,7 +28,11 @@ def collaboration_config(root: Path, data: Path) -> dict[str, Any]:
     """Server config with the collaboration extension (rooms save the file quickly)."""
     return {
         "ServerApp": ROOM_CONFIG,
-        "NetaApp": {"data_dir": str(data / "neta-data"), "demo_pace": 0.0},
+        "NetaApp": {
+            "data_dir": str(data / "neta-data"),
+            "demo_pace": 0.0,
+            "scripted_models_dir": str(data),
+        },
         "SQLiteYStore": {"db_path": str(data / "rtc.db")},
         "BaseFileIdManager": {
             "root_dir": str(root),

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import websockets
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
@@ -163,3 +164,38 @@ async def test_context_has_agents_md_memo_and_trims_huge_outputs(
     assert any(len(e.message.get("content", "")) >= 100_000 for e in stored), (
         "the transcript keeps it whole"
     )
+
+
+async def test_agents_md_and_the_memo_stay_inside_the_root_and_are_read_once(
+    api: ApiClient,
+    runtime: Runtime,
+    jp_root_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from neta_jupyter.runtime import instructions
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY----- hunter2")
+    (outside / "notes.md").write_text("memo from outside the root")
+    (jp_root_dir / "AGENTS.md").symlink_to(outside / "id_rsa")
+    (jp_root_dir / ".neta").mkdir()
+    (jp_root_dir / ".neta" / "MEMO.md").symlink_to(outside / "notes.md")
+    (jp_root_dir / "proj").mkdir()
+    (jp_root_dir / "proj" / "real.md").write_text("Use metric units. " + "x" * 5_000_000)
+    (jp_root_dir / "proj" / "AGENTS.md").symlink_to(jp_root_dir / "proj" / "real.md")
+    write_notebook(jp_root_dir / "proj" / "a.ipynb")
+    reads: list[Path] = []
+    read_start = instructions._read_start
+    monkeypatch.setattr(instructions, "_read_start", lambda p: reads.append(p) or read_start(p))
+    model = ScriptedModel([ScriptedTurn(text="one"), ScriptedTurn(text="two")])
+    runtime.models.register("notes", model)
+    for prompt in ("first", "second"):
+        started = await api.start(prompt, model="notes", notebookPath="proj/a.ipynb")
+        assert types(await api.segment(started["requestId"]))[-1] == "MESSAGE_COMPLETED"
+    for request in model.requests:
+        assert "hunter2" not in request.system and "memo from outside" not in request.system
+        assert "Use metric units." in request.system, "a link inside the root is followed"
+        assert len(request.system) < 20_000, "a huge AGENTS.md is cut to its start"
+    assert reads == [(jp_root_dir / "proj" / "real.md").resolve()], "read once, then cached"

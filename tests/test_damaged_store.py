@@ -21,6 +21,7 @@ from httpx_sse import connect_sse
 
 from neta_jupyter.cli import main as cli_main
 from neta_jupyter.client import HttpTransport, RunClient, ServerError
+from neta_jupyter.providers import ModelRegistry
 from neta_jupyter.runtime import Runtime, RuntimeConfig
 from neta_jupyter.store import Store
 from neta_jupyter.store.doctor import salvage
@@ -36,7 +37,8 @@ def make_store(data: Path, runs: int, deltas: int) -> None:
 
     async def fill() -> None:
         store = Store(data / "neta.sqlite3")
-        runtime = Runtime(store, RuntimeConfig(root_dir=data.parent, data_dir=data))
+        config = RuntimeConfig(root_dir=data.parent, data_dir=data)
+        runtime = Runtime(store, config, models=ModelRegistry(scripts=data.parent))
         try:
             for number in range(runs):
                 script = data.parent / f"script-{number}.json"  # a script plays its turns once

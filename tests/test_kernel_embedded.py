@@ -94,6 +94,7 @@ async def kernel(
     cwd: Path, env: dict[str, str] | None = None, *, strip: bool = True
 ) -> AsyncIterator[KernelSession]:
     base = {k: v for k, v in os.environ.items() if not (strip and k in _NOT_INHERITED)}
+    base["NETA_SCRIPTED_MODELS_DIR"] = str(cwd)  # the scripts a test writes, for embedded runs
     km, kc = await start_new_async_kernel(
         kernel_name="python3", env={**base, **(env or {})}, cwd=str(cwd)
     )

@@ -133,6 +133,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory, attacker: Attacker) -> Path:
     with pytest.MonkeyPatch.context() as env:
         for name in ("NETA_SERVER_URL", "NETA_KERNEL_TOKEN", "NETA_SERVER_PID"):
             env.delenv(name, raising=False)  # the runs live in the kernel (embedded)
+        env.setenv("NETA_SCRIPTED_MODELS_DIR", str(folder))
         client = NotebookClient(
             nb, kernel_name="python3", timeout=90, resources={"metadata": {"path": str(folder)}}
         )

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from neta_jupyter.events import AgentEvent, EventType, MessageData, TextData
+from neta_jupyter.providers import ModelRegistry
 from neta_jupyter.runtime import Runtime, RuntimeConfig
 from neta_jupyter.runtime.admission import StartGate
 from neta_jupyter.store import EventRow, MemoryBackend, MemoryData, Store
@@ -195,7 +196,8 @@ async def test_runs_on_the_in_memory_store_end_once_and_a_restart_recovers_them(
 ) -> None:
     data = MemoryData()
     store = Store.in_memory(data)
-    runtime = Runtime(store, RuntimeConfig(root_dir=tmp_path, data_dir=tmp_path))
+    config = RuntimeConfig(root_dir=tmp_path, data_dir=tmp_path)
+    runtime = Runtime(store, config, models=ModelRegistry(scripts=tmp_path))
     quick = tmp_path / "quick.json"
     quick.write_text(json.dumps({"turns": [{"repeat": ["word ", 300]}]}))
     done_run = await runtime.start("owner", "hello", model=f"scripted:{quick}")

@@ -47,6 +47,7 @@ class EmbeddedHost(Host):
         settings = NetaSettings(
             model=env.get("NETA_MODEL") or "demo",
             demo_pace=float(env.get("NETA_DEMO_PACE") or 0.015),
+            scripted_models_dir=env.get("NETA_SCRIPTED_MODELS_DIR") or "",
         )
         # A folder of one's own outlives the kernel: old runs' events go as on a server. A
         # temporary one goes with the kernel, so it needs no sweep.

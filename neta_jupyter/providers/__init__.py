@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .base import (
@@ -26,7 +27,7 @@ from .base import (
     UsagePart,
 )
 from .config import ModelSelector, UnknownModel
-from .scripted import ScriptedModel, ScriptedToolCall, ScriptedTurn
+from .scripted import ScriptedModel, ScriptedToolCall, ScriptedTurn, load_script
 
 if TYPE_CHECKING:
     import httpx
@@ -37,7 +38,9 @@ class ModelRegistry:
 
     ``endpoints`` is ``c.NetaApp.endpoints`` (see :mod:`.config` for its shape); ``http_client``,
     when given, is the client every provider model uses; ``environ`` replaces ``os.environ`` as
-    the source of API keys and base URLs.
+    the source of API keys and base URLs. ``scripts``, for tests only, is the one folder whose
+    JSON scripts ``scripted:<file>`` names; without it no ``scripted:`` model resolves, so
+    neither a run request nor a model's ``delegate`` reaches a file through a model name.
     """
 
     def __init__(
@@ -47,8 +50,10 @@ class ModelRegistry:
         endpoints: Mapping[str, Any] | None = None,
         http_client: httpx.AsyncClient | None = None,
         environ: Mapping[str, str] | None = None,
+        scripts: Path | None = None,
     ) -> None:
         self.demo_pace = demo_pace
+        self.scripts = scripts
         self._models: dict[str, Model | Callable[[], Model]] = {}
         self.selector = ModelSelector(endpoints, http_client=http_client, environ=environ)
 
@@ -81,13 +86,12 @@ class ModelRegistry:
             from .demo import DemoModel
 
             return DemoModel(pace=self.demo_pace)
-        if spec.startswith("scripted:"):
+        if spec.startswith("scripted:") and self.scripts is not None:
             # Loaded once per process: a script is consumed across the runs (and resumes) it drives.
-            path = spec.removeprefix("scripted:")
             try:
-                model = ScriptedModel.from_file(path)
-            except (OSError, ValueError) as exc:
-                raise UnknownModel(f"cannot load the scripted model {path!r}: {exc}") from exc
+                model = load_script(self.scripts, spec.removeprefix("scripted:"))
+            except ValueError as exc:
+                raise UnknownModel(f"cannot load the scripted model: {exc}") from exc
             self._models[spec] = model
             return model
         if (configured := self.selector.resolve(spec)) is not None:
@@ -131,4 +135,5 @@ __all__ = [
     "ToolDefinition",
     "UnknownModel",
     "UsagePart",
+    "load_script",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +153,41 @@ class ScriptedModel:
     def from_file(cls, path: str | Path) -> ScriptedModel:
         """Load a JSON script from a file."""
         return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+MAX_SCRIPT_BYTES = 32 * 1024 * 1024
+"""Largest script file read (``{"repeat": …}`` keeps even huge answers small)."""
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_NOFOLLOW", 0)
+
+
+def load_script(folder: Path, name: str) -> ScriptedModel:
+    """The script ``name`` (relative, or absolute inside ``folder``): a regular file of ``folder``.
+
+    Raises :class:`ValueError` for anything else, without saying whether such a file exists.
+    """
+    base = folder.resolve()
+    try:
+        target = (base / name).resolve()
+    except (OSError, RuntimeError, ValueError):
+        target = base
+    if base not in target.parents:
+        raise ValueError(f"scripts are read only from {base}")
+    try:
+        fd = os.open(target, _OPEN_FLAGS)
+    except OSError as exc:
+        raise ValueError(f"cannot open the script {name}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SCRIPT_BYTES:
+            raise ValueError(f"{name} is not a script file of at most {MAX_SCRIPT_BYTES:,} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(MAX_SCRIPT_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        return ScriptedModel.from_json(json.loads(data.decode("utf-8")))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{name} is not a valid script: {exc}") from None
 
 
 def _turn_from_json(obj: dict[str, Any]) -> ScriptedTurn:

@@ -10,33 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from ..providers.base import Image, Message
 from ..store import Entry, SessionRecord
+from .instructions import MAX_SECTION_CHARS, ProjectNotes
 
 MAX_TOOL_OUTPUT_CHARS = 12_000
-MAX_SECTION_CHARS = 8_000
-
-
-def agents_md(root: Path, notebook_path: str | None) -> str:
-    """Every AGENTS.md from the root down to the notebook's folder, root first."""
-    base = root.resolve()
-    folder = base
-    if notebook_path:
-        candidate = (base / notebook_path).resolve()
-        folder = candidate if candidate.is_dir() else candidate.parent
-        if folder != base and base not in folder.parents:
-            folder = base
-    chain = [folder, *[p for p in folder.parents if p == base or base in p.parents]]
-    texts = []
-    for directory in reversed(chain):
-        file = directory / "AGENTS.md"
-        if file.is_file():
-            rel = file.relative_to(base)
-            texts.append(f"### {rel}\n{file.read_text(errors='replace')[:MAX_SECTION_CHARS]}")
-    return "\n\n".join(texts)
 
 
 def todo_section(items: list[dict[str, Any]]) -> str:
@@ -50,16 +30,15 @@ def todo_section(items: list[dict[str, Any]]) -> str:
 def system_prompt(
     base_prompt: str,
     *,
-    root: Path,
-    notebook_path: str | None,
+    notes: ProjectNotes,
     session: SessionRecord | None,
     skills: list[tuple[str, str]],
     kernel_summary: str | None,
 ) -> str:
     """The system prompt with every section that has content."""
     sections = [base_prompt]
-    if text := agents_md(root, notebook_path):
-        sections.append(f"## Project instructions (AGENTS.md)\n{text}")
+    if notes.agents:
+        sections.append(f"## Project instructions (AGENTS.md)\n{notes.agents}")
     if session is not None and session.todo:
         sections.append(
             f"## Todo list (keep it current with the todo tool)\n{todo_section(session.todo)}"
@@ -67,9 +46,8 @@ def system_prompt(
     if skills:
         listed = "\n".join(f"- {name}: {description}" for name, description in skills)
         sections.append(f"## Skills (run with run_skill)\n{listed}")
-    memo = root / ".neta" / "MEMO.md"
-    if memo.is_file():
-        sections.append(f"## Memo\n{memo.read_text(errors='replace')[:MAX_SECTION_CHARS]}")
+    if notes.memo:
+        sections.append(f"## Memo\n{notes.memo}")
     if kernel_summary:
         sections.append(f"## Variables in the user's kernel\n{kernel_summary[:MAX_SECTION_CHARS]}")
     return "\n\n".join(sections)

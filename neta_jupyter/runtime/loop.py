@@ -28,6 +28,7 @@ from .config import MAX_STEPS_TEXT, REPLY_TOO_LONG_TEXT, RuntimeConfig
 from .decisions import decide_stop, enter, evaluate
 from .emitter import RunEmitter
 from .guards import screen_step
+from .instructions import project_notes
 from .pictures import ToolPictures
 from .retries import stream_with_retries
 from .runs import Run, Runs
@@ -250,12 +251,12 @@ class RunLoop:
             self.state.remind = None
             conversation.append(Message(role="user", content=reminder))
         session = await self._records.get_session(self.run.session_id)
+        root = self._config.root_dir
         system = context.system_prompt(
             self._system_prompt,
-            root=self._config.root_dir,
-            notebook_path=self.run.options.notebook_path,
+            notes=await project_notes(root, self.run.options.notebook_path),
             session=session,
-            skills=self._config.skill_catalogue(self._config.root_dir)
+            skills=self._config.skill_catalogue(root)
             if self._config.skill_catalogue and "run_skill" in self._tools
             else [],
             kernel_summary=self._kernel_summary,

@@ -165,6 +165,12 @@ class NetaSettings(Configurable):
         30.0,
         help="Seconds an MCP server may take to start (a server's 'startTimeout' overrides it).",
     ).tag(config=True)
+    scripted_models_dir = Unicode(
+        "",
+        help="For tests and benchmarks only: the folder whose JSON scripts a run may name as "
+        "'scripted:<file>'. Empty (the default) turns scripted models off, so no run request "
+        "and no model's delegate call reaches a file through a model name.",
+    ).tag(config=True)
     mcp_call_timeout = Float(
         600.0, help="Seconds one MCP tool call may take (a server's 'timeout' overrides it)."
     ).tag(config=True)
@@ -242,7 +248,11 @@ def build_runtime(
     runtime = Runtime(
         store,
         config,
-        models=ModelRegistry(demo_pace=config.demo_pace, endpoints=settings.endpoints),
+        models=ModelRegistry(
+            demo_pace=config.demo_pace,
+            endpoints=settings.endpoints,
+            scripts=Path(settings.scripted_models_dir) if settings.scripted_models_dir else None,
+        ),
         tools=tools,
         kernels=kernels,
         notebooks=notebooks,

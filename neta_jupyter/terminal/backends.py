@@ -35,7 +35,7 @@ from ..client import (
     attachment_sources,
 )
 from ..client.mistakes import EMPTY_PROMPT, describe_request
-from ..providers import UnknownModel
+from ..providers import load_script
 from ..runtime.requests import AttachmentRef
 from ..runtime.settings import build_runtime
 from ..store import StorageDamaged, StorageError, Store, finish_now
@@ -203,11 +203,15 @@ class EmbeddedBackend(Backend):
         super().__init__(client, request, attached(args)[1])
 
     def _pin_script(self, spec: str) -> None:
-        """Load a script once, so a resumed run continues it instead of replaying it."""
+        """Load the script named on the command line once, as its user may read any of their files.
+
+        Once, so a resumed run continues it instead of replaying it.
+        """
+        path = Path(spec.removeprefix("scripted:")).expanduser().absolute()
         try:
-            self.runtime.models.register(spec, self.runtime.models.resolve(spec))
-        except UnknownModel as exc:
-            raise CliError(str(exc)) from exc
+            self.runtime.models.register(spec, load_script(path.parent, path.name))
+        except ValueError as exc:
+            raise CliError(f"cannot load the scripted model: {exc}") from exc
 
     def locate(self, virtual_path: str) -> str:
         """The attachment's file on disk."""
