@@ -142,3 +142,33 @@ async def test_moves_and_deletes_are_reverted_to_the_same_place(
     assert [c["source"] for c in saved_cells(path)] == ["2", "3", "1"]
     assert (await revert(api, editId=moved["editId"])).status_code == 200
     assert [c["id"] for c in saved_cells(path)] == [one, two, three]
+
+
+async def test_revert_puts_back_a_secret_the_events_never_show(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path
+) -> None:
+    secret = "sk-live-0123456789abcdef"
+    runtime.store.redactor.add(secret)  # as an endpoint's key is
+    keyed = f'API_KEY = "{secret}"\n'
+    also = f"client = connect('{secret}')\n"
+    path = jp_root_dir / "keys.ipynb"
+    edited, deleted = write_notebook(path, ("code", keyed), ("code", also))
+    script(
+        runtime,
+        call("edit_cell", cell_id=edited, source="API_KEY = None", source_hash=source_hash(keyed)),
+        call("delete_cell", cell_id=deleted, source_hash=source_hash(also)),
+        ScriptedTurn(text="done"),
+    )
+    events = await run_to_end(api, "take the key out", "keys.ipynb")
+    assert [c["source"] for c in saved_cells(path)] == ["API_KEY = None"]
+    answers = []
+    for edit in reversed(edits_of(events)):
+        response = await revert(api, editId=edit["editId"])
+        assert response.status_code == 200, response.text
+        answers.append(response.text)
+    assert [c["source"] for c in saved_cells(path)] == [keyed, also], "back exactly as written"
+    listed = await api.http.get(
+        "neta/api/notebook/edits", params={"requestId": events[0]["requestId"]}
+    )
+    shown = json.dumps(events) + "".join(answers) + listed.text
+    assert secret not in shown and "[redacted]" in shown

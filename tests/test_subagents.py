@@ -334,3 +334,27 @@ async def test_sub_agents_delegate_further_when_the_depth_allows(
     rid = (await api.start("do a part", model="boss"))["requestId"]
     assert (await api.segment(rid))[-1]["eventType"] == "MESSAGE_COMPLETED"
     assert "delegate" in [t.name for t in worker.requests[0].tools]
+
+
+async def test_a_sub_agent_gets_no_tool_and_no_step_its_run_was_not_given(
+    api: ApiClient, runtime: Runtime
+) -> None:
+    runtime.models.register("worker", ScriptedModel([ScriptedTurn(text="part done")]))
+    limited = ["read_file", "list_files", "delegate"]
+    wider = [{"task": "run code", "model": "worker", "tools": ["python", "read_file"]}]
+    delegating(runtime, "boss", wider, "all done")
+    started = await api.start("split it", model="boss", tools=limited, approve="auto")
+    events = await api.segment(started["requestId"])
+    [failed] = [e["data"] for e in events if e["eventType"] == "TOOL_FAILED"]
+    assert "may use only tools this run may use" in failed["errorMessage"], failed
+    assert "python" in failed["errorMessage"]
+    assert not await runtime.runs.find(parent_request_id=started["requestId"])
+
+    narrower = [{"task": "read", "model": "worker", "tools": ["read_file"], "max_steps": 50}]
+    delegating(runtime, "boss2", narrower, "all done")
+    started = await api.start("split it", model="boss2", tools=limited, maxSteps=3)
+    ended = (await api.segment(started["requestId"]))[-1]
+    assert ended["eventType"] == "MESSAGE_COMPLETED", ended
+    [child] = await runtime.runs.find(parent_request_id=started["requestId"])
+    assert child.options.tools == ["read_file"] and child.options.max_steps == 3
+    assert child.options.approve == "ask", "the run's approve mode, whatever the task says"

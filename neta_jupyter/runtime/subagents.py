@@ -15,7 +15,7 @@ had not got going yet, are suspended (resumable) instead of failed; the rest end
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING
 
 from ..events import ErrorCode, EventType, SessionData, SuspendReason, SuspendType
@@ -120,12 +120,7 @@ class Subagents:
                 rt.models.resolve(model)
             except UnknownModel as exc:
                 raise ToolError(str(exc)) from exc
-        known = rt.tools.known()
-        for task in tasks:
-            if unknown := sorted(t for t in set(task.tools or []) if t not in known):
-                raise ToolError(
-                    f"unknown tools {', '.join(unknown)}; available: {', '.join(sorted(known))}"
-                )
+        _check_tools(tasks, rt.tools.known(), parent.options.tools)
         origins = [c.options.delegated for c in made if c.options.delegated is not None]
         batch_id = origins[0].batch_id if origins else new_id("batch")
         done = {origin.index for origin in origins}
@@ -139,6 +134,11 @@ class Subagents:
             if index not in done
         ]
         return sorted([*made, *new], key=_batch_order)
+
+    def _steps(self, task: SubTask, inherited: RunOptions) -> int:
+        """The child's model replies: what its task asks for, never more than its parent's."""
+        most = inherited.max_steps or self.runtime.config.max_steps
+        return min(task.max_steps or most, most)
 
     async def _child(
         self,
@@ -166,7 +166,7 @@ class Subagents:
             prompt=task.task,
             options=RunOptions(
                 tools=task.tools if task.tools is not None else inherited.tools,
-                max_steps=task.max_steps or inherited.max_steps,
+                max_steps=self._steps(task, inherited),
                 approve=inherited.approve,
                 kernel_id=inherited.kernel_id,
                 notebook_path=inherited.notebook_path,
@@ -372,3 +372,17 @@ def _names(tasks: list[SubTask]) -> list[str]:
         name = (task.name or "").strip() or f"sub-agent {index}"
         names.append(name if name not in names else f"{name} ({index})")
     return names
+
+
+def _check_tools(tasks: list[SubTask], known: Collection[str], allowed: list[str] | None) -> None:
+    """A ToolError unless every task's tools exist and are tools its parent may use."""
+    for task in tasks:
+        if unknown := sorted(t for t in set(task.tools or []) if t not in known):
+            raise ToolError(
+                f"unknown tools {', '.join(unknown)}; available: {', '.join(sorted(known))}"
+            )
+        if allowed is not None and (wider := sorted(set(task.tools or []) - set(allowed))):
+            raise ToolError(
+                f"a sub-agent may use only tools this run may use ({', '.join(sorted(allowed))}); "
+                f"not {', '.join(wider)}"
+            )

@@ -147,6 +147,10 @@ class AttachmentRecord:
     """Where the bytes are: relative to the attachment directory (absolute in older records)."""
 
 
+EXACT_EDIT_FIELDS = ("before", "after", "cell")
+"""The fields of a notebook edit a revert writes back into the notebook, kept unredacted."""
+
+
 class RecordStore:
     """Reads and writes of everything but events, over a backend's primitives.
 
@@ -365,8 +369,16 @@ class RecordStore:
     # --- notebook edits
 
     async def put_notebook_edit(self, edit_id: str, request_id: str, body: dict[str, Any]) -> None:
-        """Keep a notebook edit of a run (again, with the same id, when it is reverted)."""
-        await self._backend.put_notebook_edit(edit_id, request_id, self.redactor.value(body))
+        """Keep a notebook edit of a run (again, with the same id, when it is reverted).
+
+        The sources a revert puts back (:data:`EXACT_EDIT_FIELDS`) are kept as they were, like
+        the notebook that holds them: a revert that wrote ``[redacted]`` into the user's cell
+        would break their code. The rest (the diff, the note) is redacted; events and the edit
+        list show only that.
+        """
+        exact = {k: body[k] for k in EXACT_EDIT_FIELDS if k in body}
+        shown = self.redactor.value({k: v for k, v in body.items() if k not in exact})
+        await self._backend.put_notebook_edit(edit_id, request_id, {**shown, **exact})
 
     async def notebook_edits(self, request_id: str) -> list[dict[str, Any]]:
         """The run's notebook edits, oldest first."""
