@@ -198,6 +198,40 @@ def test_revert_restores_the_cell_is_refused_after_a_user_change_and_survives_a_
     assert page.locator("[data-testid=neta-revert]:visible").count() == 1
 
 
+def test_approve_does_not_run_a_cell_changed_after_the_prompt_showed_it(
+    lab: ServerProcess, browser: Any, tmp_path: Path
+) -> None:
+    notebook = lab.root / "bound.ipynb"
+    shown, injected = "print('benign ' + 'output')", "print('injected ' + 'code')"
+    ids = write_notebook(notebook, "%load_ext neta_jupyter", "", shown)
+    model = scripted(tmp_path / "run.json", call("run_cell", cell_id=ids[2]), {"text": "Ran it."})
+    set_source(notebook, 1, f"%neta --model {model} run the last cell")
+    lab.start()
+    page = open_notebook(browser, lab, "bound.ipynb")
+    run_cells(page, 2)
+    prompt = page.locator("[data-testid=neta-permission]")
+    prompt.wait_for(state="visible", timeout=90_000)
+    assert shown in prompt.locator("[data-testid=neta-permission-preview]").inner_text()
+
+    # While the prompt is open the cell is rewritten (by another tab, a sibling sub-agent…).
+    page.locator(".jp-Cell").nth(2).locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.type(injected)
+    wait_source(page, 2, injected)
+    page.keyboard.press("Escape")
+
+    approve(page)  # on the prompt that showed the benign code
+    again = prompt.locator("[data-testid=neta-permission-preview]")
+    again.filter(has_text="injected").wait_for(state="visible", timeout=60_000)
+    assert "changed after you approved it" in prompt.inner_text()
+    shot(page, "browser-approval-bound")
+    status = page.locator("[data-testid=neta-run]").first.get_attribute("data-status")
+    assert status == "suspended", status
+    outputs = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea")
+    assert "injected code" not in outputs.inner_text(), "the code nobody approved did not run"
+    assert page.locator("[data-testid=neta-tool-card][data-status=completed]").count() == 0
+
+
 def test_an_mcp_tool_names_its_server_on_the_card_and_in_the_prompt(
     lab: ServerProcess, browser: Any, tmp_path: Path
 ) -> None:

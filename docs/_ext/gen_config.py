@@ -48,6 +48,7 @@ SEE_ALSO = {
     "max_reply_bytes": "../models.md#local-servers",
     "mcp_max_result_bytes": "../mcp.md",
     "url_allowlist": "../security.md#what-a-model-or-a-request-cannot-do",
+    "scripted_models_dir": "../security.md#what-a-model-or-a-request-cannot-do",
     "max_steps": "../user-guide/long-work.md",
     "task_timeout": "../user-guide/long-work.md#how-long-code-may-run",
     "model": "../models.md",

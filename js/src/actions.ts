@@ -1,8 +1,14 @@
 /** What the user can ask of a run; each transport turns it into a REST call or a comm message. */
 
 export type Action =
-  /** Decide a permission ask (resumeTask). */
-  | { readonly action: "resume"; readonly askId: string; readonly approved: boolean; readonly always: boolean }
+  /** Decide a permission ask (resumeTask); `digest`: the ask's, as shown. */
+  | {
+      readonly action: "resume";
+      readonly askId: string;
+      readonly approved: boolean;
+      readonly always: boolean;
+      readonly digest?: string;
+    }
   /** Answer a clarify request (resumeTask, askId = clarifyId). */
   | { readonly action: "resume"; readonly askId: string; readonly answer: string }
   /** Continue a paused or interrupted run, which waits on no ask (resumeTask). */

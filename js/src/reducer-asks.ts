@@ -16,6 +16,7 @@ export function readPermission(data: Loose<PermissionAskData>): PermissionAsk | 
     ruleDescription: str(data.ruleDescription),
     rulePattern: str(data.rulePattern),
     preview: readPreview((data as Record<string, unknown>)["preview"]),
+    digest: str(data.digest),
   };
 }
 

@@ -86,6 +86,8 @@ export interface PermissionAsk {
   readonly ruleDescription?: string;
   readonly rulePattern?: string;
   readonly preview?: AskPreview;
+  /** Of what the ask shows: sent back with the decision, which holds only for that. */
+  readonly digest?: string;
 }
 
 export interface ClarifyRequest {

@@ -75,6 +75,31 @@ describe("the run widget (embedded mode)", () => {
     expect(model.sent[1]).toEqual({ kind: "action", action: "resume", requestId: "r_perm", askId: "ask_1", approved: true, always: true });
   });
 
+  it("names what the prompt showed when it approves, so a changed call is asked about again", () => {
+    // A run of its own: the page keeps what it saw of the runs the tests above showed.
+    const model = new FakeModel({ request_id: "r_bound", mode: "embedded", prompt: "", snapshot: {} });
+    mount(model, el);
+    const events = fixture("permission_resume").map((e) => ({ ...e, requestId: "r_bound" }));
+    const upTo = events.slice(0, events.findIndex((e) => e.eventType === "MESSAGE_SUSPENDED") + 1);
+    const shown = upTo.map((e) =>
+      e.eventType === "PERMISSION_ASK" ? { ...e, data: { ...(e.data as object), digest: "d1" } } : e,
+    );
+    model.emit("msg:custom", { kind: "events", events: shown });
+    frame();
+    vi.spyOn(browserGuard, "deliberate").mockReturnValue(true);
+    vi.advanceTimersByTime(ARM_DELAY_MS);
+    el.querySelector<HTMLElement>('[data-testid="neta-approve"]')!.click();
+    expect(model.sent[1]).toEqual({
+      kind: "action",
+      action: "resume",
+      requestId: "r_bound",
+      askId: "ask_1",
+      approved: true,
+      always: false,
+      digest: "d1",
+    });
+  });
+
   it("shows the saved snapshot until live events arrive", () => {
     const snapshot = { requestId: "r_old", status: "completed", finalText: "The **saved** answer", lastSeq: 12 };
     const model = new FakeModel({ request_id: "r_old", mode: "server", prompt: "", snapshot });

@@ -134,10 +134,20 @@ class RunClient:
         ask_id: str | None = None,
         always: bool = False,
         answer: str | None = None,
+        digest: str | None = None,
     ) -> str:
-        """Continue a suspended run with the decision on its pending ask; its status."""
+        """Continue a suspended run with the decision on its pending ask; its status.
+
+        ``digest``: the permission ask's, as it was shown (a decision on anything else is
+        refused with ``ASK_CHANGED``).
+        """
         request = ResumeRequest(
-            request_id=request_id, approved=approved, ask_id=ask_id, always=always, answer=answer
+            request_id=request_id,
+            approved=approved,
+            ask_id=ask_id,
+            always=always,
+            answer=answer,
+            digest=digest,
         )
         return await self._act("agent/run/resumeTask", request)
 

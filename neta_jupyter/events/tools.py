@@ -81,6 +81,10 @@ class PermissionAskData(_Wire):
     """What the call would do, for the prompt: ``{"kind": "diff", "text": <unified diff>,
     "cellId"?, "stale"?}`` for a cell change, ``{"kind": "code", "text": <source>, "cellId"}``
     for a cell to run."""
+    digest: str | None = None
+    """Of what this ask shows: the call and the state it acts on (a cell's whole source). Pass it
+    back to ``resumeTask`` with the decision; an approval holds only while the call would still
+    do that, otherwise the call is not run and is asked about again."""
 
 
 class PermissionResolvedData(_Wire):

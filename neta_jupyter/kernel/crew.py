@@ -84,6 +84,7 @@ class TaskRuns:
                     ask_id=action.ask_id,
                     always=action.always,
                     answer=action.answer,
+                    digest=action.digest,
                 )
             case TerminateAction():
                 await self.host.terminate(action.request_id)

@@ -455,6 +455,7 @@ class RunHandle(Turn):
                     ask_id=action.ask_id,
                     always=action.always,
                     answer=action.answer,
+                    digest=action.digest,
                 )
             case TerminateAction():
                 await self.host.terminate(request_id)

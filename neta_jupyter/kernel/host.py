@@ -63,10 +63,16 @@ class Host:
         ask_id: str | None = None,
         always: bool = False,
         answer: str | None = None,
+        digest: str | None = None,
     ) -> None:
-        """Continue a suspended run with the decision on its pending ask."""
+        """Continue a suspended run with the decision on its pending ask (as it was shown)."""
         await self.client.resume(
-            request_id, approved=approved, ask_id=ask_id, always=always, answer=answer
+            request_id,
+            approved=approved,
+            ask_id=ask_id,
+            always=always,
+            answer=answer,
+            digest=digest,
         )
 
     async def terminate(self, request_id: str) -> None:

@@ -24,6 +24,7 @@ from ..providers.base import ToolCall
 from ..store import Entry, new_id
 from ..tools import Decision, RunSuspended, Tool, ToolContext, ToolError, decide
 from ..tools.files import rule_arguments
+from ..tools.permissions import approval_digest
 from ..tools.registry import KernelBridge, RunNotebook
 from .background import LOST
 from .config import TOOL_FAILURE_REMINDER
@@ -164,13 +165,20 @@ class ToolStep:
             )
         resumed = step.resumed if step.resumed and step.resumed.tool_call_id == call.id else None
         again = call.id == step.waiting
+        approved: str | None = None
         match resumed:
             case Approval(approved=False):
                 return self._runner.fail_without_running(
                     call, "the user denied permission to run this tool call"
                 )
+            case Approval(digest=str(shown)):
+                # Allowed as it was shown: if it would now act on something else, ask again.
+                outcome = await self._still_approved(call, tool, shown)
+                if outcome is not None and not isinstance(outcome, str):
+                    return outcome
+                approved = outcome
             case Approval():
-                pass  # the user allowed it
+                pass  # the user allowed it (an ask stored before approvals were bound)
             case Answer() | None if again:
                 pass  # it suspended the run while running, so it was allowed to run
             case Answer() | None:
@@ -181,9 +189,36 @@ class ToolStep:
                 if (refused := await self._permission(call, tool, arguments)) is not None:
                     return refused
         answer = resumed.text if isinstance(resumed, Answer) else None
-        return await self._execute(call, tool, again=again, answer=answer)
+        return await self._execute(call, tool, again=again, answer=answer, approved=approved)
 
-    def _context(self, call: ToolCall, *, again: bool, answer: str | None) -> ToolContext:
+    async def _still_approved(
+        self, call: ToolCall, tool: Tool, shown: str
+    ) -> str | Outcome | Suspend | None:
+        """``shown`` while the call would still do what the user approved.
+
+        Otherwise what the rules say now: ``None`` (allowed as it is), a refusal, or a new ask.
+        """
+        try:
+            arguments = tool.parse_arguments(call.arguments)
+        except ToolError as exc:
+            return self._runner.fail_without_running(call, str(exc))
+        state = await self._binding(call, tool, arguments)
+        if approval_digest(call.name, call.arguments, state) == shown:
+            return shown
+        return await self._permission(call, tool, arguments, changed=True)
+
+    async def _binding(self, call: ToolCall, tool: Tool, arguments: dict[str, Any]) -> str | None:
+        """The state the call would act on now (``Tool.binding``)."""
+        if tool.binding is None:
+            return None
+        try:
+            return await tool.binding(self._context(call, again=False, answer=None), arguments)
+        except Exception:  # unreadable now: bound to that, so a readable state differs
+            return None
+
+    def _context(
+        self, call: ToolCall, *, again: bool, answer: str | None, approved: str | None = None
+    ) -> ToolContext:
         turn = self._turn
         return ToolContext(
             root_dir=turn.config.root_dir,
@@ -208,6 +243,9 @@ class ToolStep:
                 jobs=self._jobs,
                 background_limit=turn.config.execution_timeout or turn.config.task_timeout,
             ),
+            approved=None
+            if approved is None
+            else lambda state: approval_digest(call.name, call.arguments, state) == approved,
         )
 
     async def _preview(
@@ -222,9 +260,9 @@ class ToolStep:
             return None
 
     async def _execute(
-        self, call: ToolCall, tool: Tool, *, again: bool, answer: str | None
+        self, call: ToolCall, tool: Tool, *, again: bool, answer: str | None, approved: str | None
     ) -> Outcome | Suspend:
-        ctx = self._context(call, again=again, answer=answer)
+        ctx = self._context(call, again=again, answer=answer, approved=approved)
         try:
             # A call that suspended the run already has its card: it goes on in it.
             return await self._runner.run_tool(call, tool, ctx, started=again)
@@ -240,9 +278,12 @@ class ToolStep:
         return left if limit is None else min(limit, left)
 
     async def _permission(
-        self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+        self, call: ToolCall, tool: Tool, arguments: dict[str, Any], *, changed: bool = False
     ) -> Outcome | Suspend | None:
-        """None when the call may run; otherwise the denial or the suspension."""
+        """None when the call may run; otherwise the denial or the suspension.
+
+        ``changed``: the user approved the call, but what it acts on changed since.
+        """
         turn = self._turn
         session = await turn.records.get_session(turn.run.session_id)
         try:
@@ -267,6 +308,11 @@ class ToolStep:
             return self._runner.fail_without_running(
                 call, f"not allowed: {decision.rule_description} ({decision.rule_pattern})"
             )
+        if changed:
+            why = (
+                f"it changed after you approved it, so it was not run; {decision.rule_description}"
+            )
+            decision = Decision(decision.action, why, decision.rule_pattern)
         return await self._ask(call, tool, arguments, decision)
 
     async def _ask(
@@ -275,8 +321,15 @@ class ToolStep:
         """Ask the user about the call (with a preview of what it would do) and suspend."""
         turn = self._turn
         ask_id = new_id("ask")
+        # The preview and the digest are read of the same state; an approval binds to it.
+        state = await self._binding(call, tool, arguments)
+        digest = approval_digest(call.name, call.arguments, state)
         turn.run.state.ask = Ask(
-            kind="permission", ask_id=ask_id, tool_call_id=call.id, tool_name=call.name
+            kind="permission",
+            ask_id=ask_id,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            digest=digest,
         )
         turn.emitter.emit(
             EventType.PERMISSION_ASK,
@@ -291,6 +344,7 @@ class ToolStep:
                 rule_description=decision.rule_description,
                 rule_pattern=decision.rule_pattern,
                 preview=await self._preview(call, tool, arguments),
+                digest=digest,
             ),
         )
         return Suspend(

@@ -314,8 +314,12 @@ class Runtime:
         ask_id: str | None = None,
         always: bool = False,
         answer: str | None = None,
+        digest: str | None = None,
     ) -> Run:
-        """Continue a suspended run, with the decision on its pending ask if it has one."""
+        """Continue a suspended run, with the decision on its pending ask if it has one.
+
+        ``digest``: of what the decider was shown (a permission ask's ``digest``).
+        """
         with self.waiting.claim(request_id):  # not reclaimed meanwhile
             run = await self.get_run(principal, request_id)
             refused = f"run {request_id} is {run.status}, not suspended"
@@ -335,6 +339,7 @@ class Runtime:
                     answer=answer,
                     records=self.store.records,
                     emitter=lambda: self._emitter(run),
+                    digest=digest,
                 )
                 run.status, run.state.suspend_deadline = "running", None
                 await self.runs.save(run)

@@ -147,6 +147,9 @@ class ResumeRequest(RequestRef):
     ask_id: str | None = None
     always: bool = False
     answer: str | None = None
+    digest: str | None = Field(default=None, max_length=128)
+    """The ``digest`` of the permission ask as it was shown: a decision on anything else is
+    refused (409 ASK_CHANGED)."""
 
 
 class InputRequest(RequestRef):
@@ -222,6 +225,7 @@ async def resume_run(runtime: Runtime, principal: str, body: ResumeRequest) -> R
         "ask_id": body.ask_id,
         "always": body.always,
         "answer": body.answer,
+        "digest": body.digest,
     }
     handoff = runtime.takeover.handoff
     handed = await handoff.elsewhere(principal, body.request_id, "resume", decision)

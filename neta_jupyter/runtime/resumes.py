@@ -24,6 +24,7 @@ async def decide_ask(
     answer: str | None,
     records: RecordStore,
     emitter: Callable[[], Awaitable[RunEmitter]],
+    digest: str | None = None,
 ) -> None:
     """The decision on the run's pending ask, if it has one, joins the step it waits in."""
     ask = run.state.ask
@@ -38,6 +39,7 @@ async def decide_ask(
             always=always,
             records=records,
             emitter=await emitter(),
+            digest=digest,
         )
 
 
@@ -62,16 +64,27 @@ async def decide_permission(
     always: bool,
     records: RecordStore,
     emitter: RunEmitter,
+    digest: str | None = None,
 ) -> None:
-    """The user's decision on a call's permission ask (``always``: for the session's rest)."""
+    """The user's decision on a call's permission ask (``always``: for the session's rest).
+
+    ``digest``: of what the user was shown (the ask's ``digest``); a decision on anything else
+    is refused and the ask stays open.
+    """
     if ask_id is not None and ask_id != ask.ask_id:
         raise RunConflict(f"askId {ask_id!r} is not the pending ask", code="ASK_MISMATCH")
+    if digest is not None and ask.digest is not None and digest != ask.digest:
+        raise RunConflict(
+            f"the decision is on something other than what ask {ask.ask_id} shows; the ask "
+            "stays open",
+            code="ASK_CHANGED",
+        )
     if approved is None:
         raise BadRunRequest(
             "approved (true or false) is required to answer a permission ask",
             code="APPROVED_REQUIRED",
         )
-    _resume_with(run, Approval(tool_call_id=ask.tool_call_id, approved=approved))
+    _resume_with(run, Approval(tool_call_id=ask.tool_call_id, approved=approved, digest=ask.digest))
     if always and approved:
         await records.allow_always(run.session_id, ask.tool_name)
     emitter.emit(

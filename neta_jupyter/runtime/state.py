@@ -110,6 +110,9 @@ class Ask(BaseModel):
     """The call that waits."""
     tool_name: str
     """Its tool."""
+    digest: str | None = None
+    """Of what the ask showed (:func:`~neta_jupyter.tools.permissions.approval_digest`): the
+    call and the state it acts on. ``None`` in asks stored before approvals were bound."""
 
     def to_wire(self) -> PendingAsk:
         """What clients are told (``pendingAsk``)."""

@@ -44,6 +44,9 @@ class Approval(_Stored):
     """The call asked about."""
     approved: bool
     """Whether it may run."""
+    digest: str | None = None
+    """What the user was shown when they decided (the ask's digest): an approval holds only
+    while the call would still do that."""
 
 
 class Answer(_Stored):

@@ -126,6 +126,17 @@ async def _cell_source(host: NotebookHost, cell_id: str) -> str:
     return _text(cell.get("source"))
 
 
+async def _approved_source(ctx: ToolContext, host: NotebookHost, cell_id: str) -> str:
+    """The code to run: the cell's source, refused when it is not what the user approved."""
+    code = await _cell_source(host, cell_id)
+    if ctx.approved is not None and not ctx.approved(code):
+        raise ToolError(
+            f"cell {cell_id} changed after you were asked to approve running it, so it was not "
+            "run; run it again to be asked about the code it holds now"
+        )
+    return code
+
+
 @tool(host="notebook")
 async def run_cell(
     ctx: ToolContext,
@@ -148,14 +159,14 @@ async def run_cell(
     if background:
         # Run again once the cell ended: its result is waiting, whatever the cell says now.
         resumed = ctx.scope is not None and ctx.scope.resumed
-        code = "" if resumed else await _cell_source(host, cell_id)
+        code = "" if resumed else await _approved_source(ctx, host, cell_id)
         message = f"Running cell {cell_id} in the background: the run goes on when it ends"
         if not resumed:
             ctx.report(message)
         return await in_background(
             ctx, message, lambda limit: _execute(ctx, kernel, cell_id, code, limit, None)
         )
-    code = await _cell_source(host, cell_id)
+    code = await _approved_source(ctx, host, cell_id)
     await _wait_for_kernel(ctx, kernel, None)
     title = f"Running cell {cell_id}"
     ctx.report(title)

@@ -167,6 +167,18 @@ async def _edit_preview(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str
     return preview | ({"stale": True} if stale else {})
 
 
+async def cell_binding(ctx: ToolContext, arguments: dict[str, Any]) -> str | None:
+    """The whole source of the cell a call acts on, as it is now (``None``: no such cell)."""
+    try:
+        cell = await _current(ctx, str(arguments.get("cell_id")))
+    except (NotebookError, ToolError):
+        return None
+    if cell is None:
+        return None
+    source = cell.get("source")
+    return "".join(source) if isinstance(source, list) else str(source or "")
+
+
 async def _insert_preview(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str, Any] | None:
     diff = unified_diff("", str(arguments.get("source", "")), "new")
     return {"kind": "diff", "text": shown(diff)}
@@ -179,8 +191,8 @@ def notebook_tools() -> list[Tool]:
     return [
         read_notebook,
         dataclasses.replace(insert_cell, preview=_insert_preview),
-        dataclasses.replace(edit_cell, preview=_edit_preview),
-        dataclasses.replace(delete_cell, preview=_edit_preview),
-        move_cell,
-        dataclasses.replace(run_cell, preview=run_preview),
+        dataclasses.replace(edit_cell, preview=_edit_preview, binding=cell_binding),
+        dataclasses.replace(delete_cell, preview=_edit_preview, binding=cell_binding),
+        dataclasses.replace(move_cell, binding=cell_binding),
+        dataclasses.replace(run_cell, preview=run_preview, binding=cell_binding),
     ]

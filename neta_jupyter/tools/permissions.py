@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -79,3 +80,13 @@ def decide(
     if readonly or tool_name in always_allowed:
         return Decision("allow", "read-only tool", tool_name)
     return Decision("ask", "tools that change things need approval", "*")
+
+
+def approval_digest(tool_name: str, arguments: str, state: str | None) -> str:
+    """What an approval binds to, as hex SHA-256.
+
+    The call (its tool, its argument JSON) and the state it acts on that could change before it
+    runs (``Tool.binding``: a cell's source).
+    """
+    text = json.dumps([tool_name, arguments, state], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

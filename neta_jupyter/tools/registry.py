@@ -168,11 +168,17 @@ class ToolContext:
     ``execution_timeout``, at most the time the run has left."""
     notebook: RunNotebook | None = None
     """The run's notebook (``notebook`` tools; ``None`` without a server or a notebook)."""
+    approved: Callable[[str | None], bool] | None = None
+    """Set when the user approved the call: whether the state the tool is about to act on (what
+    its ``Tool.binding`` reads) is the one they were shown. A tool that reads that state again
+    to act on it checks it here, so nothing changed in between runs unapproved."""
 
 
 ToolFunction = Callable[..., Awaitable[ToolResult | str]]
 PreviewFunction = Callable[["ToolContext", dict[str, Any]], Awaitable[dict[str, Any] | None]]
 """What a call would do, for its permission prompt (``PermissionAskData.preview``)."""
+BindingFunction = Callable[["ToolContext", dict[str, Any]], Awaitable[str | None]]
+"""The state, besides its arguments, a call would act on (a cell's whole source), as it is now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +197,8 @@ class Tool:
     """The parameter typed ``RunScope``, filled with the run's scope (not an argument)."""
     preview: PreviewFunction | None = None
     """Shows what a call would change (a diff, the code to run) when it asks permission."""
+    binding: BindingFunction | None = None
+    """Reads the state the call acts on: an approval holds only while it is unchanged."""
     crew_only: bool = False
     """Offered only to the runs of a crew's tasks."""
     mcp_server: str | None = None

@@ -131,6 +131,8 @@ class ResumeAction(_Message):
     """Allow calls like this one for the rest of the session."""
     answer: str | None = None
     """The answer to a question."""
+    digest: str | None = None
+    """The permission ask's ``digest``, as the view showed it."""
 
 
 class TerminateAction(_Message):

@@ -80,8 +80,10 @@ export class PermissionPart extends PromptPart<PermissionAsk> {
     const deny = button("Deny", "neta-deny", "neta-button neta-danger");
     const row = h("div", { className: "neta-prompt-buttons" }, [approve, always, deny]);
     const controls = this.arm(row, [approve, always, deny]);
+    // The decision names what it was shown: the server runs the call only while it still does that.
+    const shown = ask.digest === undefined ? {} : { digest: ask.digest };
     const decide = (approved: boolean, alwaysAllow: boolean) => () =>
-      void sendWith(this.ctx, { action: "resume", askId: ask.askId, approved, always: alwaysAllow }, controls);
+      void sendWith(this.ctx, { action: "resume", askId: ask.askId, approved, always: alwaysAllow, ...shown }, controls);
     controls.on(approve, "click", decide(true, false));
     controls.on(always, "click", decide(true, true));
     controls.on(deny, "click", decide(false, false));
