@@ -69,6 +69,7 @@ def test_without_collaboration_stack_a_notebook_run_edits_the_file_and_says_why(
         ]
         assert edit["payload"]["via"] == "file"
         assert "pip install jupyter-collaboration" in edit["userMessage"]
+        assert "pip install jupyter-collaboration" in edit["payload"]["note"], "the widget says it"
         _, added = nbformat.read(server.root / "nb.ipynb", as_version=4).cells
         printed = "".join(o.get("text", "") for o in added.outputs)
         assert "hello from a cell the demo model wrote" in printed

@@ -151,6 +151,7 @@ function applyEdit(state: RunState, toolCallId: string, data: Loose<ToolSideData
     diff: str(payload["diff"]) ?? "",
     message: str(data.userMessage),
     via: str(payload["via"]),
+    note: str(payload["note"]),
   };
   return { ...state, tools: upsert(state.tools, toolCallId, () => ({ ...card, edits: [...card.edits, edit] })) };
 }

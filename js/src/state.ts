@@ -35,6 +35,8 @@ export interface NotebookEdit {
   readonly message?: string;
   /** `shared` (the open notebook's shared document) or `file` (it was not open: the file). */
   readonly via?: string;
+  /** Why the edit went to the file, in the server's words (no room held it, or the server has no collaboration extension: what to install). */
+  readonly note?: string;
 }
 
 /** What a notebook tool waiting for approval would do: the edit's diff, or the cell it would run. */

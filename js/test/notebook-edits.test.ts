@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { serverNotebookEdits, type NotebookEdits, type RevertAnswer } from "../src/notebook";
 import { reduce, reduceAll } from "../src/reducer";
+import { editWords } from "../src/view/edits";
 import { envelope, type Envelope } from "./helpers";
 import { harness } from "./view-harness";
 
@@ -44,6 +45,18 @@ describe("notebook edits in the reducer", () => {
     expect(state.tools.byId["c1"]?.edits).toEqual([
       { editId: "ed_1", path: "work/analysis.ipynb", cellId: "ab12", kind: "edit", diff: DIFF, message: "edit of cell ab12 in work/analysis.ipynb", via: "shared" },
     ]);
+  });
+
+  it("says in the server's words why an edit went to the file", () => {
+    const note = "the file was saved: live edits of open notebooks need the collaboration extension (pip install jupyter-collaboration)";
+    const events = editRun();
+    const edit = events[2]!;
+    const filed = { ...edit, data: { ...edit.data, payload: { ...editPayload(), via: "file", note } } };
+    const state = reduceAll([events[0]!, events[1]!, filed]);
+    const [applied] = state.tools.byId["c1"]?.edits ?? [];
+    expect(applied?.note).toBe(note);
+    expect(editWords(applied!)).toBe(`Edited a cell in work/analysis.ipynb (${note})`);
+    expect(editWords({ ...applied!, note: undefined })).toBe("Edited a cell in work/analysis.ipynb (the notebook was not open: saved to the file)");
   });
 
   it("ignores an edit without an id or for a call it never saw", () => {

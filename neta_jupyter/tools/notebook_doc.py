@@ -152,7 +152,7 @@ class NotebookEdit:
             "indexAfter": self.index_after,
             "via": self.via,
             "reverted": self.reverted,
-        }
+        } | ({"note": self.note} if self.note else {})
 
     def to_json(self) -> dict[str, Any]:
         """As the store keeps it."""

@@ -31,7 +31,7 @@ const KIND_WORDS: Readonly<Record<string, string>> = {
 export function editWords(edit: NotebookEdit): string {
   const what = KIND_WORDS[edit.kind] ?? `${edit.kind} of a cell`;
   const where = edit.path ? ` in ${edit.path}` : "";
-  const saved = edit.via === "file" ? " (the notebook was not open: saved to the file)" : "";
+  const saved = edit.note ? ` (${edit.note})` : edit.via === "file" ? " (the notebook was not open: saved to the file)" : "";
   return `${what}${where}${saved}`;
 }
 
