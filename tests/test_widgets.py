@@ -28,6 +28,9 @@ def envelope(seq: int, event_type: str, **data: Any) -> dict[str, Any]:
     return {"eventType": event_type, "seq": seq, "requestId": "r_1", "data": {"type": kind, **data}}
 
 
+STOP = "USER_CANCELLED"
+"""The error code of a run someone stopped."""
+
 RUN = [
     envelope(0, "SESSION_CREATED", sessionId="s_1"),
     envelope(1, "TOOL_START", toolCallId="c1", toolName="list_variables", arguments="{}"),
@@ -124,10 +127,26 @@ def test_transcript_reads_well_as_static_markdown() -> None:
             [envelope(3, "MESSAGE_FAILED", errorMessage="model call failed", recoverable=True)],
             "*failed: model call failed (can be retried) · r_1*",
         ),
+        (
+            [envelope(3, "MESSAGE_FAILED", errorMessage="the run was cancelled", errorCode=STOP)],
+            "*stopped · r_1*",
+        ),
+        (
+            [envelope(3, "MESSAGE_FAILED", errorMessage="superseded by a prompt", errorCode=STOP)],
+            "*stopped: superseded by a prompt · r_1*",
+        ),
     ],
 )
 def test_transcript_ending(tail: list[dict[str, Any]], ending: str) -> None:
     assert transcript_markdown("hi", RUN[:3] + tail).splitlines()[-1] == ending
+
+
+def test_a_call_the_run_ended_before_reads_stopped_not_running() -> None:
+    start = envelope(0, "TOOL_START", toolCallId="c1", toolName="python", arguments="{}")
+    ended = envelope(1, "MESSAGE_FAILED", errorMessage="the run was cancelled", errorCode=STOP)
+    lines = transcript_markdown("hi", [start, ended]).splitlines()
+    assert "- `python` stopped" in lines
+    assert not any("\u2026" in line for line in lines)
 
 
 def test_widget_falls_back_to_an_inline_module_without_the_built_javascript(

@@ -27,7 +27,8 @@ class ToolLine:
 
     name: str
     arguments: str = ""
-    state: Literal["running", "completed", "failed"] = "running"
+    state: Literal["running", "completed", "failed", "stopped"] = "running"
+    """``stopped``: the run ended before the call did."""
     detail: str = ""
     images: int = 0
 
@@ -123,6 +124,9 @@ class RunDigest:
     def _terminal(self, kind: str, data: dict[str, Any]) -> None:
         if isinstance(data.get("usage"), dict):
             self.usage = dict(data["usage"])
+        if kind != "MESSAGE_SUSPENDED":
+            for line in self.tools.values():
+                line.state = "stopped" if line.state == "running" else line.state
         if kind == "MESSAGE_COMPLETED":
             self.status = "completed"
             self.finish_reason = data.get("finishReason")
@@ -206,7 +210,8 @@ def _tool_text(line: ToolLine) -> str:
 
 
 def _tool_outcome(line: ToolLine) -> str:
-    text = {"completed": "\u2713", "failed": "\u2717", "running": "\u2026"}[line.state]
+    marks = {"completed": "\u2713", "failed": "\u2717", "running": "\u2026", "stopped": "stopped"}
+    text = marks[line.state]
     if line.images:
         text += f" ({line.images} image{'s' if line.images > 1 else ''})"
     if line.state == "failed" and line.detail:
@@ -237,6 +242,10 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else text
 
 
+_PLAIN_STOP = ("the run was cancelled", "the run was stopped", "stopped by the user")
+"""What the server says of a plain Stop: "stopped" says it already."""
+
+
 def _ending(run: RunDigest) -> str:
     tokens = run.usage.get("totalTokens")
     usage = f" \u00b7 {tokens:,} tokens" if isinstance(tokens, int) and tokens else ""
@@ -245,6 +254,11 @@ def _ending(run: RunDigest) -> str:
         case "completed":
             reason = " (step limit reached)" if run.finish_reason == "MAX_STEPS" else ""
             return f"completed{reason}{usage}{ident}"
+        case "failed" if run.error_code == "USER_CANCELLED":
+            # Stopped by the user (or a prompt sent in its place): no failure.
+            message = _one_line(run.error_message or "", 200)
+            why = "" if message.lower().rstrip(".") in _PLAIN_STOP else f": {message}"
+            return f"stopped{why}{usage}{ident}"
         case "failed":
             retry = " (can be retried)" if run.recoverable else ""
             return f"failed: {_one_line(run.error_message or '', 200)}{retry}{ident}"
