@@ -54,9 +54,18 @@ def session_kernel(server: ServerProcess, name: str) -> SessionKernel:
     return kernel
 
 
-def newest_run(server: ServerProcess) -> dict[str, Any]:
-    with server.client() as http:
-        return dict(http.get("neta/api/agent/runs").json()["runs"][0])
+def new_run(server: ServerProcess, known: list[str]) -> str:
+    """The requestId of the run the cell just sent, once it has started: a prompt (or an undo)
+    after one the kernel has not yet seen finish waits for it, so its run may start a moment
+    after its cell returned."""
+    deadline = time.monotonic() + 60
+    while True:
+        with server.client() as http:
+            newest = str(http.get("neta/api/agent/runs").json()["runs"][0]["requestId"])
+        if newest not in known:
+            return newest
+        assert time.monotonic() < deadline, "the prompt's run never started"
+        time.sleep(0.1)
 
 
 def execute(server: ServerProcess) -> tuple[Any, list[str]]:
@@ -69,14 +78,14 @@ def execute(server: ServerProcess) -> tuple[Any, list[str]]:
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
             if cell.id == "stale":
-                runs.append(change_while_asked(server))
+                runs.append(change_while_asked(server, new_run(server, runs)))
             elif cell.id == "background":
-                runs.append(newest_run(server)["requestId"])
+                runs.append(new_run(server, runs))
                 wait_for_background(server, runs[-1])
             elif (
                 cell.cell_type == "code" and cell.source.startswith("%neta ") and cell.id != "undo"
             ):
-                runs.append(newest_run(server)["requestId"])
+                runs.append(new_run(server, runs))
                 server.read(runs[-1])  # until the run's terminal event
     return nb, runs
 
@@ -84,10 +93,9 @@ def execute(server: ServerProcess) -> tuple[Any, list[str]]:
 USER_LINE = 'print(sales["units"].sum())'
 
 
-def change_while_asked(server: ServerProcess) -> str:
+def change_while_asked(server: ServerProcess, rid: str) -> str:
     """What the notebook asks of its reader at the comment prompt: change the cell the agent
     asks to change, then approve; approve the agent's second try too. The run's requestId."""
-    rid = newest_run(server)["requestId"]
     ask = asked(server, rid, None)
     nb = nbformat.read(server.root / NAME, as_version=4)
     cell = next(c for c in nb.cells if c.id == ask["preview"]["cellId"])
