@@ -27,9 +27,8 @@ echo "==> smoke: a fresh virtualenv with $(basename "$wheel"), no extras"
 rm -rf "$work/venv"
 "${PYTHON:-python3}" -m venv "$work/venv"
 pip=("$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-"${pip[@]}" "$wheel"
-# The smoke suite's own tools, not the package's test extra.
-"${pip[@]}" "pytest>=8"
+# With the smoke suite's own tool (pytest), not the package's test extra: one resolve.
+"${pip[@]}" "$wheel" "pytest>=8"
 echo "    installed at $SECONDS s"
 
 run_smoke() {
