@@ -191,8 +191,11 @@ def notebook_tools() -> list[Tool]:
     return [
         read_notebook,
         dataclasses.replace(insert_cell, preview=_insert_preview),
-        dataclasses.replace(edit_cell, preview=_edit_preview, binding=cell_binding),
-        dataclasses.replace(delete_cell, preview=_edit_preview, binding=cell_binding),
-        dataclasses.replace(move_cell, binding=cell_binding),
+        # An edit or a delete carries the hash of the source it acts on and is refused when the
+        # cell changed, which binds it to what its prompt showed; asking again first would only
+        # add a prompt before that refusal. A move does not depend on the source.
+        dataclasses.replace(edit_cell, preview=_edit_preview),
+        dataclasses.replace(delete_cell, preview=_edit_preview),
+        move_cell,
         dataclasses.replace(run_cell, preview=run_preview, binding=cell_binding),
     ]
