@@ -6,15 +6,13 @@ each waits for the one before it to finish, a run waiting for an approval holds 
 (whose widgets say so), and none is superseded. Every cell of the notebook runs, ``%neta undo``
 included (it takes its turn after the prompts above it).
 
-Locally this skips when Chromium or jupyter-collaboration is missing; under ``CI=true`` it fails.
+Locally this skips when Chromium is missing; under ``CI=true`` it fails.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -27,11 +25,6 @@ from tests.browser_lab import shot
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.browser
-
-if importlib.util.find_spec("jupyter_server_ydoc") is None:
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI=true but jupyter-collaboration is missing: install the test extras")
-    pytest.skip("jupyter-collaboration is not installed", allow_module_level=True)
 
 NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
 NOTEBOOK_JSON = "window.jupyterapp.shell.currentWidget.content.model.toJSON()"

@@ -5,14 +5,12 @@ prompted from another cell) inserts a cell and runs it. Both land in the one sha
 server holds, the room saves it, and a reload shows the agent's cell with its provenance and its
 outputs. JupyterLab never asks which version to keep.
 
-Locally this skips when Chromium or jupyter-collaboration is missing; under ``CI=true`` it fails.
+Locally this skips when Chromium is missing; under ``CI=true`` it fails.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,11 +23,6 @@ from tests.browser_lab import shot
 from tests.server_process import ServerProcess
 
 pytestmark = pytest.mark.browser
-
-if importlib.util.find_spec("jupyter_server_ydoc") is None:
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("CI=true but jupyter-collaboration is missing: install the test extras")
-    pytest.skip("jupyter-collaboration is not installed", allow_module_level=True)
 
 DATA_CELL = (
     "%load_ext neta_jupyter\nimport pandas as pd\nsales = pd.DataFrame({'units': [3, 5, 7, 4, 6]})"
