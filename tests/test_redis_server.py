@@ -141,7 +141,9 @@ CREW = {
 def test_an_ended_crews_stream_answers_410_once_its_events_expired(
     tmp_path: Path, redis_url: str, store: str
 ) -> None:
-    config: dict[str, Any] = {"event_retention": 1}
+    # Five seconds: the first read below comes after the crew's end, and on a slow moment more
+    # than one second passed before it (the stream had expired already).
+    config: dict[str, Any] = {"event_retention": 5}
     if store == "redis":
         config["store_url"] = redis_url
     server = ServerProcess(tmp_path / "one", config)
@@ -158,7 +160,7 @@ def test_an_ended_crews_stream_answers_410_once_its_events_expired(
                 time.sleep(0.1)
             kept = http.get("neta/api/crew/stream", params=params)
             assert kept.status_code == 200 and "crew:run:status" in kept.text
-            time.sleep(2.5)  # past the retention of one second (SQLite sweeps every 0.1 s)
+            time.sleep(6.5)  # past the retention of five seconds (SQLite sweeps every 0.1 s)
             gone = http.get("neta/api/crew/stream", params=params)
             assert gone.status_code == 410, gone.text
             assert gone.json()["errCode"] == "EVENTS_EXPIRED"
