@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from neta_jupyter.runtime import Runtime
-from neta_jupyter.runtime.attachments import download
-from neta_jupyter.runtime.fetch import AddressPolicy, ImportFailed
+from neta_jupyter.runtime.context.attachments import download
+from neta_jupyter.runtime.context.fetch import AddressPolicy, ImportFailed
 from tests.helpers import ApiClient, types
 
 pytestmark = pytest.mark.timeout(120)

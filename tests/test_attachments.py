@@ -20,7 +20,12 @@ import pytest
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
-from neta_jupyter.runtime.attachments import MAX_INLINE_CHARS, Shown, entry_item, save_upload
+from neta_jupyter.runtime.context.attachments import (
+    MAX_INLINE_CHARS,
+    Shown,
+    entry_item,
+    save_upload,
+)
 from neta_jupyter.store import Store
 from tests.helpers import TERMINAL, ApiClient, types
 from tests.provider_server import ProviderServer, Reply, openai_stream, serve

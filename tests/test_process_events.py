@@ -13,7 +13,7 @@ import pytest
 from neta_jupyter.events import EventData, EventType, ProcessData
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime, process
-from neta_jupyter.runtime.process import (
+from neta_jupyter.runtime.activation.process import (
     REDACTED,
     ProcessEventBuffer,
     ProcessLog,

@@ -8,8 +8,8 @@ from typing import Any
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.providers.base import ToolCall
 from neta_jupyter.runtime import Runtime
-from neta_jupyter.runtime.state import STATE_VERSION, load_options, load_state
-from neta_jupyter.runtime.steps import Answer, Approval, RunTools
+from neta_jupyter.runtime.data.state import STATE_VERSION, load_options, load_state
+from neta_jupyter.runtime.data.steps import Answer, Approval, RunTools
 from neta_jupyter.tools import ToolContext, tool
 from tests.helpers import ApiClient
 

@@ -12,10 +12,10 @@ from neta_jupyter.events import FinishReason, SuspendType
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.providers.base import Message, ModelRequest, ToolCall
 from neta_jupyter.runtime import Runtime, RuntimeConfig
-from neta_jupyter.runtime.budget import Estimate
-from neta_jupyter.runtime.runs import Run
-from neta_jupyter.runtime.state import RunState
-from neta_jupyter.runtime.steps import (
+from neta_jupyter.runtime.activation.budget import Estimate
+from neta_jupyter.runtime.data.runs import Run
+from neta_jupyter.runtime.data.state import RunState
+from neta_jupyter.runtime.data.steps import (
     Answer,
     Approval,
     BuildRequest,

@@ -10,7 +10,7 @@ from pathlib import Path
 from neta_jupyter.events import AgentEvent, EventType, MessageData, TextData
 from neta_jupyter.providers import ModelRegistry
 from neta_jupyter.runtime import Runtime, RuntimeConfig
-from neta_jupyter.runtime.admission import StartGate
+from neta_jupyter.runtime.scheduling.admission import StartGate
 from neta_jupyter.store import EventRow, MemoryBackend, MemoryData, Store
 from tests.helpers import TERMINAL
 

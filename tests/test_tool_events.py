@@ -204,7 +204,7 @@ async def test_a_skill_says_which_credentials_it_lacks(
 
 def test_the_output_stream_batches_without_a_loop() -> None:
     """Outside an event loop nothing is timed: everything waits for the call's end."""
-    from neta_jupyter.runtime.toolstream import ToolOutputStream
+    from neta_jupyter.runtime.activation.toolstream import ToolOutputStream
 
     sent: list[Any] = []
 

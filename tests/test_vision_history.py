@@ -26,7 +26,7 @@ from neta_jupyter.providers.base import (
 )
 from neta_jupyter.providers.demo import DemoModel
 from neta_jupyter.providers.openai_compat import OpenAIChatModel
-from neta_jupyter.runtime.budget import estimate
+from neta_jupyter.runtime.activation.budget import estimate
 from tests.helpers import ApiClient, types
 from tests.provider_server import ProviderServer, Reply, guarded_client, openai_stream, serve
 from tests.test_kernel_tools import approve_pending, kernel_of

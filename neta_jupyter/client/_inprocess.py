@@ -23,7 +23,7 @@ from ..runtime.answers import (
     session_json,
     session_snapshot,
 )
-from ..runtime.attachments import upload
+from ..runtime.context.attachments import upload
 from ..runtime.requests import (
     CompactRequest,
     InputRequest,

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from ..events import EventType, SessionData
 from ..runtime import RunApiError
-from ..runtime.runs import Run
-from ..runtime.state import CREW_CALL_PREFIX, Delegated, RunOptions, RunState, new_options
-from ..runtime.subagent_view import ChildView
-from ..runtime.tree import SessionTree
+from ..runtime.data.runs import Run
+from ..runtime.data.state import CREW_CALL_PREFIX, Delegated, RunOptions, RunState, new_options
+from ..runtime.trees.subagent_view import ChildView
+from ..runtime.trees.tree import SessionTree
 from ..store import new_id
 from .definition import CrewTask, fill
 from .log import CrewState

@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..runtime import RunApiError
-from ..runtime.subagent_view import ChildView
+from ..runtime.trees.subagent_view import ChildView
 from ..store import new_id
 from .children import answer_of, go_on, new_child, view_of
 from .definition import CrewTask

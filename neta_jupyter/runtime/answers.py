@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.retention import FINISHED
 from .errors import RunNotFound
-from .tree import CALL_META, CALL_OUTCOMES, entry_data, session_stream
+from .trees.tree import CALL_META, CALL_OUTCOMES, entry_data, session_stream
 
 if TYPE_CHECKING:
     from ..store import Entry, SessionRecord
+    from .data.runs import Run
     from .manager import Runtime
-    from .runs import Run
 
 _TREE_ONLY = (CALL_OUTCOMES, CALL_META)
 """Keys of a message the tree keeps for itself: its ``toolCalls`` show them."""

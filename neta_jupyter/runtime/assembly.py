@@ -10,12 +10,12 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from ..providers import ModelProfile
+from .activation.emitter import RunEmitter
+from .activation.loop import RunLoop
+from .activation.process import ProcessLog, ProcessReporter
 from .config import COMPACT_TOOLS
-from .emitter import RunEmitter
-from .loop import RunLoop
-from .process import ProcessLog, ProcessReporter
-from .runs import Run
-from .snapshots import SnapshotInvalid, snapshot_problem
+from .data.runs import Run
+from .data.snapshots import SnapshotInvalid, snapshot_problem
 
 if TYPE_CHECKING:
     from .manager import Runtime

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..providers.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE, ImageLimits
 from ..tools.permissions import DEFAULT_RULES, PermissionRule
 from ..tools.registry import DEFAULT_KERNEL_WAIT
-from .quotas import UploadQuota
+from .scheduling.quotas import UploadQuota
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are neta, a data-science assistant working inside the user's Jupyter notebook. "

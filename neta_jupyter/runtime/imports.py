@@ -17,9 +17,9 @@ from pydantic.alias_generators import to_camel
 
 from ..events import ProcessData
 from ..store import new_id
-from .process import sanitize_payload
-from .runs import Run, Runs
-from .tree import CALL_META, CALL_OUTCOMES, SessionTree
+from .activation.process import sanitize_payload
+from .data.runs import Run, Runs
+from .trees.tree import CALL_META, CALL_OUTCOMES, SessionTree
 
 MAX_IMPORTED_CALLS = 100
 MAX_IMPORTED_PROCESS = 60

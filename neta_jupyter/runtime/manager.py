@@ -19,29 +19,29 @@ from ..store import EventRow, Push, SessionRecord, StorageError, Store, StoredEv
 from ..tools import ToolRegistry
 from ..tools.registry import KernelBridge, RunNotebook
 from . import session_ops
-from .activations import Activations, CancelReason
-from .admission import StartGate
+from .activation.emitter import RunEmitter
+from .activation.endings import fail_run, recover_crashed
+from .activation.loop import RunLoop
+from .activation.resumes import decide_ask
 from .answers import events_expired
 from .assembly import assemble_loop, prepare_tools
-from .attachments import ENTRY_KEY, announce, requested
-from .background import BackgroundJobs
 from .config import RuntimeConfig
-from .emitter import RunEmitter
-from .endings import fail_run, recover_crashed
+from .context.attachments import ENTRY_KEY, announce, requested
+from .data.runs import Run, Runs
+from .data.state import RunState, new_options
+from .data.steps import first_step
 from .errors import BadRunRequest, RunConflict, RunNotFound
 from .imports import ImportedCalls, import_run
-from .loop import RunLoop
-from .quotas import RunQuota
-from .resumes import decide_ask
-from .runs import Run, Runs
+from .scheduling.activations import Activations, CancelReason
+from .scheduling.admission import StartGate
+from .scheduling.background import BackgroundJobs
+from .scheduling.quotas import RunQuota
+from .scheduling.takeover import Takeover
+from .scheduling.waiting import Waiting
 from .session_ops import compact_run, own_session
-from .state import RunState, new_options
-from .steps import first_step
-from .subagents import Subagents
-from .takeover import Takeover
 from .targets import RunTargets
-from .tree import SessionTree, session_stream
-from .waiting import Waiting
+from .trees.subagents import Subagents
+from .trees.tree import SessionTree, session_stream
 
 KernelFactory = Callable[[Run], KernelBridge | None]
 NotebookFactory = Callable[[Run], RunNotebook | None]

@@ -15,12 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.alias_generators import to_camel
 
 from ..providers.base import ThinkingLevel
-from .attachments import AttachmentRef
+from .context.attachments import AttachmentRef
 from .imports import MAX_IMPORTED_CALLS, ImportedCall
 
 if TYPE_CHECKING:
+    from .data.runs import Run
     from .manager import Runtime
-    from .runs import Run
 
 __all__ = [
     "AttachmentRef",

@@ -6,11 +6,11 @@ import time
 
 from ..store import SessionRecord, new_id
 from ..store.records import RecordStore
+from .data.runs import Run
+from .data.state import RunState, check_thinking_level
+from .data.steps import Compact
 from .errors import RunNotFound
-from .runs import Run
-from .state import RunState, check_thinking_level
-from .steps import Compact
-from .tree import SessionTree
+from .trees.tree import SessionTree
 
 
 async def own_session(

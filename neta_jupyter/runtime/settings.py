@@ -31,7 +31,7 @@ from ..tools.registry import DEFAULT_KERNEL_WAIT
 from ..tools.skills import skill_catalogue
 from .config import RuntimeConfig
 from .manager import KernelFactory, NotebookFactory, Runtime
-from .quotas import UploadQuota
+from .scheduling.quotas import UploadQuota
 
 __all__ = ["NetaSettings", "build_runtime", "import_tool"]
 

@@ -19,7 +19,7 @@ from ..runtime.answers import (
     session_json,
     session_snapshot,
 )
-from ..runtime.attachments import too_large, upload
+from ..runtime.context.attachments import too_large, upload
 from ..runtime.requests import resume_run, retry_run, start_run
 from .base import NetaHandler
 from .errors import ApiError

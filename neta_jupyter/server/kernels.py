@@ -19,7 +19,7 @@ from typing import Any
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
 
-from ..runtime.runs import Run
+from ..runtime.data.runs import Run
 from ..tools import ToolError, ToolResult
 from ..tools.kernel_tools import KernelOutput, next_wait
 from ..tools.registry import KernelBridge

@@ -21,7 +21,7 @@ from typing import Any
 from jupyter_core.utils import ensure_async
 
 from ..extras import COLLABORATION
-from ..runtime.runs import Run
+from ..runtime.data.runs import Run
 from ..store import RecordStore
 from ..tools.notebook_doc import CellList, NotebookEdit, NotebookError, Via
 from ..tools.registry import RunNotebook

@@ -16,7 +16,7 @@ from ..events import sse_error_frame, sse_frame
 from ..events.encoding import sse_frames
 from ..runtime import RunNotFound, Runtime
 from ..runtime.answers import events_expired
-from ..runtime.runs import Run
+from ..runtime.data.runs import Run
 from ..store import EventRow, StorageError
 from .base import NetaHandler
 from .compression import StreamGzip

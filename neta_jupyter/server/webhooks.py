@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .. import __version__
 from ..events import TERMINAL_EVENT_TYPES
-from ..runtime.fetch import AddressPolicy, guarded_transport, refused_by_policy
+from ..runtime.context.fetch import AddressPolicy, guarded_transport, refused_by_policy
 from ..store import Store
 from ..store.contract import EventRow
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from ..events import EventData, EventType, SuspendReason, TodoItem
 
 if TYPE_CHECKING:
-    from ..runtime.state import RunOptions
+    from ..runtime.data.state import RunOptions
     from .delegate import SubTask
     from .registry import ToolResult
 
