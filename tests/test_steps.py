@@ -12,7 +12,6 @@ from neta_jupyter.events import FinishReason, SuspendType
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.providers.base import Message, ModelRequest, ToolCall
 from neta_jupyter.runtime import Runtime, RuntimeConfig
-from neta_jupyter.runtime.activation.budget import Estimate
 from neta_jupyter.runtime.data.runs import Run
 from neta_jupyter.runtime.data.state import RunState
 from neta_jupyter.runtime.data.steps import (
@@ -25,6 +24,7 @@ from neta_jupyter.runtime.data.steps import (
     RunTools,
     Suspend,
 )
+from neta_jupyter.runtime.data.values import Estimate
 from neta_jupyter.store import Store, new_id
 from neta_jupyter.tools import RunScope, ToolContext, tool
 

@@ -14,8 +14,8 @@ from .activation.emitter import RunEmitter
 from .activation.loop import RunLoop
 from .activation.process import ProcessLog, ProcessReporter
 from .config import COMPACT_TOOLS
-from .data.runs import Run
-from .data.snapshots import SnapshotInvalid, snapshot_problem
+from .data.runs import Run, snapshot_problem
+from .data.snapshots import SnapshotInvalid
 
 if TYPE_CHECKING:
     from .manager import Runtime

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.alias_generators import to_camel
 
 from ..providers.base import ThinkingLevel
-from .context.attachments import AttachmentRef
+from .data.values import AttachmentRef
 from .imports import MAX_IMPORTED_CALLS, ImportedCall
 
 if TYPE_CHECKING:

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ...events import BudgetData, EventType, LedgerData, TokenUsageData, Usage
 from ...providers.base import Model, ModelRequest, ProviderInvalidRequest
 from ...providers.images import input_tokens
 from ...store import RecordStore
+from ..data.values import Estimate, Reply
 from .emitter import RunEmitter
-from .streaming import Reply
 
 if TYPE_CHECKING:
     from ..data.runs import Run
@@ -30,19 +29,6 @@ Source = Literal["observed", "estimated", "unknown"]
 
 class BudgetExceeded(ProviderInvalidRequest):
     """Still over budget after compaction, with an estimate that may stop the run."""
-
-
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """Estimated input tokens of a request and where the figure came from."""
-
-    tokens: int
-    source: str
-
-    @property
-    def gateable(self) -> bool:
-        """A counted estimate may stop a run; a heuristic one only advises."""
-        return self.source != "heuristic"
 
 
 def request_text(request: ModelRequest) -> str:

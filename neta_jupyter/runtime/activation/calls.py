@@ -29,12 +29,13 @@ from ...tools.registry import KernelBridge, RunNotebook
 from ..config import TOOL_FAILURE_REMINDER
 from ..data.state import Ask
 from ..data.steps import Answer, Approval, BuildRequest, Finish, RunTools, Suspend
+from ..data.values import VirtualTool
 from ..scheduling.background import LOST
 from ..trees.tree import CallOutcome
 from .guards import announce_repeats, screen_step
 from .retries import status
 from .scope import CallScope
-from .tooling import Outcome, ToolRunner, VirtualTool
+from .tooling import Outcome, ToolRunner
 from .turn import Turn
 
 if TYPE_CHECKING:

@@ -15,61 +15,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
-
 from ...events import StatusCode
 from ...providers.base import ToolCall
 from ..config import RuntimeConfig
+from ..data.values import RepeatedCalls, StepVerdict
 from .emitter import RunEmitter
 from .retries import status
 
 if TYPE_CHECKING:
     from ..data.state import RunState
-
-REPEAT_REMINDER = (
-    "You made exactly the same tool call ({calls}) with the same arguments {count} times in a "
-    "row; its result will not change. Do not call it again: answer the user from the results "
-    "you already have, or try something different."
-)
-
-REPEAT_STOP_TEXT = (
-    "I stopped here because I kept making the same tool call ({calls}) with the same arguments, "
-    "{count} times in a row, without getting any further. Send a follow-up message to steer me."
-)
-
-
-class RepeatedCalls(BaseModel):
-    """The calls of the latest step and how many steps in a row made exactly them."""
-
-    signature: str = ""
-    """The step's distinct calls, independent of order and JSON spacing."""
-    count: int = 1
-    """Steps in a row with that signature."""
-
-
-class StepVerdict(BaseModel):
-    """What happens to the calls of one reply."""
-
-    step: int = 0
-    """The step (model reply) it was decided for."""
-    refused: dict[str, str] = Field(default_factory=dict)
-    """Call id → why it is not run."""
-    repeats: int = 1
-    """Consecutive steps, this one included, that made exactly these calls."""
-    remind: bool = False
-    """Tell the model, with the next request, that it is repeating itself."""
-    stop: bool = False
-    """End the run after answering the calls (all refused)."""
-    calls: str = ""
-    """The repeated calls as the reminder names them."""
-
-    def reminder(self) -> str:
-        """The nudge for the model."""
-        return REPEAT_REMINDER.format(calls=self.calls, count=self.repeats)
-
-    def stop_text(self) -> str:
-        """The synthetic answer of a run that ended for repeating itself."""
-        return REPEAT_STOP_TEXT.format(calls=self.calls, count=self.repeats)
 
 
 def screen_step(state: RunState, config: RuntimeConfig, calls: list[ToolCall]) -> StepVerdict:

@@ -36,6 +36,7 @@ from ..data.steps import (
     Step,
     Suspend,
 )
+from ..data.values import Reply
 from ..trees.tree import SessionTree
 from .budget import BudgetExceeded, estimate, publish_decision, reconcile
 from .calls import ToolStep
@@ -43,7 +44,7 @@ from .decisions import decide_stop, enter, evaluate
 from .emitter import RunEmitter
 from .guards import screen_step
 from .retries import stream_with_retries
-from .streaming import Reply, kept_across_activations
+from .streaming import kept_across_activations
 from .tooling import ToolRunner
 from .turn import Turn
 

@@ -244,7 +244,7 @@ def _safe(name: str) -> str:
 
 
 class Emitter(Protocol):
-    """Publishes one event of the run (:class:`~neta_jupyter.runtime.activation.emitter.RunEmitter`)."""
+    """Publishes one event of the run (:class:`..emitter.RunEmitter`)."""
 
     def emit(self, event_type: EventType, data: EventData) -> int:
         """Append to the run's log; returns the seq."""

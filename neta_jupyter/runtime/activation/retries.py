@@ -16,8 +16,9 @@ from typing import Any, Literal
 from ...events import AgentStatusData, EventType, StatusCode
 from ...providers.base import Model, ModelRequest, ProviderUnavailable, RateLimited
 from ..config import RuntimeConfig
+from ..data.values import Reply
 from .emitter import RunEmitter
-from .streaming import Reply, ReplyLimits, ReplyStreamer, SentSoFar
+from .streaming import ReplyLimits, ReplyStreamer, SentSoFar
 
 
 class EmptyReply(ProviderUnavailable):

@@ -15,8 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
-
 from ...events import EventType, ReasoningData, TextData, ToolData
 from ...events.redact import StreamRedactor
 from ...providers.base import (
@@ -27,6 +25,7 @@ from ...providers.base import (
     ToolCallPart,
     UsagePart,
 )
+from ..data.values import Reply
 from .emitter import RunEmitter
 
 if TYPE_CHECKING:
@@ -50,29 +49,6 @@ def _slice() -> float:
     return min(_MAX_SLICE, max(_MIN_SLICE, _TURN / max(1, _streaming)))
 
 
-@dataclass(slots=True)
-class Reply:
-    """Everything one model reply produced."""
-
-    text: str = ""
-    reasoning: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: UsagePart | None = None
-    cut: str | None = None
-    """Why the reply was stopped before the model ended it (over a :class:`ReplyLimits`)."""
-
-    @property
-    def empty(self) -> bool:
-        """No answer and no tool call: nothing the run can use."""
-        return not self.text.strip() and not self.tool_calls
-
-    def kept(self, step: int) -> KeptReply:
-        """What the run's state keeps of a reply cut off (usage is not kept)."""
-        return KeptReply(
-            step=step, text=self.text, reasoning=self.reasoning, tool_calls=list(self.tool_calls)
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class ReplyLimits:
     """How much of one reply is read, whatever the model was asked for (it may not listen)."""
@@ -89,23 +65,6 @@ class ReplyLimits:
         if max(deltas, size // 4) > self.tokens:
             return f"{self.tokens:,} tokens (c.NetaApp.max_reply_tokens)"
         return None
-
-
-class KeptReply(BaseModel):
-    """What clients saw of one step's reply before its activation ended."""
-
-    step: int
-    """The step (model reply) it belongs to."""
-    text: str = ""
-    """Answer text sent."""
-    reasoning: str = ""
-    """Reasoning text sent."""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    """Tool calls sent, with the ids clients know them by."""
-
-    def reply(self) -> Reply:
-        """As a reply the next attempt continues."""
-        return Reply(text=self.text, reasoning=self.reasoning, tool_calls=list(self.tool_calls))
 
 
 class SentSoFar:

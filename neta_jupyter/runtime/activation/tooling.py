@@ -8,16 +8,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
-
 from ...events import AttachmentData, EventType, ToolData
-from ...providers.base import ToolCall, ToolDefinition
+from ...providers.base import ToolCall
 from ...store import AttachmentRecord, RecordStore, new_id
 from ...tools import RunSuspended, Tool, ToolContext, ToolError, ToolFile, ToolResult
 from ...tools.filenames import safe_name
 from ...tools.registry import json_arguments
 from ..context.attachments import attachment_data
+from ..data.values import VirtualTool
 from .emitter import RunEmitter
 from .process import ProcessLog, ProcessReporter
 
@@ -39,43 +37,17 @@ _JSON_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-class VirtualTool(BaseModel):
-    """A tool the caller renders itself (seed 003 §8): never executed, answered with a mock."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
-    )
-
-    name: str
-    """As the model calls it."""
-    description: str = ""
-    """As offered to the model."""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    """JSON Schema of its arguments (only their presence and JSON types are checked)."""
-    mock_response: str | None = None
-    """The tool's result for the model (``None``: a plain success receipt)."""
-
-    @field_validator("parameters", mode="before")
-    @classmethod
-    def _object_schema(cls, value: Any) -> Any:
-        return value or {"type": "object", "properties": {}}
-
-    @property
-    def definition(self) -> ToolDefinition:
-        """As offered to the model."""
-        return ToolDefinition(self.name, self.description, self.parameters)
-
-    def answer(self, arguments: str) -> str:
-        """Check the arguments against the declared schema's shape and return the mock."""
-        value = json_arguments(self.name, arguments)
-        for key in self.parameters.get("required", []):
-            if key not in value:
-                raise ToolError(f"missing required argument {key!r} for {self.name}")
-        for key, spec in self.parameters.get("properties", {}).items():
-            expected = _JSON_TYPES.get(spec.get("type", "")) if isinstance(spec, dict) else None
-            if key in value and expected is not None and not isinstance(value[key], expected):
-                raise ToolError(f"argument {key!r} of {self.name} must be {spec['type']}")
-        return DEFAULT_VIRTUAL_RECEIPT if self.mock_response is None else self.mock_response
+def answer_virtual(tool: VirtualTool, arguments: str) -> str:
+    """Check the arguments against the declared schema's shape and return the mock."""
+    value = json_arguments(tool.name, arguments)
+    for key in tool.parameters.get("required", []):
+        if key not in value:
+            raise ToolError(f"missing required argument {key!r} for {tool.name}")
+    for key, spec in tool.parameters.get("properties", {}).items():
+        expected = _JSON_TYPES.get(spec.get("type", "")) if isinstance(spec, dict) else None
+        if key in value and expected is not None and not isinstance(value[key], expected):
+            raise ToolError(f"argument {key!r} of {tool.name} must be {spec['type']}")
+    return DEFAULT_VIRTUAL_RECEIPT if tool.mock_response is None else tool.mock_response
 
 
 class ToolRunner:
@@ -107,7 +79,7 @@ class ToolRunner:
         """Answer a virtual tool call; returns (output for the model, ok)."""
         self.start(call)
         try:
-            output = tool.answer(call.arguments)
+            output = answer_virtual(tool, call.arguments)
         except ToolError as exc:
             return self._failed(call, str(exc), 0)
         self._emitter.emit(

@@ -16,9 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, model_validator
-from pydantic.alias_generators import to_camel
-
 from ...events import AttachmentData, EventType, StatusCode
 from ...events.redact import Redactor
 from ...providers.base import Image
@@ -28,6 +25,7 @@ from ...tools.filenames import safe_name
 from ..activation.emitter import RunEmitter
 from ..activation.retries import status
 from ..config import RuntimeConfig
+from ..data.values import AttachmentRef
 from ..errors import BadRunRequest, RunApiError, RunNotFound
 from ..scheduling.quotas import QuotaExceeded, UploadQuota, room_for, user_folder
 from .fetch import AddressPolicy, ImportFailed, download
@@ -45,27 +43,6 @@ UPLOADS = "uploads"
 _TEXT_TYPES = ("application/json", "application/xml", "application/javascript", "application/csv")
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """The pictures vendors take as image input."""
-
-
-class AttachmentRef(BaseModel):
-    """One attachment of a run request: an uploaded file's id, or a URL to import."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-    attachment_id: str | None = None
-    """An upload's id (``POST /neta/api/agent/attachment/upload``)."""
-    url: str | None = None
-    """An http(s) URL the server downloads when the run begins."""
-    file_name: str | None = None
-    """The name to store a URL's file under (default: the URL's last path segment)."""
-
-    @model_validator(mode="after")
-    def _one_source(self) -> AttachmentRef:
-        if (self.attachment_id is None) == (self.url is None):
-            raise ValueError("an attachment names either attachmentId or url")
-        if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
-            raise ValueError(f"attachment url must be http:// or https://, not {self.url!r}")
-        return self
 
 
 class AttachmentTooLarge(RunApiError):

@@ -7,6 +7,7 @@ shape) and back.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ...events.runs import RunSummary
@@ -22,6 +23,7 @@ from .state import (
     load_state,
     no_calls,
 )
+from .steps import RunTools
 
 
 @dataclass(slots=True)
@@ -192,3 +194,31 @@ class Runs:
         except (TypeError, ValueError) as exc:
             return Run._invalid(record, f"the tool calls of its stored step cannot be read: {exc}")
         return Run.of(record, lambda _reply, _leaf: (calls, answered))
+
+
+def missing_tool(run: Run, known: Collection[str]) -> str | None:
+    """Why the run cannot go on among its tool calls: a call it waits in names an unknown tool."""
+    step = run.state.next
+    if not isinstance(step, RunTools):
+        return None
+    virtual = {v.name for v in run.options.virtual_tools}
+    waiting = {step.waiting, step.resumed.tool_call_id if step.resumed else None}
+    if run.state.ask is not None:
+        waiting.add(run.state.ask.tool_call_id)
+    for call in step.calls:
+        if call.id in waiting and call.name not in known and call.name not in virtual:
+            return (
+                f"its stored step waits on a call of the tool {call.name!r}, which this server "
+                "no longer offers"
+            )
+    return None
+
+
+def snapshot_problem(run: Run, known: Collection[str]) -> str | None:
+    """Why the run's stored position cannot be continued (``None``: it can)."""
+    return run.snapshot_error or missing_tool(run, known)
+
+
+def failure_message(problem: str) -> str:
+    """The MESSAGE_FAILED ``errorMessage`` of a run whose stored position cannot be loaded."""
+    return f"the run cannot be continued: {problem}"

@@ -9,16 +9,11 @@ request failing with a server error or the run never going on.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from ...store.records import UNREADABLE
-from .steps import RunTools
-
-if TYPE_CHECKING:
-    from .runs import Run
 
 
 class SnapshotInvalid(Exception):
@@ -55,31 +50,3 @@ def describe(what: str, exc: Exception) -> str:
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         return f"its stored {what} is ill-typed: {where}: {first['msg']}{more}"
     return f"its stored {what} cannot be read: {type(exc).__name__}: {exc}"
-
-
-def missing_tool(run: Run, known: Collection[str]) -> str | None:
-    """Why the run cannot go on among its tool calls: a call it waits in names an unknown tool."""
-    step = run.state.next
-    if not isinstance(step, RunTools):
-        return None
-    virtual = {v.name for v in run.options.virtual_tools}
-    waiting = {step.waiting, step.resumed.tool_call_id if step.resumed else None}
-    if run.state.ask is not None:
-        waiting.add(run.state.ask.tool_call_id)
-    for call in step.calls:
-        if call.id in waiting and call.name not in known and call.name not in virtual:
-            return (
-                f"its stored step waits on a call of the tool {call.name!r}, which this server "
-                "no longer offers"
-            )
-    return None
-
-
-def snapshot_problem(run: Run, known: Collection[str]) -> str | None:
-    """Why the run's stored position cannot be continued (``None``: it can)."""
-    return run.snapshot_error or missing_tool(run, known)
-
-
-def failure_message(problem: str) -> str:
-    """The MESSAGE_FAILED ``errorMessage`` of a run whose stored position cannot be loaded."""
-    return f"the run cannot be continued: {problem}"

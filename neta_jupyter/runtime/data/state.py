@@ -16,12 +16,10 @@ from pydantic.alias_generators import to_camel
 from ...events import Usage
 from ...events.runs import PendingAsk
 from ...providers.base import THINKING_LEVELS, ThinkingLevel, ToolCall, as_thinking_level
-from ..activation.guards import RepeatedCalls
-from ..activation.streaming import KeptReply
-from ..activation.tooling import VirtualTool
 from ..errors import BadRunRequest
 from .snapshots import SnapshotInvalid, check_document, describe
 from .steps import BuildRequest, StoredStep
+from .values import KeptReply, RepeatedCalls, VirtualTool
 
 OPTIONS_VERSION = 1
 STATE_VERSION = 2

@@ -27,9 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...events import FinishReason, SuspendReason
 from ...events.models import CompactionScope
 from ...providers.base import ModelRequest, ToolCall
-from ..activation.budget import Estimate
-from ..activation.guards import StepVerdict
-from ..context.attachments import AttachmentRef
+from .values import AttachmentRef, Estimate, StepVerdict
 
 
 class _Stored(BaseModel):

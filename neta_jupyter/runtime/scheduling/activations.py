@@ -22,8 +22,8 @@ from ..activation.loop import RunLoop
 from ..activation.toolstream import model_auth_event
 from ..config import RuntimeConfig
 from ..context.fetch import ImportFailed
-from ..data.runs import Run, Runs
-from ..data.snapshots import SnapshotInvalid, failure_message, snapshot_problem
+from ..data.runs import Run, Runs, failure_message, snapshot_problem
+from ..data.snapshots import SnapshotInvalid
 from ..data.steps import Finish, Step, Suspend
 from ..errors import RunConflict
 from .waiting import PAUSED, deadline_of

@@ -3,7 +3,7 @@
 A child is a full run: its own requestId and log, ``parentRequestId`` on its record, followable,
 resumable and recoverable like any run. It runs in the parent's session without moving the
 session's leaf: its entries hang below a ``subagent`` entry of the parent's, under the reply that
-delegated, and its conversation starts there (:func:`~neta_jupyter.runtime.context.builder.messages`).
+delegated, and its conversation starts there (:func:`..context.builder.messages`).
 What the child was asked, and by which call, lives in its options (``delegated``), so a resumed
 parent finds its children again by its call.
 
