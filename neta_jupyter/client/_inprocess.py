@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..mcp import servers_of
-from ..runtime import RunApiError, Runtime
+from ..runtime import RunApiError, Runtime, reads
 from ..runtime.answers import (
     events_expired,
     models_json,
@@ -23,7 +23,6 @@ from ..runtime.answers import (
     session_json,
     session_snapshot,
 )
-from ..runtime.context.attachments import upload
 from ..runtime.requests import (
     CompactRequest,
     InputRequest,
@@ -162,15 +161,7 @@ class InProcessTransport:
         return {"requestId": run.request_id, "sessionId": run.session_id, "status": run.status}
 
     async def _upload(self, name: str, content: bytes) -> Answer:
-        runtime = self.runtime
-        return await upload(
-            runtime.store,
-            runtime.config,
-            principal=self.principal,
-            file_name=name,
-            content=content,
-            content_type=None,
-        )
+        return await reads.upload_file(self.runtime, self.principal, name, content, None)
 
     async def _wound_down(self, request_id: str) -> None:
         """Let an activation whose terminal event is stored finish winding down.
@@ -197,7 +188,7 @@ class InProcessTransport:
         return {"runs": await run_summaries(self.runtime, self.principal, session_id)}
 
     async def _sessions(self, _call: Call) -> Answer:
-        sessions = await self.runtime.store.records.sessions(self.principal)
+        sessions = await reads.sessions(self.runtime, self.principal)
         return {"sessions": [session_json(s) for s in sessions]}
 
     async def _tree(self, call: Call) -> Answer:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..client import InProcessTransport, RunClient
+from ..runtime import reads
 from ..runtime.settings import NetaSettings, build_runtime
 from ..store import Store, finish_now
 from .host import PRINCIPAL, Host, Mode
@@ -73,7 +74,7 @@ class EmbeddedHost(Host):
 
     def image_source(self, virtual_path: str) -> str:
         """A data URL: there is no server to download from."""
-        record = finish_now(self.store.records.get_attachment(virtual_path))
+        record = finish_now(reads.attachment(self.runtime, PRINCIPAL, virtual_path))
         if record is None:
             return virtual_path
         path = Path(record.disk_path)

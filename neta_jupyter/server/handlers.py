@@ -11,15 +11,15 @@ from urllib.parse import quote
 from jupyter_server.auth.decorator import authorized
 from tornado import httputil, web
 
+from ..runtime import reads
 from ..runtime.answers import (
     events_expired,
     models_json,
     run_summaries,
     run_summary,
     session_json,
-    session_snapshot,
 )
-from ..runtime.context.attachments import too_large, upload
+from ..runtime.context.attachments import too_large
 from ..runtime.requests import resume_run, retry_run, start_run
 from .base import NetaHandler
 from .errors import ApiError
@@ -141,8 +141,8 @@ class AttachmentHandler(NetaHandler):
     @authorized
     async def get(self) -> None:
         virtual_path = self.query("virtualPath") or ""
-        record = await self.runtime.store.records.get_attachment(virtual_path)
-        if record is None or record.principal != self.principal:
+        record = await reads.attachment(self.runtime, self.principal, virtual_path)
+        if record is None:
             raise ApiError(404, "ATTACHMENT_NOT_FOUND", f"no attachment at {virtual_path!r}")
         path = Path(record.disk_path)
         if not await asyncio.to_thread(path.is_file):
@@ -181,17 +181,7 @@ class UploadHandler(NetaHandler):
         if self._body_over_limit:
             raise self._too_large()
         name, content, kind = self._file()
-        runtime = self.runtime
-        self.reply(
-            await upload(
-                runtime.store,
-                runtime.config,
-                principal=self.principal,
-                file_name=name,
-                content=content,
-                content_type=kind,
-            )
-        )
+        self.reply(await reads.upload_file(self.runtime, self.principal, name, content, kind))
 
     def _file(self) -> tuple[str, bytes, str | None]:
         """The uploaded file's name, bytes and content type."""
@@ -218,7 +208,7 @@ class SessionsHandler(NetaHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        sessions = await self.runtime.store.records.sessions(self.principal)
+        sessions = await reads.sessions(self.runtime, self.principal)
         self.reply({"sessions": [session_json(s) for s in sessions]})
 
 
@@ -228,9 +218,8 @@ class SessionTreeHandler(NetaHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        await self.runtime.store.events.flush()  # see session_snapshot's lastSeq
         session_id = self.query("sessionId") or ""
-        self.reply(await session_snapshot(self.runtime, self.principal, session_id))
+        self.reply(await reads.tree_now(self.runtime, self.principal, session_id))
 
 
 class SessionLeafHandler(NetaHandler):
@@ -241,8 +230,7 @@ class SessionLeafHandler(NetaHandler):
     async def post(self) -> None:
         body = self.parse_body(LeafRequest)
         await self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
-        await self.runtime.store.events.flush()  # see session_snapshot's lastSeq
-        self.reply(await session_snapshot(self.runtime, self.principal, body.session_id))
+        self.reply(await reads.tree_now(self.runtime, self.principal, body.session_id))
 
 
 class CompactHandler(NetaHandler):

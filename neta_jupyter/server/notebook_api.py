@@ -10,22 +10,13 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..runtime import Runtime
-from ..runtime.errors import RunNotFound
+from ..runtime import Runtime, reads
 from ..runtime.requests import RevertRequest
 from ..tools.notebook_doc import CellChanged, NotebookEdit, NotebookError, source_hash
 from ..tools.notebook_ops import revert
 from .base import NetaHandler
 from .errors import ApiError
 from .notebooks import ServerNotebooks, checked_path
-
-
-async def _owned(runtime: Runtime, principal: str, edit: NotebookEdit) -> NotebookEdit:
-    try:
-        await runtime.get_run(principal, edit.request_id)
-    except RunNotFound:
-        raise ApiError(404, "EDIT_NOT_FOUND", f"no notebook edit {edit.edit_id!r}") from None
-    return edit
 
 
 async def _latest_edit(
@@ -36,8 +27,7 @@ async def _latest_edit(
         notebook = run.options.notebook_path
         if notebook is None or notebooks.under_root(notebook).replace("\\", "/").strip("/") != path:
             continue
-        edits = await runtime.store.records.notebook_edits(run.request_id)
-        pending = [e for e in map(NotebookEdit.from_json, edits) if not e.reverted]
+        pending = [e for e in await reads.notebook_edits(runtime, run) if not e.reverted]
         if not pending:
             break
         return pending[-1]
@@ -55,10 +45,10 @@ async def find_edit(
             raise ApiError(400, "INVALID_FIELDS", str(exc)) from exc
         return await _latest_edit(runtime, principal, path, notebooks)
     assert body.edit_id is not None
-    found = await runtime.store.records.get_notebook_edit(body.edit_id)
-    if found is None:
+    found = await reads.notebook_edit(runtime, principal, body.edit_id)
+    if found is None:  # none, or another user's
         raise ApiError(404, "EDIT_NOT_FOUND", f"no notebook edit {body.edit_id!r}")
-    return await _owned(runtime, principal, NotebookEdit.from_json(found))
+    return found
 
 
 async def revert_edit(notebooks: ServerNotebooks, edit: NotebookEdit) -> NotebookEdit:
@@ -107,6 +97,6 @@ class EditsHandler(NotebookHandler):
     @authorized
     async def get(self) -> None:
         request_id = self.query("requestId") or ""
-        await self.runtime.get_run(self.principal, request_id)
-        edits = await self.runtime.store.records.notebook_edits(request_id)
-        self.reply({"edits": [NotebookEdit.from_json(e).payload() for e in edits]})
+        run = await self.runtime.get_run(self.principal, request_id)
+        edits = await reads.notebook_edits(self.runtime, run)
+        self.reply({"edits": [e.payload() for e in edits]})

@@ -36,6 +36,7 @@ from ..client import (
 )
 from ..client.mistakes import EMPTY_PROMPT, describe_request
 from ..providers import load_script
+from ..runtime import reads
 from ..runtime.requests import AttachmentRef
 from ..runtime.settings import build_runtime
 from ..store import StorageDamaged, StorageError, Store, finish_now
@@ -199,7 +200,8 @@ class EmbeddedBackend(Backend):
             raise CliError(f"the configuration cannot be used: {exc}") from exc
         if args.model and args.model.startswith("scripted:"):
             self._pin_script(args.model)
-        client = RunClient(InProcessTransport(self.runtime, _user_name()))
+        self._principal = _user_name()
+        client = RunClient(InProcessTransport(self.runtime, self._principal))
         super().__init__(client, request, attached(args)[1])
 
     def _pin_script(self, spec: str) -> None:
@@ -215,7 +217,7 @@ class EmbeddedBackend(Backend):
 
     def locate(self, virtual_path: str) -> str:
         """The attachment's file on disk."""
-        record = finish_now(self.store.records.get_attachment(virtual_path))
+        record = finish_now(reads.attachment(self.runtime, self._principal, virtual_path))
         return record.disk_path if record is not None else virtual_path
 
     async def aclose(self) -> None:
