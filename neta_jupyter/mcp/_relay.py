@@ -36,14 +36,19 @@ def refusal(head: bytes, size: int, limit: int) -> bytes | None:
     found = _ID.search(head)
     if found is None:
         return None
+    return refused(json.loads(found.group(1)), size, limit)
+
+
+def refused(request_id: object, size: int, limit: int) -> bytes:
+    """The JSON-RPC error answering ``request_id`` for a result of ``size`` bytes (one line)."""
     error = {
         "code": REFUSED,
         "message": (
-            f"the result is {size - 1:,} bytes, over the limit of {limit:,} bytes for one "
+            f"the result is {size:,} bytes, over the limit of {limit:,} bytes for one "
             "MCP message (mcp_max_result_bytes); ask for less"
         ),
     }
-    message = {"jsonrpc": "2.0", "id": json.loads(found.group(1)), "error": error}
+    message = {"jsonrpc": "2.0", "id": request_id, "error": error}
     return json.dumps(message).encode() + b"\n"
 
 
@@ -65,7 +70,7 @@ class _Line:
         """What to pass on for the complete line."""
         if not self.over:
             return b"".join(self.parts)
-        return refusal(self.parts[0], self.size, self.limit)
+        return refusal(self.parts[0], self.size - 1, self.limit)  # - 1: the newline
 
 
 def copy_lines(source: IO[bytes], sink: IO[bytes], limit: int) -> None:

@@ -17,17 +17,25 @@ from collections.abc import AsyncIterator
 import httpx2
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
+from .capped import capped
+
 SESSION_HEADER = "mcp-session-id"
 _LOST = (httpx2.NetworkError, httpx2.RemoteProtocolError)
 """Failures that mean nobody answers at the other end (not a slow server: no timeouts here)."""
 
 
-def watched_client(url: str, headers: dict[str, str], gone: asyncio.Event) -> httpx2.AsyncClient:
-    """A client of ``url`` with the SDK's timeouts and ``headers`` that sets ``gone`` as above."""
+def watched_client(
+    url: str, headers: dict[str, str], gone: asyncio.Event, max_result_bytes: int
+) -> httpx2.AsyncClient:
+    """A client of ``url`` with the SDK's timeouts and ``headers`` that sets ``gone`` as above.
+
+    Each message it receives is at most ``max_result_bytes`` long (see ``capped.py``); bodies
+    are asked for uncompressed, so that what is counted is what is kept.
+    """
     return httpx2.AsyncClient(
-        headers=headers,
+        headers={"Accept-Encoding": "identity"} | headers,
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
-        transport=_Watch(gone, environment_proxy(url)),
+        transport=_Watch(gone, environment_proxy(url), max(1, max_result_bytes)),
     )
 
 
@@ -46,9 +54,10 @@ def environment_proxy(url: str) -> str | None:
 
 
 class _Watch(httpx2.AsyncBaseTransport):
-    def __init__(self, gone: asyncio.Event, proxy: str | None) -> None:
+    def __init__(self, gone: asyncio.Event, proxy: str | None, limit: int) -> None:
         self._inner = httpx2.AsyncHTTPTransport(proxy=proxy)
         self._gone = gone
+        self._limit = limit
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         try:
@@ -60,6 +69,7 @@ class _Watch(httpx2.AsyncBaseTransport):
             self._gone.set()  # a server started afresh on the same address
         assert isinstance(response.stream, httpx2.AsyncByteStream)
         response.stream = _WatchedStream(response.stream, self._gone)
+        capped(response, request, self._limit)
         return response
 
     async def aclose(self) -> None:

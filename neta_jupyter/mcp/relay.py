@@ -14,7 +14,7 @@ from mcp.client.stdio import get_default_environment
 from .config import StdioServer
 
 DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
-"""Largest message a stdio server may send (a tool's result, with its images, base64-encoded)."""
+"""Largest message an MCP server may send (a tool's result, with its images, base64-encoded)."""
 RELAY = str(Path(__file__).with_name("_relay.py"))
 
 

@@ -195,10 +195,11 @@ class McpServer:
         """The transport's streams, open until ``stack`` closes; ``gone`` set if it is lost."""
         spec = self.entry.spec
         if isinstance(spec, HttpServer):
-            client = watched_client(spec.url, dict(spec.headers), gone)
+            client = watched_client(spec.url, dict(spec.headers), gone, self.max_result_bytes)
             await stack.enter_async_context(client)
+            # The client caps each message itself, with the error the relay gives a stdio server.
             streams: tuple[Any, Any] = await stack.enter_async_context(
-                streamable_http_client(spec.url, http_client=client)
+                streamable_http_client(spec.url, http_client=client, max_sse_event_size=None)
             )
             return streams
         assert spec is not None

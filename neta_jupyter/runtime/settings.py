@@ -176,8 +176,8 @@ class NetaSettings(Configurable):
     ).tag(config=True)
     mcp_max_result_bytes = Int(
         DEFAULT_MAX_RESULT_BYTES,
-        help="Largest message a stdio MCP server may send (a tool's result, images included, "
-        "base64-encoded); a larger result fails the call (TOOL_FAILED) without being read.",
+        help="Largest message an MCP server (stdio or HTTP) may send (a tool's result, images "
+        "included, base64-encoded); a larger result fails the call (TOOL_FAILED) unread.",
     ).tag(config=True)
 
     def runtime_config(self, *, root_dir: Path, data_dir: Path) -> RuntimeConfig:
