@@ -18,7 +18,8 @@ import pytest
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
-from neta_jupyter.tools import ToolContext, ToolError, files, list_files, read_file
+from neta_jupyter.tools import ToolContext, files, list_files, read_file
+from neta_jupyter.tools.values import ToolError
 from tests.helpers import ApiClient
 
 HANG = 5.0

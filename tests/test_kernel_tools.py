@@ -16,8 +16,9 @@ from jupyter_client.session import Session
 from neta_jupyter.providers import ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.server.kernels import ServerKernelBridge
-from neta_jupyter.tools import ToolContext, ToolError
+from neta_jupyter.tools import ToolContext
 from neta_jupyter.tools.kernel_tools import python
+from neta_jupyter.tools.values import ToolError
 from tests.helpers import ApiClient, script, types
 
 pytestmark = pytest.mark.timeout(60)

@@ -18,7 +18,8 @@ from httpx_sse import aconnect_sse
 from neta_jupyter.providers import ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.runtime.settings import NetaSettings
-from neta_jupyter.tools import ToolResult, executions
+from neta_jupyter.tools import executions
+from neta_jupyter.tools.values import ToolResult
 from tests.helpers import ApiClient, script, types
 from tests.test_kernel_tools import call, kernel_of
 

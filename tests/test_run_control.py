@@ -16,7 +16,8 @@ from neta_jupyter.providers import (
     ScriptedTurn,
 )
 from neta_jupyter.runtime import Runtime
-from neta_jupyter.tools import ToolContext, ToolFile, ToolResult, tool
+from neta_jupyter.tools import ToolContext, tool
+from neta_jupyter.tools.values import ToolFile, ToolResult
 from tests.helpers import ApiClient, script, types
 
 

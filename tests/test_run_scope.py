@@ -27,12 +27,12 @@ async def confirm_plan(ctx: ToolContext, scope: RunScope, plan: str) -> str:
 
 @tool(readonly=True)
 async def where_am_i(ctx: ToolContext, scope: RunScope) -> str:
-    """Say which run and notebook this is."""
+    """Say which run and session this is."""
     try:
         scope.emit(EventType.TEXT_DELTA, TextData(text="sneaky"))
     except ValueError as exc:
         SEEN["refused"] = str(exc)
-    return json.dumps([scope.request_id, scope.tool_call_id, scope.options.notebook_path])
+    return json.dumps([scope.request_id, scope.tool_call_id, ctx.session_id])
 
 
 def of(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
@@ -87,8 +87,9 @@ async def test_a_scope_reads_its_run_and_publishes_only_side_events(
             ]
         ),
     )
-    rid = (await api.start("where?", model="where", notebookPath="work/a.ipynb"))["requestId"]
+    started = await api.start("where?", model="where", notebookPath="work/a.ipynb")
+    rid = started["requestId"]
     events = await api.segment(rid)
     [done] = of(events, "TOOL_COMPLETED")
-    assert json.loads(done["output"]) == [rid, "c7", "work/a.ipynb"]
+    assert json.loads(done["output"]) == [rid, "c7", started["sessionId"]]
     assert "TEXT_DELTA" in SEEN["refused"] and "sneaky" not in json.dumps(events)

@@ -15,8 +15,9 @@ import pytest
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
-from neta_jupyter.tools import ToolContext, ToolError, discover_skills, run_skill
+from neta_jupyter.tools import ToolContext, discover_skills, run_skill
 from neta_jupyter.tools.skills import builtin_skills_dir, parse_skill_file, skill_catalogue
+from neta_jupyter.tools.values import ToolError
 from tests.helpers import ApiClient, assert_in_order, types
 
 

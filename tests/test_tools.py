@@ -10,7 +10,8 @@ import pytest
 
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
-from neta_jupyter.tools import PermissionRule, ToolContext, ToolError, decide, list_files, read_file
+from neta_jupyter.tools import PermissionRule, ToolContext, decide, list_files, read_file
+from neta_jupyter.tools.values import ToolError
 from tests.helpers import ApiClient
 
 
@@ -43,7 +44,7 @@ async def test_read_and_list_inside_the_root(tmp_path: Path) -> None:
 
 
 def read_file_result(text: str) -> Any:
-    from neta_jupyter.tools import ToolResult
+    from neta_jupyter.tools.values import ToolResult
 
     return ToolResult(text)
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from IPython.core.displaypub import DisplayPublisher
 
-from ..tools import ToolResult
 from ..tools.kernel_tools import KernelOutput
+from ..tools.values import ToolResult
 
 _counter = itertools.count(1)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from mcp import types
 
-from ..tools import ToolError, ToolFile, ToolResult
 from ..tools.filenames import safe_name
+from ..tools.values import ToolError, ToolFile, ToolResult
 
 
 def tool_result(remote: str, result: types.CallToolResult) -> ToolResult:

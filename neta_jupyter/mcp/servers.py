@@ -25,7 +25,8 @@ from mcp import ClientSession, MCPError, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from ..tools import ToolContext, ToolError, ToolResult
+from ..tools import ToolContext
+from ..tools.values import ToolError, ToolResult
 from .config import HttpServer, ServerEntry, ServerSpec
 from .http import watched_client
 from .relay import DEFAULT_MAX_RESULT_BYTES, relayed

@@ -20,9 +20,9 @@ from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
 
 from ..runtime.data.runs import Run
-from ..tools import ToolError, ToolResult
 from ..tools.kernel_tools import KernelOutput, next_wait
 from ..tools.registry import KernelBridge
+from ..tools.values import ToolError, ToolResult
 
 READY_TIMEOUT = 60.0
 """Seconds to wait for a kernel's first reply before giving up on it."""

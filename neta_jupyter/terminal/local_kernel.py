@@ -21,8 +21,8 @@ from typing import IO, Any
 
 from jupyter_client.manager import AsyncKernelManager
 
-from ..tools import ToolError, ToolResult
 from ..tools.kernel_tools import KernelOutput, next_wait
+from ..tools.values import ToolError, ToolResult
 
 READY_TIMEOUT = 60.0
 """Seconds a starting kernel may take to answer its first request."""

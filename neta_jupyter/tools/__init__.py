@@ -1,23 +1,14 @@
 """Tools the agent can call, their registry and the permission rules that guard them."""
 
 from .agent import clarify, escalate, todo
-from .delegate import SubTask, delegate
+from .delegate import delegate
 from .files import list_files, read_file
 from .permissions import DEFAULT_RULES, Decision, PermissionRule, decide
-from .registry import (
-    KernelBridge,
-    ProcessSink,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolFile,
-    ToolRegistry,
-    ToolResult,
-    tool,
-)
+from .registry import KernelBridge, ProcessSink, Tool, ToolContext, ToolRegistry, tool
 from .scope import SIDE_EVENTS, RunScope, RunSuspended
 from .sending import send_file
 from .skills import discover_skills, run_skill
+from .values import SubTask, ToolError, ToolFile, ToolResult
 
 
 def builtin_tools() -> list[Tool]:

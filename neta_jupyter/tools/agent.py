@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from ..events import TodoItem
-from .registry import ToolContext, ToolResult, tool
+from .registry import ToolContext, tool
 from .scope import RunScope
+from .values import ToolResult
 
 
 class TodoEntry(BaseModel):

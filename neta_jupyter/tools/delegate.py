@@ -10,36 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from .registry import ToolContext, ToolResult, tool
+from .registry import ToolContext, tool
 from .scope import RunScope
+from .values import SubTask, ToolResult
 
 MAX_TASKS = 8
 """Children one call may start."""
-
-
-class SubTask(BaseModel):
-    """One part of the work, for one sub-agent."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    task: str = Field(min_length=1, max_length=8000, description="what this sub-agent must do")
-    name: str | None = Field(
-        default=None, max_length=80, description="a short name for it, e.g. the file it handles"
-    )
-    role: str | None = Field(
-        default=None,
-        max_length=4000,
-        description="a role prompt: who the sub-agent is and how it should work",
-    )
-    tools: list[str] | None = Field(
-        default=None, description="the tools it may use (default: the same as yours)"
-    )
-    model: str | None = Field(default=None, description="the model it runs on (default: yours)")
-    max_steps: int | None = Field(
-        default=None, ge=1, le=50, description="model replies it may make at most"
-    )
 
 
 class Delegator(Protocol):

@@ -16,7 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 
-from .registry import ToolContext, ToolError, ToolResult
+from .registry import ToolContext
+from .values import ToolError, ToolResult
 
 PROGRESS_INTERVAL = 5.0
 """Seconds between progress updates of a running execution (its card's title, its timeline)."""

@@ -19,7 +19,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from .registry import ToolContext, ToolError, tool
+from .registry import ToolContext, tool
+from .values import ToolError
 
 MAX_READ_BYTES = 200_000
 DEFAULT_READ_BYTES = 10_000

@@ -14,7 +14,7 @@ import json
 import textwrap
 from typing import Any
 
-from .registry import ToolError
+from .values import ToolError
 
 MAX_CAPTURED_VARIABLES = 200
 """Variables the ``%neta`` cell sends with its prompt; the rest are counted."""

@@ -26,7 +26,8 @@ from .introspection import (
     introspection_code,
     listed,
 )
-from .registry import KernelBridge, Tool, ToolContext, ToolError, ToolFile, ToolResult, tool
+from .registry import KernelBridge, Tool, ToolContext, tool
+from .values import ToolError, ToolFile, ToolResult
 
 MAX_OUTPUT_CHARS = 20_000
 """Characters of output the model receives; the whole output is attached beyond that."""

@@ -19,7 +19,8 @@ from .executions import ExecutionProgress, in_background
 from .kernel_tools import NOTHING_PRINTED, _kernel_of, _wait_for_kernel
 from .notebook_doc import NotebookError, NotebookHost, find, shown
 from .notebook_tools import CellId, notebook_of
-from .registry import KernelBridge, ToolContext, ToolError, ToolFile, ToolResult, tool
+from .registry import KernelBridge, ToolContext, tool
+from .values import ToolError, ToolFile, ToolResult
 
 FLUSH_EVERY = 0.3
 """Seconds between writes of a running cell's outputs into the notebook."""

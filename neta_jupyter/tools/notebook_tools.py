@@ -27,7 +27,8 @@ from .notebook_doc import (
 )
 from .notebook_ops import EditOrigin, NotebookEditor
 from .notebook_read import read_cells
-from .registry import RunNotebook, Tool, ToolContext, ToolError, tool
+from .registry import RunNotebook, Tool, ToolContext, tool
+from .values import ToolError
 
 EDIT_CATEGORY = "notebook_edit"
 """The ``TOOL_EVENT`` category of an applied edit."""

@@ -25,36 +25,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..providers.base import ToolDefinition
 from .scope import RunScope
+from .values import ToolError, ToolResult
 
 if TYPE_CHECKING:
     from .notebook_doc import NotebookHost
 
 ToolHost = Literal["server", "kernel", "notebook"]
-
-
-class ToolError(Exception):
-    """A tool could not do what was asked; the message is shown to the user and the model."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolFile:
-    """A file a tool produced; the runtime stores it as an attachment."""
-
-    name: str
-    content: bytes
-    content_type: str
-    sent: bool = False
-    """Handed to the user (ATTACHMENT_SENT) rather than only stored (ATTACHMENT_CHANGED)."""
-
-
-@dataclass(slots=True)
-class ToolResult:
-    """What a tool returns: text for the model, files for the user."""
-
-    output: str
-    files: list[ToolFile] = field(default_factory=list)
-    images: list[ToolFile] = field(default_factory=list)
-    """Images to show in the tool card (also stored as attachments)."""
 
 
 ProcessStatus = Literal[

@@ -27,9 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 from ..events import EventData, EventType, SuspendReason, TodoItem
 
 if TYPE_CHECKING:
-    from ..runtime.data.state import RunOptions
-    from .delegate import SubTask
-    from .registry import ToolResult
+    from .values import SubTask, ToolResult
 
 SIDE_EVENTS = frozenset(
     {
@@ -72,11 +70,6 @@ class RunScope(Protocol):
     @property
     def tool_call_id(self) -> str:
         """The tool call the scope belongs to."""
-        ...
-
-    @property
-    def options(self) -> RunOptions:
-        """What the run was started with (read-only)."""
         ...
 
     @property

@@ -14,7 +14,8 @@ from typing import Annotated
 from pydantic import Field
 
 from .files import _off_loop, _read_regular
-from .registry import ToolContext, ToolError, ToolFile, ToolResult, tool
+from .registry import ToolContext, tool
+from .values import ToolError, ToolFile, ToolResult
 
 MAX_SEND_BYTES = 50 * 1024 * 1024
 """Largest file the agent may send."""

@@ -59,17 +59,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
 
-from .registry import (
-    ProcessLevel,
-    ProcessSink,
-    ProcessStatus,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolFile,
-    ToolResult,
-    tool,
-)
+from .registry import ProcessLevel, ProcessSink, ProcessStatus, Tool, ToolContext, tool
+from .values import ToolError, ToolFile, ToolResult
 
 SKILL_FILE = "SKILL.md"
 PROJECT_SKILLS = Path(".neta") / "skills"

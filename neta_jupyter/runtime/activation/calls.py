@@ -22,10 +22,11 @@ from ...events import (
 )
 from ...providers.base import ToolCall
 from ...store import Entry, new_id
-from ...tools import Decision, RunSuspended, Tool, ToolContext, ToolError, decide
+from ...tools import Decision, RunSuspended, Tool, ToolContext, decide
 from ...tools.files import rule_arguments
 from ...tools.permissions import approval_digest
 from ...tools.registry import KernelBridge, RunNotebook
+from ...tools.values import ToolError
 from ..config import TOOL_FAILURE_REMINDER
 from ..data.state import Ask
 from ..data.steps import Answer, Approval, BuildRequest, Finish, RunTools, Suspend

@@ -16,11 +16,11 @@ from ...events import (
 )
 from ...providers.base import ToolCall
 from ...store import RecordStore, new_id
-from ...tools import SubTask, ToolError, ToolResult
 from ...tools.delegate import Delegator
 from ...tools.scope import SIDE_EVENTS, RunSuspended
+from ...tools.values import SubTask, ToolError, ToolResult
 from ..data.runs import Run
-from ..data.state import Ask, RunOptions
+from ..data.state import Ask
 from ..scheduling.background import pending
 from .emitter import RunEmitter
 from .toolstream import ToolOutputStream, auth_required_event
@@ -80,11 +80,6 @@ class CallScope:
     def tool_call_id(self) -> str:
         """The tool call the scope belongs to."""
         return self._call.id
-
-    @property
-    def options(self) -> RunOptions:
-        """What the run was started with (a copy: the run's own cannot be changed)."""
-        return self._run.options.model_copy(deep=True)
 
     @property
     def resumed(self) -> bool:

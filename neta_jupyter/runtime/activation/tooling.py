@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ...events import AttachmentData, EventType, ToolData
 from ...providers.base import ToolCall
 from ...store import AttachmentRecord, RecordStore, new_id
-from ...tools import RunSuspended, Tool, ToolContext, ToolError, ToolFile, ToolResult
+from ...tools import RunSuspended, Tool, ToolContext
 from ...tools.filenames import safe_name
 from ...tools.registry import json_arguments
+from ...tools.values import ToolError, ToolFile, ToolResult
 from ..context.attachments import attachment_data
 from ..data.values import VirtualTool
 from .emitter import RunEmitter

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ...events import SuspendReason, SuspendType
 from ...store import StorageError
-from ...tools import ToolError, ToolResult
+from ...tools.values import ToolError, ToolResult
 from ..data.runs import Run
 from ..errors import RunConflict
 

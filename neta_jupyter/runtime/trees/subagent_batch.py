@@ -15,7 +15,7 @@ import json
 from typing import TYPE_CHECKING, Literal
 
 from ...events import EventType, SubagentChild, SubagentData, TokenUsageData, Usage
-from ...tools import ToolResult
+from ...tools.values import ToolResult
 from ..activation.emitter import RunEmitter
 from ..data.runs import Run
 from .subagent_view import ChildView, result_text

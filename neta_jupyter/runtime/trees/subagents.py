@@ -22,8 +22,8 @@ from ...events import ErrorCode, EventType, SessionData, SuspendReason, SuspendT
 from ...events.models import SubagentStatus
 from ...providers import UnknownModel
 from ...store import new_id
-from ...tools import SubTask, ToolError, ToolResult
 from ...tools.delegate import Delegator
+from ...tools.values import SubTask, ToolError, ToolResult
 from ..activation.emitter import RunEmitter
 from ..activation.endings import end_run, fail_run
 from ..data.runs import Run
