@@ -105,20 +105,61 @@ def test_every_event_type_and_data_type_is_in_the_schema() -> None:
     assert len(EventType) >= 19 + 1 + 9 + 9
 
 
-def test_committed_widget_schema_is_current() -> None:
+def test_generated_files_are_current() -> None:
+    """The enum and union, the schema and the widget's catalogue match the declarations."""
     out = subprocess.run(
-        [sys.executable, "-m", "neta_jupyter.events", "--schema"],
-        capture_output=True,
-        text=True,
-        check=True,
+        [sys.executable, "-m", "neta_jupyter.events", "--check"], capture_output=True, text=True
     )
-    from pathlib import Path
+    assert out.returncode == 0, out.stdout + "\nrun `python -m neta_jupyter.events --write`"
 
-    committed = Path(__file__).parent.parent / "js" / "schema" / "events.schema.json"
-    assert json.loads(committed.read_text()) == json.loads(out.stdout), (
-        "js/schema/events.schema.json is stale: run "
-        "`python -m neta_jupyter.events --schema > js/schema/events.schema.json`"
+
+_NEW_BODY = """
+from typing import ClassVar, Literal
+from neta_jupyter.events.generate import stale
+from neta_jupyter.events.wire import EventBody
+
+class ChartData(EventBody):
+    type: Literal["chart"] = "chart"
+    event_types: ClassVar = {"CHART_DRAWN": "A chart was drawn."}
+
+print(sorted(p.name for p in stale()))
+"""
+
+
+def test_a_new_body_makes_the_generated_files_stale() -> None:
+    """One declared body is all it takes: the check then names the files to write again."""
+    out = subprocess.run(
+        [sys.executable, "-c", _NEW_BODY], capture_output=True, text=True, check=True
     )
+    assert out.stdout.strip() == "['catalogue.ts', 'generated.py']"
+
+
+def test_the_catalogue_is_what_the_bodies_declare() -> None:
+    """Every declared event type is in the enum, with the body that declared it, once."""
+    from neta_jupyter.events.generate import catalogue, data_type, render_python
+
+    types = catalogue()
+    assert list(types) == [t.value for t in EventType]
+    assert types["TOOL_FAILED"] is ToolData and types["REASONING_DELTA"] is ReasoningData
+    assert {data_type(body) for body in types.values()} == DATA_TYPES
+    assert '    HEARTBEAT = "HEARTBEAT"\n' in render_python()
+
+
+def test_an_event_type_declared_by_two_bodies_is_refused() -> None:
+    script = """
+from typing import ClassVar, Literal
+from neta_jupyter.events.generate import catalogue
+from neta_jupyter.events.wire import EventBody
+
+class Again(EventBody):
+    type: Literal["again"] = "again"
+    event_types: ClassVar = {"TOOL_START": "Twice."}
+
+catalogue()
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "TOOL_START is declared by ToolData too" in out.stderr
 
 
 def test_deltas_built_without_a_model_match_the_model_encoding() -> None:

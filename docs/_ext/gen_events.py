@@ -1,8 +1,10 @@
-"""The event catalogue, written from the JSON Schema the widget's TypeScript types come from.
+"""The event catalogue, written from the bodies' declarations and the JSON Schema made of them.
 
-``catalogue_schema()`` (what ``python -m neta_jupyter.events --schema`` prints) gives the
-envelope and every body; the one-line docstrings of the models' fields, which the schema does not
-carry, are read from the models' source so each field is described where it is listed.
+Each body names the event types that carry it, with a sentence for each (``event_types``):
+the table of event types is read from there. ``catalogue_schema()`` (what ``python -m
+neta_jupyter.events --schema`` prints) gives the envelope and every body; the one-line
+docstrings of the models' fields, which the schema does not carry, are read from the models'
+source so each field is described where it is listed.
 """
 
 from __future__ import annotations
@@ -12,48 +14,11 @@ import inspect
 import itertools
 import textwrap
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from schema_md import anchor, description, fields_table
 
 PREFIX = "event"
-
-
-def emitted_bodies(package: Path) -> dict[str, set[str]]:
-    """``{event type: body class names}`` from the package's calls ``f(EventType.X, XData(…))``."""
-    found: dict[str, set[str]] = {}
-    for path in package.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.Call):
-                continue
-            for kind, body in itertools.pairwise(node.args):
-                if not (
-                    isinstance(kind, ast.Attribute)
-                    and isinstance(kind.value, ast.Name)
-                    and kind.value.id == "EventType"
-                    and isinstance(body, ast.Call)
-                ):
-                    continue
-                func = body.func
-                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-                if name.endswith("Data"):
-                    found.setdefault(kind.attr, set()).add(name)
-    return found
-
-
-def body_of(event_type: str, emitted: dict[str, set[str]], kinds: dict[str, str]) -> list[str]:
-    """The bodies an event type carries: as the code emits it, else by the naming of both.
-
-    ``kinds`` maps ``data.type`` to the body's name; without an emitting call in view (a body
-    built elsewhere and passed on), the body is the one whose ``data.type`` is the longest prefix
-    of the event type (``SKILL_MISSING`` carries ``skill``).
-    """
-    if event_type in emitted:
-        return sorted(emitted[event_type])
-    lowered = event_type.lower()
-    matches = [k for k in kinds if lowered == k or lowered.startswith(k + "_")]
-    return [kinds[max(matches, key=len)]] if matches else []
 
 
 def attribute_docs(cls: type) -> dict[str, str]:
@@ -111,17 +76,34 @@ def body_section(name: str, schema: dict[str, Any], cls: type | None) -> str:
     )
 
 
+def event_types_section(terminal_types: frozenset[str]) -> list[str]:
+    """The table of event types: each with what it says and the body it carries."""
+    from neta_jupyter.events.generate import catalogue
+
+    types = catalogue()
+    terminal = ", ".join(f"`{t}`" for t in types if t in terminal_types)
+    lines = [
+        f"({anchor(PREFIX, 'EventType')})=",
+        "## Event types",
+        "",
+        f"A run's stream segment ends with exactly one of {terminal}. Each body declares the "
+        "event types that carry it; this table, the `EventType` enum, the JSON Schema and the "
+        "widget's TypeScript types are generated from those declarations.",
+        "",
+        "| event type | what it says | `data` |",
+        "|---|---|---|",
+    ]
+    for event_type, body in types.items():
+        said = body.event_types[event_type].replace("|", "\\|")
+        link = f"[{body.__name__}](#{anchor(PREFIX, body.__name__)})"
+        lines.append(f"| `{event_type}` | {said} | {link} |")
+    return [*lines, ""]
+
+
 def events_reference() -> str:
     """The whole page, in MyST markdown."""
     from neta_jupyter.events import models
-    from neta_jupyter.events.codes import (
-        TERMINAL_EVENT_TYPES,
-        ErrorCode,
-        EventType,
-        FinishReason,
-        StatusCode,
-        SuspendType,
-    )
+    from neta_jupyter.events.codes import ErrorCode, FinishReason, StatusCode, SuspendType
     from neta_jupyter.events.encoding import catalogue_schema
 
     schema = catalogue_schema()
@@ -145,30 +127,7 @@ def events_reference() -> str:
             fields_table(schema, PREFIX, envelope_docs),
         ]
     )
-    terminal = ", ".join(f"`{t.value}`" for t in EventType if t in TERMINAL_EVENT_TYPES)
-    import neta_jupyter
-
-    emitted = emitted_bodies(Path(neta_jupyter.__file__).parent)
-    kinds = {
-        d["properties"]["type"]["const"]: name
-        for name, d in defs.items()
-        if "const" in d.get("properties", {}).get("type", {})
-    }
-    types = [
-        f"({anchor(PREFIX, 'EventType')})=",
-        "## Event types",
-        "",
-        f"A run's stream segment ends with exactly one of {terminal}. The body each type carries "
-        "is read from the code that emits it.",
-        "",
-        "| event type | `data` |",
-        "|---|---|",
-    ]
-    for t in EventType:
-        bodies = body_of(t.value, emitted, kinds)
-        links = ", ".join(f"[{b}](#{anchor(PREFIX, b)})" for b in bodies) or "see the run API"
-        types.append(f"| `{t.value}` | {links} |")
-    types.append("")
+    types = event_types_section(models.TERMINAL_EVENT_TYPES)
     bodies = ["## Bodies and the types they use", ""]
     for name in sorted(defs):
         if "enum" in defs[name] and defs[name].get("type") == "string":

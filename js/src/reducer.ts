@@ -8,6 +8,7 @@
  * later seqs: its next non-terminal event sets the status back to running.
  */
 import type { ClarifyData, MessageData, PermissionAskData, PermissionResolvedData, SessionData } from "./events";
+import { DATA_TYPE_OF, type EventTypeName } from "./catalogue";
 import { FROM_HISTORY } from "./history";
 import { readClarify, readPermission } from "./reducer-asks";
 import { applyPhase, applyProgress, applyStopReason } from "./reducer-decisions";
@@ -30,59 +31,57 @@ import { TERMINAL_EVENT_TYPES, bool, id, isRecord, num, seqOf, str, type Loose }
 export type Data = Readonly<Record<string, unknown>>;
 export type Handler = (state: RunState, data: Data, seq: number, eventType: string) => RunState;
 
-interface Route {
-  /** The `data.type` this event type carries; another value is a shape we do not know. */
-  readonly dataType: string;
-  readonly apply: Handler;
-}
-
 const noChange: Handler = (state) => state;
 
-const ROUTES: Readonly<Record<string, Route>> = {
-  SESSION_CREATED: { dataType: "session", apply: applySession },
-  TEXT_START: { dataType: "text", apply: (s, d) => ({ ...s, answer: startSegment(s.answer, d) }) },
-  TEXT_DELTA: { dataType: "text", apply: (s, d) => ({ ...s, answer: appendSegment(s.answer, d) }) },
-  TEXT_END: { dataType: "text", apply: (s) => ({ ...s, answer: closeLast(s.answer) }) },
-  REASONING_START: { dataType: "reasoning", apply: (s, d) => ({ ...s, reasoning: startSegment(s.reasoning, d) }) },
-  REASONING_DELTA: { dataType: "reasoning", apply: (s, d) => ({ ...s, reasoning: appendSegment(s.reasoning, d) }) },
-  REASONING_END: { dataType: "reasoning", apply: (s) => ({ ...s, reasoning: closeLast(s.reasoning) }) },
-  TOOL_CALL_GENERATING: { dataType: "tool", apply: applyTool },
-  TOOL_START: { dataType: "tool", apply: applyTool },
-  TOOL_RUNNING: { dataType: "tool", apply: applyTool },
-  TOOL_COMPLETED: { dataType: "tool", apply: applyTool },
-  TOOL_FAILED: { dataType: "tool", apply: applyTool },
-  TOOL_EVENT: { dataType: "tool_side", apply: applyToolSide },
-  PERMISSION_ASK: { dataType: "permission_ask", apply: applyPermissionAsk },
-  PERMISSION_ASK_RESOLVED: { dataType: "permission_ask_resolved", apply: applyPermissionResolved },
-  MESSAGE_COMPLETED: { dataType: "message", apply: applyCompleted },
-  MESSAGE_SUSPENDED: { dataType: "message", apply: applySuspended },
-  MESSAGE_FAILED: { dataType: "message", apply: applyFailed },
-  ATTACHMENT_CHANGED: { dataType: "attachment", apply: applyAttachment },
-  ATTACHMENT_SENT: { dataType: "attachment", apply: applyAttachment },
-  SUPPLEMENTARY_INPUT_CONSUMED: { dataType: "supplementary_input", apply: applyInputConsumed },
-  HEARTBEAT: { dataType: "heartbeat", apply: noChange },
-  AGENT_STATUS: { dataType: "agent_status", apply: applyStatus },
-  PROCESS_EVENT: { dataType: "process", apply: applyProcess },
-  BUDGET_CHECKED: { dataType: "budget", apply: noChange },
-  LEDGER_RECONCILED: { dataType: "ledger", apply: noChange },
-  TOKEN_USAGE: { dataType: "token_usage", apply: applyTokenUsage },
-  COMPACTION_START: { dataType: "compaction", apply: applyCompaction },
-  COMPACTION_APPLIED: { dataType: "compaction", apply: applyCompaction },
-  COMPACTION_ERROR: { dataType: "compaction", apply: applyCompaction },
-  SKILL_ACTIVATED: { dataType: "skill", apply: applySkill },
-  SKILL_DEACTIVATED: { dataType: "skill", apply: applySkill },
-  SKILL_MISSING: { dataType: "skill", apply: applySkill },
-  CLARIFY_REQUEST: { dataType: "clarify", apply: applyClarify },
-  TODO_UPDATE: { dataType: "todo", apply: applyTodo },
-  SUBAGENT_RUN_STARTED: { dataType: "subagent", apply: applySubagent },
-  SUBAGENT_EVENT: { dataType: "subagent", apply: applySubagent },
-  SUBAGENT_RUN_COMPLETED: { dataType: "subagent", apply: applySubagent },
-  SESSION_ENTRY_ADDED: { dataType: "session_entry", apply: noChange },
-  SESSION_ENTRY_UPDATED: { dataType: "session_entry", apply: noChange },
-  SESSION_LEAF_CHANGED: { dataType: "session_leaf", apply: noChange },
-  PHASE_CHANGED: { dataType: "phase", apply: applyPhase },
-  PROGRESS_EVALUATED: { dataType: "progress", apply: applyProgress },
-  STOP_REASON_DECIDED: { dataType: "stop_reason", apply: applyStopReason },
+/**
+ * What each event type does to the state: one entry for every event type of the catalogue, so a
+ * new event type without one here fails to compile; one the widget does not show is `noChange`.
+ */
+const ROUTES: { readonly [T in EventTypeName]: Handler } = {
+  SESSION_CREATED: applySession,
+  TEXT_START: (s, d) => ({ ...s, answer: startSegment(s.answer, d) }),
+  TEXT_DELTA: (s, d) => ({ ...s, answer: appendSegment(s.answer, d) }),
+  TEXT_END: (s) => ({ ...s, answer: closeLast(s.answer) }),
+  REASONING_START: (s, d) => ({ ...s, reasoning: startSegment(s.reasoning, d) }),
+  REASONING_DELTA: (s, d) => ({ ...s, reasoning: appendSegment(s.reasoning, d) }),
+  REASONING_END: (s) => ({ ...s, reasoning: closeLast(s.reasoning) }),
+  TOOL_CALL_GENERATING: applyTool,
+  TOOL_START: applyTool,
+  TOOL_RUNNING: applyTool,
+  TOOL_COMPLETED: applyTool,
+  TOOL_FAILED: applyTool,
+  TOOL_EVENT: applyToolSide,
+  PERMISSION_ASK: applyPermissionAsk,
+  PERMISSION_ASK_RESOLVED: applyPermissionResolved,
+  MESSAGE_COMPLETED: applyCompleted,
+  MESSAGE_SUSPENDED: applySuspended,
+  MESSAGE_FAILED: applyFailed,
+  ATTACHMENT_CHANGED: applyAttachment,
+  ATTACHMENT_SENT: applyAttachment,
+  SUPPLEMENTARY_INPUT_CONSUMED: applyInputConsumed,
+  HEARTBEAT: noChange,
+  AGENT_STATUS: applyStatus,
+  PROCESS_EVENT: applyProcess,
+  BUDGET_CHECKED: noChange,
+  LEDGER_RECONCILED: noChange,
+  TOKEN_USAGE: applyTokenUsage,
+  COMPACTION_START: applyCompaction,
+  COMPACTION_APPLIED: applyCompaction,
+  COMPACTION_ERROR: applyCompaction,
+  SKILL_ACTIVATED: applySkill,
+  SKILL_DEACTIVATED: applySkill,
+  SKILL_MISSING: applySkill,
+  CLARIFY_REQUEST: applyClarify,
+  TODO_UPDATE: applyTodo,
+  SUBAGENT_RUN_STARTED: applySubagent,
+  SUBAGENT_EVENT: applySubagent,
+  SUBAGENT_RUN_COMPLETED: applySubagent,
+  SESSION_ENTRY_ADDED: noChange,
+  SESSION_ENTRY_UPDATED: noChange,
+  SESSION_LEAF_CHANGED: noChange,
+  PHASE_CHANGED: applyPhase,
+  PROGRESS_EVALUATED: applyProgress,
+  STOP_REASON_DECIDED: applyStopReason,
 };
 
 /** Events after which a transient AGENT_STATUS is over (seed 003 §2: the next text/tool event). */
@@ -102,19 +101,24 @@ export function reduce(state: RunState, envelope: unknown): RunState {
     totalTokens: num(envelope["totalTokens"]) ?? state.totalTokens,
   };
   const eventType = str(envelope["eventType"]) ?? "";
-  const route = Object.prototype.hasOwnProperty.call(ROUTES, eventType) ? ROUTES[eventType] : undefined;
+  if (!isEventType(eventType)) return moved;
   const data = isRecord(envelope["data"]) ? envelope["data"] : {};
   const dataType = data["type"];
-  if (!route || (dataType !== undefined && dataType !== route.dataType)) return moved;
+  // Another data.type than the one this event type carries is a shape we do not know.
+  if (dataType !== undefined && dataType !== DATA_TYPE_OF[eventType]) return moved;
 
   try {
     const continued = continueRun(moved, eventType);
     const toastless = CLEARS_TOAST.test(eventType) ? { ...continued, toast: null } : continued;
-    return route.apply(toastless, data, seq, eventType);
+    return ROUTES[eventType](toastless, data, seq, eventType);
   } catch {
     // A body we cannot make sense of must not stop the stream (seed 003 §10).
     return moved;
   }
+}
+
+function isEventType(eventType: string): eventType is EventTypeName {
+  return Object.prototype.hasOwnProperty.call(ROUTES, eventType);
 }
 
 export function reduceAll(events: Iterable<unknown>, state: RunState = initialState()): RunState {

@@ -5,6 +5,7 @@
  * send nulls or leave fields out, so every value is read through a checking accessor instead of
  * being trusted to match the generated interface.
  */
+import { EVENT_TYPES } from "./catalogue";
 import type { AgentEvent, Data, EventType } from "./events";
 
 /** Every field of `T` may be missing or of any type: read it with the accessors below. */
@@ -16,53 +17,8 @@ export type Body<T extends string> = Extract<Data, { type?: T }>;
 /** An envelope as received; only `eventType` is required to look at it at all. */
 export type Envelope = Loose<Omit<AgentEvent, "data">> & { readonly data?: unknown };
 
-/** Known event types at run time; the type assertion below keeps it equal to the schema's. */
-export const EVENT_TYPES = [
-  "SESSION_CREATED",
-  "TEXT_START",
-  "TEXT_DELTA",
-  "TEXT_END",
-  "REASONING_START",
-  "REASONING_DELTA",
-  "REASONING_END",
-  "TOOL_CALL_GENERATING",
-  "TOOL_START",
-  "TOOL_RUNNING",
-  "TOOL_COMPLETED",
-  "TOOL_FAILED",
-  "TOOL_EVENT",
-  "PERMISSION_ASK",
-  "PERMISSION_ASK_RESOLVED",
-  "MESSAGE_COMPLETED",
-  "MESSAGE_SUSPENDED",
-  "MESSAGE_FAILED",
-  "ATTACHMENT_CHANGED",
-  "ATTACHMENT_SENT",
-  "SUPPLEMENTARY_INPUT_CONSUMED",
-  "HEARTBEAT",
-  "AGENT_STATUS",
-  "PROCESS_EVENT",
-  "BUDGET_CHECKED",
-  "LEDGER_RECONCILED",
-  "TOKEN_USAGE",
-  "COMPACTION_START",
-  "COMPACTION_APPLIED",
-  "COMPACTION_ERROR",
-  "SKILL_ACTIVATED",
-  "SKILL_DEACTIVATED",
-  "SKILL_MISSING",
-  "CLARIFY_REQUEST",
-  "TODO_UPDATE",
-  "SUBAGENT_RUN_STARTED",
-  "SUBAGENT_EVENT",
-  "SUBAGENT_RUN_COMPLETED",
-  "SESSION_ENTRY_ADDED",
-  "SESSION_ENTRY_UPDATED",
-  "SESSION_LEAF_CHANGED",
-  "PHASE_CHANGED",
-  "PROGRESS_EVALUATED",
-  "STOP_REASON_DECIDED",
-] as const;
+/** Known event types at run time, generated with the schema from the same declarations. */
+export { EVENT_TYPES } from "./catalogue";
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
 // Fails to compile when the schema gains or loses an event type and this list does not follow.

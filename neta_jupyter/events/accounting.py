@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import ClassVar, Literal
 
-from .wire import _Wire
+from .wire import EventBody, _Wire
 
 
 class Usage(_Wire):
@@ -22,10 +23,13 @@ class Usage(_Wire):
     """Input plus output."""
 
 
-class BudgetData(_Wire):
+class BudgetData(EventBody):
     """Budget decision before a provider request (seed 004)."""
 
     type: Literal["budget"] = "budget"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "BUDGET_CHECKED": "The request was checked against the token budget before a model call.",
+    }
     attempt_seq: int
     """Provider attempt number within the run."""
     request_hash: str
@@ -44,10 +48,13 @@ class BudgetData(_Wire):
     """Whether the estimate may stop a run."""
 
 
-class LedgerData(_Wire):
+class LedgerData(EventBody):
     """Usage reconciled after a provider attempt (seed 004)."""
 
     type: Literal["ledger"] = "ledger"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "LEDGER_RECONCILED": "A model call's usage was settled against the run's ledger.",
+    }
     attempt_seq: int
     """Provider attempt number."""
     request_hash: str
@@ -64,10 +71,13 @@ class LedgerData(_Wire):
     """The session has had an attempt with unknown output usage."""
 
 
-class TokenUsageData(_Wire):
+class TokenUsageData(EventBody):
     """Usage of a turn and of the session."""
 
     type: Literal["token_usage"] = "token_usage"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "TOKEN_USAGE": "Tokens a model call used, and the run's total so far.",
+    }
     input_tokens: int
     """Turn input tokens."""
     output_tokens: int

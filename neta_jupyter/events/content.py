@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import ClassVar, Literal
 
-from .wire import _Wire
+from .wire import EventBody
 
 
-class TextData(_Wire):
+class TextData(EventBody):
     """Answer text: the initial text on START, an increment on DELTA, nothing on END."""
 
     type: Literal["text"] = "text"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "TEXT_START": "The answer's text began (with its first characters).",
+        "TEXT_DELTA": "More characters of the answer.",
+        "TEXT_END": "The answer's text ended.",
+    }
     text: str = ""
     """Initial text (START) or increment (DELTA)."""
     synthetic: bool | None = None
@@ -23,10 +29,15 @@ class TextData(_Wire):
     that was cut off, asked for again, came out differently; clients drop the cut-off text."""
 
 
-class ReasoningData(_Wire):
+class ReasoningData(EventBody):
     """Reasoning text, shown apart from the answer."""
 
     type: Literal["reasoning"] = "reasoning"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "REASONING_START": "The model's reasoning began.",
+        "REASONING_DELTA": "More characters of the reasoning.",
+        "REASONING_END": "The reasoning ended.",
+    }
     text: str = ""
     """Initial text (START) or increment (DELTA)."""
     continues: bool | None = None

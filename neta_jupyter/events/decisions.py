@@ -6,9 +6,10 @@ A few events per step, never per token: clients show what the agent is doing bet
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import ClassVar, Literal
 
-from .wire import _Wire
+from .wire import EventBody
 
 LoopPhase = Literal[
     "building_context", "budgeting", "calling_model", "running_tools", "compacting", "finishing"
@@ -36,10 +37,13 @@ was terminated (``cancel``), or it failed (``failure``). Clients ignore values t
 know."""
 
 
-class PhaseData(_Wire):
+class PhaseData(EventBody):
     """``PHASE_CHANGED``: the loop moved to another phase (sent only when the phase changes)."""
 
     type: Literal["phase"] = "phase"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "PHASE_CHANGED": "The loop moved to another phase.",
+    }
     phase: LoopPhase
     """The phase it is in now."""
     previous_phase: LoopPhase | None = None
@@ -48,10 +52,13 @@ class PhaseData(_Wire):
     """The tools of the calls about to run (``running_tools``)."""
 
 
-class ProgressData(_Wire):
+class ProgressData(EventBody):
     """``PROGRESS_EVALUATED``: after each model step, whether the run got anywhere."""
 
     type: Literal["progress"] = "progress"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "PROGRESS_EVALUATED": "After a model step: whether the run got anywhere.",
+    }
     progressed: bool
     """The step produced answer text or a tool result that did not fail."""
     text_chars: int = 0
@@ -64,10 +71,13 @@ class ProgressData(_Wire):
     """Steps in a row, up to this one, without progress (0 when this one progressed)."""
 
 
-class StopReasonData(_Wire):
+class StopReasonData(EventBody):
     """``STOP_REASON_DECIDED``: why the loop ended; the terminal event follows."""
 
     type: Literal["stop_reason"] = "stop_reason"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "STOP_REASON_DECIDED": "Why the loop ended; the terminal event follows.",
+    }
     reason: StopReason
     """Why."""
     message: str | None = None

@@ -6,18 +6,22 @@ signals.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from .accounting import Usage
-from .wire import _Wire
+from .wire import EventBody, _Wire
 
 
-class SessionData(_Wire):
+class SessionData(EventBody):
     """First event of a run: where its messages live."""
 
     type: Literal["session"] = "session"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "SESSION_CREATED": "The run began: the first event of every run.",
+    }
     session_id: str
     """Session the run belongs to."""
     user_message_id: str | None = None
@@ -37,10 +41,15 @@ class SuspendReason(_Wire):
     """Human explanation."""
 
 
-class MessageData(_Wire):
+class MessageData(EventBody):
     """Terminal events: completed, suspended or failed."""
 
     type: Literal["message"] = "message"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "MESSAGE_COMPLETED": "The run answered (terminal).",
+        "MESSAGE_SUSPENDED": "The run waits for someone or something (terminal).",
+        "MESSAGE_FAILED": "The run failed (terminal).",
+    }
     message_id: str | None = None
     """Assistant message id."""
     finish_reason: str | None = None
@@ -61,10 +70,13 @@ class MessageData(_Wire):
     """Usage snapshot of the assistant message."""
 
 
-class SupplementaryInputData(_Wire):
+class SupplementaryInputData(EventBody):
     """Input added while running, injected at a step boundary."""
 
     type: Literal["supplementary_input"] = "supplementary_input"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "SUPPLEMENTARY_INPUT_CONSUMED": "Input added while the run ran was given to the model.",
+    }
     input_id: str
     """Id returned by ``addSupplementaryInput``."""
     content: str
@@ -77,16 +89,22 @@ class SupplementaryInputData(_Wire):
     """Attachments injected with it."""
 
 
-class HeartbeatData(_Wire):
+class HeartbeatData(EventBody):
     """Keep-alive; carries no id and is never stored."""
 
     type: Literal["heartbeat"] = "heartbeat"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "HEARTBEAT": "Keep-alive of a quiet stream; never stored, has no seq.",
+    }
 
 
-class AgentStatusData(_Wire):
+class AgentStatusData(EventBody):
     """A transient runtime signal: show as a toast, never in the transcript."""
 
     type: Literal["agent_status"] = "agent_status"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "AGENT_STATUS": "A transient signal of the runtime, shown as a toast.",
+    }
     code: str
     """A :class:`StatusCode` (unknown ones are ignored)."""
     level: Literal["INFO", "WARN", "ERROR"] = "INFO"

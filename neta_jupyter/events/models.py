@@ -2,13 +2,14 @@
 
 Names here are the wire contract. Types, codes and fields are only ever added, never renamed
 or removed; every client ignores what it does not know. The bodies live in modules by what they
-are about; this one joins them into the envelope and re-exports them.
+are about, each naming the event types that carry it; the ``EventType`` enum and the union of
+bodies are generated from those declarations (:mod:`.generate`). This module joins them into
+the envelope and re-exports them.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
 
 from pydantic import Field
 
@@ -19,9 +20,7 @@ from .accounting import (
     Usage,
 )
 from .codes import (
-    TERMINAL_EVENT_TYPES,
     ErrorCode,
-    EventType,
     FinishReason,
     StatusCode,
     SuspendType,
@@ -30,11 +29,7 @@ from .content import (
     ReasoningData,
     TextData,
 )
-from .decisions import (
-    PhaseData,
-    ProgressData,
-    StopReasonData,
-)
+from .generated import EventData, EventType
 from .lifecycle import (
     AgentStatusData,
     HeartbeatData,
@@ -71,7 +66,7 @@ from .tree import (
     SessionEntryData,
     SessionLeafData,
 )
-from .wire import _Wire
+from .wire import EventBody, _Wire
 
 __all__ = [
     "DATA_TYPES",
@@ -87,6 +82,7 @@ __all__ = [
     "EntrySubagent",
     "EntryToolCall",
     "ErrorCode",
+    "EventBody",
     "EventData",
     "EventType",
     "FinishReason",
@@ -118,35 +114,11 @@ __all__ = [
     "now_iso",
 ]
 
-EventData = Annotated[
-    SessionData
-    | TextData
-    | ReasoningData
-    | ToolData
-    | ToolSideData
-    | PermissionAskData
-    | PermissionResolvedData
-    | MessageData
-    | AttachmentData
-    | SupplementaryInputData
-    | HeartbeatData
-    | AgentStatusData
-    | ProcessData
-    | BudgetData
-    | LedgerData
-    | TokenUsageData
-    | CompactionData
-    | SkillData
-    | ClarifyData
-    | TodoData
-    | SubagentData
-    | SessionEntryData
-    | SessionLeafData
-    | PhaseData
-    | ProgressData
-    | StopReasonData,
-    Field(discriminator="type"),
-]
+
+TERMINAL_EVENT_TYPES = frozenset(
+    {EventType.MESSAGE_COMPLETED, EventType.MESSAGE_SUSPENDED, EventType.MESSAGE_FAILED}
+)
+"""The event types a stream segment ends with: exactly one ends every activation of a run."""
 
 DATA_TYPES: frozenset[str] = frozenset(
     m.model_fields["type"].default

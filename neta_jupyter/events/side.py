@@ -5,15 +5,20 @@ Attachments, process progress, compaction, skills, the todo list.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
-from .wire import _Wire
+from .wire import EventBody, _Wire
 
 
-class AttachmentData(_Wire):
+class AttachmentData(EventBody):
     """A file the agent produced or the user uploaded."""
 
     type: Literal["attachment"] = "attachment"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "ATTACHMENT_CHANGED": "An attachment of the run was added or changed.",
+        "ATTACHMENT_SENT": "An attachment was sent to the model.",
+    }
     attachment_id: str
     """Attachment id."""
     session_id: str
@@ -36,10 +41,13 @@ class AttachmentData(_Wire):
     """New file or overwritten content."""
 
 
-class ProcessData(_Wire):
+class ProcessData(EventBody):
     """Progress of a long tool, skill or runtime operation (seed 000)."""
 
     type: Literal["process"] = "process"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "PROCESS_EVENT": "A process the run started (a tool's server, a command) said something.",
+    }
     operation_id: str
     """Stable id of the operation."""
     parent_operation_id: str | None = None
@@ -71,10 +79,15 @@ class ProcessData(_Wire):
 CompactionScope = Literal["in-loop", "turn-level", "manual", "reactive"]
 
 
-class CompactionData(_Wire):
+class CompactionData(EventBody):
     """Context compaction progress."""
 
     type: Literal["compaction"] = "compaction"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "COMPACTION_START": "Older turns are being summarised.",
+        "COMPACTION_APPLIED": "The summary replaced the older turns.",
+        "COMPACTION_ERROR": "The summary could not be made.",
+    }
     scope: CompactionScope = "in-loop"
     """What triggered it."""
     tokens_before: int | None = None
@@ -87,10 +100,15 @@ class CompactionData(_Wire):
     """Why it failed (ERROR)."""
 
 
-class SkillData(_Wire):
+class SkillData(EventBody):
     """Skill lifecycle."""
 
     type: Literal["skill"] = "skill"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "SKILL_ACTIVATED": "A skill's instructions were given to the model.",
+        "SKILL_DEACTIVATED": "A skill's instructions were taken away.",
+        "SKILL_MISSING": "A skill that was named could not be found.",
+    }
     skill_name: str
     """Skill name."""
     description: str | None = None
@@ -112,9 +130,12 @@ class TodoItem(_Wire):
     """Progress."""
 
 
-class TodoData(_Wire):
+class TodoData(EventBody):
     """The agent's todo list, whole."""
 
     type: Literal["todo"] = "todo"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "TODO_UPDATE": "The run's to-do list, whole, as it is now.",
+    }
     items: list[TodoItem]
     """Every item, in order."""

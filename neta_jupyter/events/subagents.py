@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
 from .tools import ClarifyData, PermissionAskData
-from .wire import _Wire
+from .wire import EventBody, _Wire
 
 SUBAGENT_ANSWER_PREVIEW = 2000
 """Characters of a child's answer the parent's stream carries; the child's own stream has all."""
@@ -34,7 +35,7 @@ class SubagentChild(_Wire):
     """Where it is at the start (``queued`` when the batch runs fewer at a time)."""
 
 
-class SubagentData(_Wire):
+class SubagentData(EventBody):
     """Sub-agent batch lifecycle, in the parent run's stream.
 
     ``SUBAGENT_RUN_STARTED`` lists the ``children``; one ``SUBAGENT_EVENT`` follows per change of
@@ -44,6 +45,11 @@ class SubagentData(_Wire):
     """
 
     type: Literal["subagent"] = "subagent"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "SUBAGENT_RUN_STARTED": "A sub-agent's run began.",
+        "SUBAGENT_EVENT": "A sub-agent's run moved on.",
+        "SUBAGENT_RUN_COMPLETED": "A sub-agent's run ended.",
+    }
     batch_id: str
     """Batch id."""
     agent_id: str | None = None

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from .wire import _Wire
+from .wire import EventBody
 
 
-class ToolData(_Wire):
+class ToolData(EventBody):
     """One tool call's lifecycle, keyed by ``toolCallId``."""
 
     type: Literal["tool"] = "tool"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "TOOL_CALL_GENERATING": "The model is writing a tool call.",
+        "TOOL_START": "A tool call is about to run.",
+        "TOOL_RUNNING": "A tool call is running.",
+        "TOOL_COMPLETED": "A tool call ended with its result.",
+        "TOOL_FAILED": "A tool call failed, was refused or denied.",
+    }
     tool_call_id: str
     """Shared by every event of one call."""
     tool_name: str | None = None
@@ -39,10 +47,13 @@ class ToolData(_Wire):
     """The tool's own name on that server (START): ``toolName`` may be cut to fit a model."""
 
 
-class ToolSideData(_Wire):
+class ToolSideData(EventBody):
     """Side-channel structured information during a tool's execution."""
 
     type: Literal["tool_side"] = "tool_side"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "TOOL_EVENT": "Something a running tool did (an output, a cell changed).",
+    }
     tool_call_id: str
     """The call it belongs to."""
     tool_name: str | None = None
@@ -55,10 +66,13 @@ class ToolSideData(_Wire):
     """A friendly message to show."""
 
 
-class PermissionAskData(_Wire):
+class PermissionAskData(EventBody):
     """A tool call waits for the user's decision; ``MESSAGE_SUSPENDED`` follows."""
 
     type: Literal["permission_ask"] = "permission_ask"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "PERMISSION_ASK": "A tool call waits for a person's approval.",
+    }
     ask_id: str
     """Pass it back to ``resumeTask``."""
     principal_id: str | None = None
@@ -87,10 +101,13 @@ class PermissionAskData(_Wire):
     do that, otherwise the call is not run and is asked about again."""
 
 
-class PermissionResolvedData(_Wire):
+class PermissionResolvedData(EventBody):
     """The decision on a permission ask."""
 
     type: Literal["permission_ask_resolved"] = "permission_ask_resolved"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "PERMISSION_ASK_RESOLVED": "The approval was decided.",
+    }
     ask_id: str
     """The ask decided."""
     approved: bool
@@ -101,10 +118,13 @@ class PermissionResolvedData(_Wire):
     """``once`` or ``always``."""
 
 
-class ClarifyData(_Wire):
+class ClarifyData(EventBody):
     """The agent asks the user a question; the run suspends until answered."""
 
     type: Literal["clarify"] = "clarify"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "CLARIFY_REQUEST": "The model asks the person a question.",
+    }
     clarify_id: str
     """Pass it back with the answer."""
     question: str

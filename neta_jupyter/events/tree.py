@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import ClassVar, Literal
 
 from .side import ProcessData
-from .wire import _Wire
+from .wire import EventBody, _Wire
 
 
 class EntryToolCall(_Wire):
@@ -55,10 +56,14 @@ class EntrySubagent(_Wire):
     """Why it failed (an ``errorCode`` of MESSAGE_FAILED)."""
 
 
-class SessionEntryData(_Wire):
+class SessionEntryData(EventBody):
     """A node of the session tree was added (ADDED) or changed (UPDATED): the whole node."""
 
     type: Literal["session_entry"] = "session_entry"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "SESSION_ENTRY_ADDED": "An entry was added to the session tree.",
+        "SESSION_ENTRY_UPDATED": "An entry of the session tree changed.",
+    }
     session_id: str
     """Session."""
     entry_id: str
@@ -83,10 +88,13 @@ class SessionEntryData(_Wire):
     """A ``subagent`` entry's child run: its status and, once it ended, its result."""
 
 
-class SessionLeafData(_Wire):
+class SessionLeafData(EventBody):
     """The session's current leaf moved: the conversation now continues from it."""
 
     type: Literal["session_leaf"] = "session_leaf"
+    event_types: ClassVar[Mapping[str, str]] = {
+        "SESSION_LEAF_CHANGED": "The session tree's current leaf moved.",
+    }
     session_id: str
     """Session."""
     leaf_entry_id: str | None
