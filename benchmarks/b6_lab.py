@@ -1,8 +1,8 @@
 """The browser harness: a real Jupyter server (or JupyterLab) with the extension in a subprocess,
 and headless Chromium driving a notebook page.
 
-Benchmark B6 measures the widget with it and ``tests/test_browser.py`` tests the widget with it;
-it lives here because benchmarks never import from the tests.
+Benchmark B6 measures the widget with it and ``tests/browser/test_widget.py`` tests the widget
+with it; it lives here because benchmarks never import from the tests.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Execute the demo notebooks for the docs: offline demo model, approvals automatic, no server.
 
 Each notebook in ``notebooks/`` is copied to a scratch folder and executed there with nbclient,
-as ``tests/test_notebooks.py`` does; the executed copy is written to ``docs/notebooks/`` (ignored
-by git), so the tracked notebooks are never modified. Without a Jupyter server the runtime runs
-embedded in the kernel; a hidden last cell waits for the runs to come to rest, so each cell's
-saved output holds its whole run (the widget's transcript, and the widget's state).
+as ``tests/notebooks/test_demo_notebooks.py`` does; the executed copy is written to
+``docs/notebooks/`` (ignored by git), so the tracked notebooks are never modified. Without a
+Jupyter server the runtime runs embedded in the kernel; a hidden last cell waits for the runs to
+come to rest, so each cell's saved output holds its whole run (the widget's transcript, and the
+widget's state).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 /**
  * The two sides of the comm agree: the kinds this side knows are the schema's (written by the
  * Python side), and the messages it builds are the shared fixture's, which the Python side parses
- * (tests/test_widgets_protocol.py).
+ * (tests/widgets/test_protocol.py).
  */
 import { describe, expect, it, vi } from "vitest";
 import schema from "../schema/comm.schema.json";

@@ -2,7 +2,7 @@
 
 Bodies are validated with the server's models and answered with the server's JSON, and the
 runtime's refusals become the same errors an HTTP client gets, so a client cannot tell the two
-transports apart (``tests/test_client.py`` holds them to that).
+transports apart (``tests/client/test_transports.py`` holds them to that).
 """
 
 from __future__ import annotations
