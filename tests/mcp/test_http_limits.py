@@ -1,6 +1,6 @@
 """A streamable-HTTP MCP server that sends too much: the same cap as a stdio server's.
 
-A real MCP server written with the SDK (``tests/mcp_server.py http PORT``), answering with an
+A real MCP server written with the SDK (``tests/mcp/sdk_server.py http PORT``), answering with an
 event stream or with one JSON body; a real jupyter server connects to it.
 """
 
@@ -15,8 +15,8 @@ import pytest
 from neta_jupyter.providers import ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from tests.helpers import ApiClient, script, types
-from tests.test_kernel_tools import call
-from tests.test_mcp_http import HttpMcp, web  # noqa: F401 (a fixture)
+from tests.mcp.test_http import HttpMcp, web  # noqa: F401 (a fixture)
+from tests.tools.test_kernel_tools import call
 
 pytestmark = pytest.mark.timeout(180)
 
