@@ -12,7 +12,8 @@ import pytest
 
 from neta_jupyter.events import EventData, EventType, ProcessData
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
-from neta_jupyter.runtime import Runtime, process
+from neta_jupyter.runtime import Runtime
+from neta_jupyter.runtime.activation import process
 from neta_jupyter.runtime.activation.process import (
     REDACTED,
     ProcessEventBuffer,
