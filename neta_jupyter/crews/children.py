@@ -15,8 +15,8 @@ from ..events import EventType, SessionData
 from ..runtime import RunApiError
 from ..runtime.data.runs import Run
 from ..runtime.data.state import CREW_CALL_PREFIX, Delegated, RunOptions, RunState, new_options
+from ..runtime.log.tree import SessionTree
 from ..runtime.trees.subagent_view import ChildView
-from ..runtime.trees.tree import SessionTree
 from ..store import new_id
 from .definition import CrewTask, fill
 from .log import CrewState

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..store.retention import FINISHED
+from .data.runs import events_expired as expired
 from .errors import RunNotFound
-from .trees.tree import CALL_META, CALL_OUTCOMES, entry_data, session_stream
+from .log.tree import CALL_META, CALL_OUTCOMES, entry_data, session_stream
 
 if TYPE_CHECKING:
     from ..store import Entry, SessionRecord
@@ -28,13 +28,8 @@ def run_summary(run: Run, last_seq: int, *, events_expired: bool = False) -> dic
 
 
 async def events_expired(runtime: Runtime, run: Run) -> bool:
-    """Whether the run's events were deleted once kept long enough after it ended.
-
-    A finished run always has its terminal event, so one with no events left has expired.
-    """
-    if run.imported or run.status not in FINISHED:
-        return False
-    return await runtime.store.events.stored_last_seq(run.request_id) < 0
+    """Whether the run's events were deleted once kept long enough after it ended."""
+    return await expired(runtime.store.events, run)
 
 
 async def run_summaries(

@@ -7,21 +7,37 @@ tools and a shorter prompt), then the runtime's configuration.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..providers import ModelProfile
-from .activation.emitter import RunEmitter
 from .activation.loop import RunLoop
 from .activation.process import ProcessLog, ProcessReporter
 from .config import COMPACT_TOOLS
 from .data.runs import Run, snapshot_problem
 from .data.snapshots import SnapshotInvalid
+from .host import NotebookFactory, RunHost
+from .log.emitter import RunEmitter
+from .scheduling.background import BackgroundJobs
+from .trees.subagents import Subagents
 
-if TYPE_CHECKING:
-    from .manager import Runtime
+
+class LoopHost(RunHost, Protocol):
+    """What a loop is put together from: the host and the parts a run's tools reach."""
+
+    notebooks: NotebookFactory | None
+
+    @property
+    def subagents(self) -> Subagents:
+        """The child runs of runs (their prompt, whether a run may delegate)."""
+        ...
+
+    @property
+    def background(self) -> BackgroundJobs:
+        """Work of calls in the background."""
+        ...
 
 
-def assemble_loop(runtime: Runtime, run: Run, emitter: RunEmitter) -> RunLoop:
+def assemble_loop(runtime: LoopHost, run: Run, emitter: RunEmitter) -> RunLoop:
     """A loop over ``run`` publishing through ``emitter``; refuses a snapshot it cannot run."""
     if problem := snapshot_problem(run, runtime.tools.known()):
         raise SnapshotInvalid(problem)
@@ -62,7 +78,7 @@ def tool_names(run: Run, profile: ModelProfile) -> list[str] | None:
     return list(COMPACT_TOOLS) if profile.compact else None
 
 
-async def prepare_tools(runtime: Runtime, run: Run, emitter: RunEmitter) -> None:
+async def prepare_tools(runtime: LoopHost, run: Run, emitter: RunEmitter) -> None:
     """Start the tool sources (MCP servers) the run may use; their start-up is in its timeline."""
     sources = runtime.tools.sources
     if not sources:

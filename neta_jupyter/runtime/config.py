@@ -9,7 +9,6 @@ from pathlib import Path
 from ..providers.images import DEFAULT_MAX_BYTES, DEFAULT_MAX_SIDE, ImageLimits
 from ..tools.permissions import DEFAULT_RULES, PermissionRule
 from ..tools.registry import DEFAULT_KERNEL_WAIT
-from .scheduling.quotas import UploadQuota
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are neta, a data-science assistant working inside the user's Jupyter notebook. "
@@ -49,6 +48,16 @@ REPLY_TOO_LONG_TEXT = (
     "The model's reply was stopped at {limit}, the most one reply may have; what it wrote so far "
     "is above, and any tool calls it was writing were not run."
 )
+
+
+@dataclass(frozen=True, slots=True)
+class UploadQuota:
+    """How much a user may keep uploaded, and for how long."""
+
+    bytes: int = 200 * 1024 * 1024
+    """``0``: no limit."""
+    retention: float = 7 * 86_400.0
+    """Seconds an upload is kept; ``0``: for ever."""
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from ..events import ProcessData
 from ..store import new_id
 from .activation.process import sanitize_payload
 from .data.runs import Run, Runs
-from .trees.tree import CALL_META, CALL_OUTCOMES, SessionTree
+from .log.tree import CALL_META, CALL_OUTCOMES, SessionTree
 
 MAX_IMPORTED_CALLS = 100
 MAX_IMPORTED_PROCESS = 60

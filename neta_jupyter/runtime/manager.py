@@ -10,29 +10,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ..events import ErrorCode, EventType, SessionData
 from ..providers import ModelRegistry, UnknownModel
 from ..store import EventRow, Push, SessionRecord, StorageError, Store, StoredEvent, new_id
 from ..tools import ToolRegistry
-from ..tools.registry import KernelBridge, RunNotebook
 from . import session_ops
-from .activation.emitter import RunEmitter
 from .activation.endings import fail_run, recover_crashed
 from .activation.loop import RunLoop
 from .activation.resumes import decide_ask
-from .answers import events_expired
 from .assembly import assemble_loop, prepare_tools
 from .config import RuntimeConfig
 from .context.attachments import ENTRY_KEY, announce, requested
-from .data.runs import Run, Runs
+from .data.runs import Run, Runs, events_expired
 from .data.state import RunState, new_options
 from .data.steps import first_step
 from .errors import BadRunRequest, RunConflict, RunNotFound
+from .host import CancelReason, KernelFactory, NotebookFactory
 from .imports import ImportedCalls, import_run
-from .scheduling.activations import Activations, CancelReason
+from .log.emitter import RunEmitter
+from .log.tree import SessionTree, session_stream
+from .scheduling.activations import Activations
 from .scheduling.admission import StartGate
 from .scheduling.background import BackgroundJobs
 from .scheduling.quotas import RunQuota
@@ -41,10 +41,6 @@ from .scheduling.waiting import Waiting
 from .session_ops import compact_run, own_session
 from .targets import RunTargets
 from .trees.subagents import Subagents
-from .trees.tree import SessionTree, session_stream
-
-KernelFactory = Callable[[Run], KernelBridge | None]
-NotebookFactory = Callable[[Run], RunNotebook | None]
 
 
 class Runtime:
@@ -89,7 +85,7 @@ class Runtime:
             lambda run: self.waiting.watch(run),
             prepare=lambda run, emitter: prepare_tools(self, run, emitter),
         )
-        self.waiting = Waiting(self, self._active)
+        self.waiting: Waiting = Waiting(self, self._active)
         """Pauses, and the deadlines of runs that wait for a person."""
         self.subagents = Subagents(self)
         """The child runs of runs that delegate, and the trees they make."""
@@ -358,7 +354,7 @@ class Runtime:
         refused = f"run {request_id} is {run.status} and cannot be retried"
         if run.status != "failed" or not run.state.recoverable:
             raise RunConflict(refused, code="RUN_NOT_RETRYABLE")
-        if await events_expired(self, run):  # its stream would start again with a gap
+        if await events_expired(self.store.events, run):  # its stream would start again with a gap
             raise RunConflict(
                 f"run {request_id} cannot be retried: its events were deleted once kept long "
                 "enough after it failed; start a new run in its session instead",

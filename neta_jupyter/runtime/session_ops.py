@@ -10,7 +10,7 @@ from .data.runs import Run
 from .data.state import RunState, check_thinking_level
 from .data.steps import Compact
 from .errors import RunNotFound
-from .trees.tree import SessionTree
+from .log.tree import SessionTree
 
 
 async def own_session(

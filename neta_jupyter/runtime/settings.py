@@ -29,9 +29,9 @@ from ..tools.kernel_tools import kernel_tools
 from ..tools.notebook_tools import notebook_tools
 from ..tools.registry import DEFAULT_KERNEL_WAIT
 from ..tools.skills import skill_catalogue
-from .config import RuntimeConfig
-from .manager import KernelFactory, NotebookFactory, Runtime
-from .scheduling.quotas import UploadQuota
+from .config import RuntimeConfig, UploadQuota
+from .host import KernelFactory, NotebookFactory
+from .manager import Runtime
 
 __all__ = ["NetaSettings", "build_runtime", "import_tool"]
 

@@ -19,7 +19,7 @@ from ..extras import COLLABORATION
 from ..mcp import McpServers, servers_of
 from ..runtime import Runtime
 from ..runtime.context.attachments import UPLOADS
-from ..runtime.scheduling.quotas import sweep as sweep_uploads
+from ..runtime.context.uploads import sweep as sweep_uploads
 from ..runtime.settings import NetaSettings, build_runtime
 from ..store import StorageDamaged, StorageError, Store
 from ..store.health import DB_NAME, recovery_steps

@@ -25,8 +25,8 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..events import ws_batch
 from ..runtime import RunApiError, Runtime
+from ..runtime.log.tree import session_stream
 from ..runtime.requests import resume_run, start_run
-from ..runtime.trees.tree import session_stream
 from ..store import EventRow, StorageError
 from .base import AUTH_RESOURCE, principal_of
 from .compression import WEBSOCKET_COMPRESSION, worth_compressing

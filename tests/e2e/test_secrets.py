@@ -18,8 +18,8 @@ from httpx_sse import connect_sse
 
 from neta_jupyter.events import EventType, ProcessData
 from neta_jupyter.events.redact import RedactingFilter, Redactor, StreamRedactor
-from neta_jupyter.runtime.activation.emitter import RunEmitter
 from neta_jupyter.runtime.activation.process import ProcessLog
+from neta_jupyter.runtime.log.emitter import RunEmitter
 from neta_jupyter.store import Store
 from tests.provider_server import ProviderServer, Reply, serve
 from tests.server_process import ServerProcess

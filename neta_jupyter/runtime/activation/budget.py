@@ -18,7 +18,7 @@ from ...providers.base import Model, ModelRequest, ProviderInvalidRequest
 from ...providers.images import input_tokens
 from ...store import RecordStore
 from ..data.values import Estimate, Reply
-from .emitter import RunEmitter
+from ..log.emitter import RunEmitter
 
 if TYPE_CHECKING:
     from ..data.runs import Run

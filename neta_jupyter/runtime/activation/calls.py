@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...events import (
     EventType,
@@ -31,17 +31,14 @@ from ..config import TOOL_FAILURE_REMINDER
 from ..data.state import Ask
 from ..data.steps import Answer, Approval, BuildRequest, Finish, RunTools, Suspend
 from ..data.values import VirtualTool
+from ..log.emitter import status
+from ..log.tree import CallOutcome
 from ..scheduling.background import LOST
-from ..trees.tree import CallOutcome
 from .guards import announce_repeats, screen_step
-from .retries import status
+from .ports import Delegation, Jobs
 from .scope import CallScope
 from .tooling import Outcome, ToolRunner
 from .turn import Turn
-
-if TYPE_CHECKING:
-    from ..scheduling.background import BackgroundJobs
-    from ..trees.subagents import Subagents
 
 
 class ToolStep:
@@ -54,9 +51,9 @@ class ToolStep:
         tools: dict[str, Tool],
         kernel: KernelBridge | None,
         runner: ToolRunner,
-        subagents: Subagents | None = None,
+        subagents: Delegation | None = None,
         notebook: RunNotebook | None = None,
-        jobs: BackgroundJobs | None = None,
+        jobs: Jobs | None = None,
     ) -> None:
         self._turn = turn
         self._jobs = jobs

@@ -20,7 +20,7 @@ from ...events import (
 )
 from ..data.state import RunState
 from ..data.steps import Finish, Suspend
-from .emitter import RunEmitter
+from ..log.emitter import RunEmitter
 
 _FINISHED: dict[str, StopReason] = {
     FinishReason.STOP: "stop",

@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 from ...events import ErrorCode, EventType, MessageData, Usage
 from ..data.runs import Run, Runs
 from ..data.steps import BuildRequest, Finish, RunTools, Suspend
-from ..trees.tree import CallOutcome, SessionTree
+from ..log.emitter import RunEmitter
+from ..log.tree import CallOutcome, SessionTree
 from .decisions import decide_ending, decide_failure
-from .emitter import RunEmitter
 
 NOT_RUN = "Not run: the run ended before this call was executed."
 INTERRUPTED = (

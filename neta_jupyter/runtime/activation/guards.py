@@ -19,8 +19,7 @@ from ...events import StatusCode
 from ...providers.base import ToolCall
 from ..config import RuntimeConfig
 from ..data.values import RepeatedCalls, StepVerdict
-from .emitter import RunEmitter
-from .retries import status
+from ..log.emitter import RunEmitter, status
 
 if TYPE_CHECKING:
     from ..data.state import RunState

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, assert_never
 
 from ...events import ErrorCode, EventType, FinishReason, SupplementaryInputData, SuspendReason
 from ...providers.base import ContextTooLong, Message, Model, ModelRequest, as_thinking_level
@@ -37,20 +37,17 @@ from ..data.steps import (
     Suspend,
 )
 from ..data.values import Reply
-from ..trees.tree import SessionTree
+from ..log.emitter import RunEmitter
+from ..log.tree import SessionTree
 from .budget import BudgetExceeded, estimate, publish_decision, reconcile
 from .calls import ToolStep
 from .decisions import decide_stop, enter, evaluate
-from .emitter import RunEmitter
 from .guards import screen_step
+from .ports import Delegation, Jobs
 from .retries import stream_with_retries
 from .streaming import kept_across_activations
 from .tooling import ToolRunner
 from .turn import Turn
-
-if TYPE_CHECKING:
-    from ..scheduling.background import BackgroundJobs
-    from ..trees.subagents import Subagents
 
 KERNEL_SUMMARY_WAIT = 1.5
 """Seconds to wait for the kernel's variable summary before going on without it."""
@@ -75,9 +72,9 @@ class RunLoop:
         emitter: RunEmitter,
         notebook: RunNotebook | None = None,
         system_prompt: str | None = None,
-        subagents: Subagents | None = None,
+        subagents: Delegation | None = None,
         images: bool = False,
-        jobs: BackgroundJobs | None = None,
+        jobs: Jobs | None = None,
     ) -> None:
         self.run = run
         self.state = run.state

@@ -10,7 +10,7 @@ from ..data.runs import Run
 from ..data.state import Ask
 from ..data.steps import Answer, Approval, RunTools
 from ..errors import BadRunRequest, RunConflict
-from .emitter import RunEmitter
+from ..log.emitter import RunEmitter
 
 NO_ANSWER = "The user chose not to answer."
 

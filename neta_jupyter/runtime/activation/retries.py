@@ -11,13 +11,12 @@ When retries run out the error propagates: the run fails with LLM_ERROR, recover
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
 
-from ...events import AgentStatusData, EventType, StatusCode
+from ...events import StatusCode
 from ...providers.base import Model, ModelRequest, ProviderUnavailable, RateLimited
 from ..config import RuntimeConfig
 from ..data.values import Reply
-from .emitter import RunEmitter
+from ..log.emitter import RunEmitter, status
 from .streaming import ReplyLimits, ReplyStreamer, SentSoFar
 
 
@@ -64,7 +63,7 @@ async def stream_with_retries(
         attempt += 1
         if attempt > config.llm_max_retries:
             raise EmptyReply("the model returned an empty reply")
-        await _status(
+        await status(
             emitter,
             StatusCode.LLM_EMPTY_RESPONSE_RETRYING,
             f"The model returned an empty reply; asking again ({attempt}/{config.llm_max_retries})",
@@ -85,7 +84,7 @@ async def _announce_and_wait(
     if isinstance(exc, RateLimited):
         delay = exc.retry_after if exc.retry_after is not None else _backoff(config, attempt)
         delay = min(delay, config.retry_max_delay)
-        await _status(
+        await status(
             emitter,
             StatusCode.LLM_RATE_LIMITED,
             f"The model is rate-limited; retrying in {delay:.1f} s ({attempt}/{retries})",
@@ -95,7 +94,7 @@ async def _announce_and_wait(
         )
     elif partial:
         delay = _backoff(config, attempt)
-        await _status(
+        await status(
             emitter,
             StatusCode.LLM_AUTO_RECOVERING,
             f"The connection to the model broke off; continuing where it stopped "
@@ -110,7 +109,7 @@ async def _announce_and_wait(
             if exc.network_error
             else f"The model failed: {str(exc)[:300]}"
         )
-        await _status(
+        await status(
             emitter,
             StatusCode.LLM_NETWORK_RETRYING,
             f"{trouble}; retrying in {delay:.1f} s ({attempt}/{retries})",
@@ -123,17 +122,3 @@ async def _announce_and_wait(
 
 def _backoff(config: RuntimeConfig, attempt: int) -> float:
     return float(min(config.retry_base_delay * 2 ** (attempt - 1), config.retry_max_delay))
-
-
-async def _status(emitter: RunEmitter, code: StatusCode, message: str, **attributes: Any) -> None:
-    info = code in (StatusCode.CONTEXT_COMPACTING, StatusCode.IMPORTING_ATTACHMENTS)
-    level: Literal["INFO", "WARN"] = "INFO" if info else "WARN"
-    await emitter.emit_durable(
-        EventType.AGENT_STATUS,
-        AgentStatusData(code=code, level=level, message=message, attributes=attributes),
-    )
-
-
-async def status(emitter: RunEmitter, code: StatusCode, message: str, **attributes: Any) -> None:
-    """Publish an AGENT_STATUS (transient: never part of the transcript)."""
-    await _status(emitter, code, message, **attributes)

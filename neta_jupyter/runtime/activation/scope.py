@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from ...events import (
     ClarifyData,
@@ -21,12 +21,10 @@ from ...tools.scope import SIDE_EVENTS, RunSuspended
 from ...tools.values import SubTask, ToolError, ToolResult
 from ..data.runs import Run
 from ..data.state import Ask
+from ..log.emitter import RunEmitter
 from ..scheduling.background import pending
-from .emitter import RunEmitter
+from .ports import Jobs
 from .toolstream import ToolOutputStream, auth_required_event
-
-if TYPE_CHECKING:
-    from ..scheduling.background import BackgroundJobs
 
 
 class CallScope:
@@ -47,7 +45,7 @@ class CallScope:
         resumed: bool = False,
         answer: str | None = None,
         delegator: Delegator | None = None,
-        jobs: BackgroundJobs | None = None,
+        jobs: Jobs | None = None,
         background_limit: float | None = None,
     ) -> None:
         self._run = run

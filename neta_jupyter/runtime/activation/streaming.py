@@ -26,7 +26,7 @@ from ...providers.base import (
     UsagePart,
 )
 from ..data.values import Reply
-from .emitter import RunEmitter
+from ..log.emitter import RunEmitter
 
 if TYPE_CHECKING:
     from ..data.state import RunState

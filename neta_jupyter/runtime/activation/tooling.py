@@ -17,7 +17,7 @@ from ...tools.registry import json_arguments
 from ...tools.values import ToolError, ToolFile, ToolResult
 from ..context.attachments import attachment_data
 from ..data.values import VirtualTool
-from .emitter import RunEmitter
+from ..log.emitter import RunEmitter
 from .process import ProcessLog, ProcessReporter
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...events import EventType, ToolSideData
 from ...providers.base import AuthenticationRequired
-from .emitter import RunEmitter
+from ..log.emitter import RunEmitter
 from .process import DEFAULT_INTERVAL, sanitize_payload
 
 STREAM_DATA = "tool_stream_data"

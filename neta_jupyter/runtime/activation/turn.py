@@ -11,8 +11,8 @@ from ...store.records import EntryRole
 from ..config import RuntimeConfig
 from ..data.runs import Run, Runs
 from ..data.steps import Finish
-from ..trees.tree import CallOutcome, SessionTree
-from .emitter import RunEmitter
+from ..log.emitter import RunEmitter
+from ..log.tree import CallOutcome, SessionTree
 
 
 @dataclass(slots=True)

@@ -22,18 +22,17 @@ from ...providers.base import Image
 from ...providers.images import ImageLimits, fit, labelled
 from ...store import AttachmentRecord, RecordStore, new_id
 from ...tools.filenames import safe_name
-from ..activation.emitter import RunEmitter
-from ..activation.retries import status
-from ..config import RuntimeConfig
+from ..config import RuntimeConfig, UploadQuota
 from ..data.values import AttachmentRef
 from ..errors import BadRunRequest, RunApiError, RunNotFound
-from ..scheduling.quotas import QuotaExceeded, UploadQuota, room_for, user_folder
+from ..log.emitter import RunEmitter, status
 from .fetch import AddressPolicy, ImportFailed, download
+from .uploads import QuotaExceeded, room_for, user_folder
 
 if TYPE_CHECKING:
     from ...store import Store
     from ..data.runs import Run
-    from ..trees.tree import SessionTree
+    from ..log.tree import SessionTree
 
 ENTRY_KEY = "attachments"
 """Where a user entry's message lists its attachments."""

@@ -5,10 +5,9 @@ from __future__ import annotations
 from ...events.models import CompactionData, CompactionScope, EventType, StatusCode
 from ...providers.base import Message, Model, ModelRequest, ProviderError, TextPart
 from ...store import Entry
-from ..activation.emitter import RunEmitter
-from ..activation.retries import status
 from ..data.runs import Run
-from ..trees.tree import SessionTree
+from ..log.emitter import RunEmitter, status
+from ..log.tree import SessionTree
 
 SUMMARY_SYSTEM = (
     "You compress conversations. Write a faithful, compact summary of the conversation below: "

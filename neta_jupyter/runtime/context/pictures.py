@@ -19,7 +19,7 @@ from typing import Any
 from ...providers.base import Image
 from ...providers.images import ImageLimits, describe, fit, labelled
 from ...store import AttachmentRecord, Entry, RecordStore
-from ..trees.tree import CALL_META
+from ..log.tree import CALL_META
 
 DEFAULT_MAX_IMAGES = 8
 """Pictures from tool calls sent as images in one request: the latest ones."""

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from ...events.runs import RunSummary
 from ...providers.base import ToolCall
-from ...store import RecordStore, RunRecord, RunStatus
+from ...store import EventLog, RecordStore, RunRecord, RunStatus
+from ...store.retention import FINISHED
 from .snapshots import SnapshotInvalid
 from .state import (
     CallsOf,
@@ -222,3 +223,13 @@ def snapshot_problem(run: Run, known: Collection[str]) -> str | None:
 def failure_message(problem: str) -> str:
     """The MESSAGE_FAILED ``errorMessage`` of a run whose stored position cannot be loaded."""
     return f"the run cannot be continued: {problem}"
+
+
+async def events_expired(events: EventLog, run: Run) -> bool:
+    """Whether the run's events were deleted once kept long enough after it ended.
+
+    A finished run always has its terminal event, so one with no events left has expired.
+    """
+    if run.imported or run.status not in FINISHED:
+        return False
+    return await events.stored_last_seq(run.request_id) < 0

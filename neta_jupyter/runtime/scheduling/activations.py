@@ -10,13 +10,12 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, Coroutine
-from typing import Any, Literal
+from typing import Any
 
 from ...events import ErrorCode, EventType, SuspendReason, SuspendType
 from ...providers import ProviderError
 from ...providers.base import AuthenticationRequired, ProviderInvalidRequest
 from ...store import LeaseLost, StorageError, Store
-from ..activation.emitter import RunEmitter
 from ..activation.endings import end_run, fail_run
 from ..activation.loop import RunLoop
 from ..activation.toolstream import model_auth_event
@@ -26,14 +25,12 @@ from ..data.runs import Run, Runs, failure_message, snapshot_problem
 from ..data.snapshots import SnapshotInvalid
 from ..data.steps import Finish, Step, Suspend
 from ..errors import RunConflict
+from ..host import CancelReason
+from ..log.emitter import RunEmitter
 from .waiting import PAUSED, deadline_of
 
 LoopFactory = Callable[[Run, RunEmitter], RunLoop]
 Preparation = Callable[[Run, RunEmitter], Awaitable[None]]
-CancelReason = Literal["user", "timeout", "shutdown", "fenced"]
-"""Why an activation is cancelled: the user stopped it (USER_CANCELLED), the run that delegated
-to it ran out of time (TASK_TIMEOUT), the server shuts down (suspended, resumable), or another
-server holds the run now (nothing is written: the run is that server's)."""
 
 
 class Activations:

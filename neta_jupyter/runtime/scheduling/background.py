@@ -17,19 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ...events import SuspendReason, SuspendType
 from ...store import StorageError
 from ...tools.values import ToolError, ToolResult
+from ..activation.ports import Work
 from ..data.runs import Run
 from ..errors import RunConflict
 
 if TYPE_CHECKING:
-    from ..manager import Runtime
+    from ..host import RunHost
 
-Work = Callable[[float | None], Awaitable[ToolResult]]
 """The work of a background call, given its time limit in seconds (``None``: none)."""
 
 LOST = (
@@ -47,7 +46,7 @@ def pending(message: str) -> SuspendReason:
 class BackgroundJobs:
     """The background work of the runs of one runtime, one task per waiting call."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RunHost) -> None:
         self._rt = runtime
         self._jobs: dict[tuple[str, str], asyncio.Task[ToolResult]] = {}
         self._continuing: set[asyncio.Task[None]] = set()

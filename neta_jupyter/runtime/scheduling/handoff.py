@@ -18,7 +18,7 @@ from ..data.runs import Run
 from ..errors import RunApiError
 
 if TYPE_CHECKING:
-    from ..manager import Runtime
+    from ..host import RunHost
 
 HANDOFF_WAIT = 30.0
 """Seconds a server waits for the kernel's host to answer a hand-off (a safety bound)."""
@@ -42,7 +42,7 @@ class HostRefused(RunApiError):
 class Handoff:
     """Hands control operations of kernel-bound runs to the server hosting the kernel."""
 
-    def __init__(self, runtime: Runtime, *, wait: float = HANDOFF_WAIT) -> None:
+    def __init__(self, runtime: RunHost, *, wait: float = HANDOFF_WAIT) -> None:
         self._rt = runtime
         self._leases = runtime.store.leases
         self.wait = wait

@@ -22,7 +22,7 @@ from ..errors import RunConflict
 from .handoff import Handoff
 
 if TYPE_CHECKING:
-    from ..manager import Runtime
+    from ..host import RunHost
 
 STOP_WAIT = 120.0
 """Seconds a terminate waits for the server executing the run to end it (a safety bound)."""
@@ -31,7 +31,7 @@ STOP_WAIT = 120.0
 class Takeover:
     """What a server does about runs other servers may hold."""
 
-    def __init__(self, runtime: Runtime, *, sweep_interval: float = 5.0) -> None:
+    def __init__(self, runtime: RunHost, *, sweep_interval: float = 5.0) -> None:
         self._rt = runtime
         self._leases = runtime.store.leases
         self.sweep_interval = sweep_interval

@@ -28,7 +28,7 @@ from ..data.runs import Run
 from ..errors import RunConflict
 
 if TYPE_CHECKING:
-    from ..manager import Runtime
+    from ..host import RunHost
     from .activations import Activations
 
 WAITS_FOR_PERSON = frozenset(
@@ -55,7 +55,7 @@ def deadline_of(run: Run, reason: SuspendReason, config: RuntimeConfig) -> float
 class Waiting:
     """Pauses of running runs, and the timers that reclaim runs left waiting too long."""
 
-    def __init__(self, runtime: Runtime, active: Activations) -> None:
+    def __init__(self, runtime: RunHost, active: Activations) -> None:
         self._rt = runtime
         self._active = active
         self._timers: dict[str, asyncio.Task[None]] = {}

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ...events import EventType, SubagentChild, SubagentData, TokenUsageData, Usage
 from ...tools.values import ToolResult
-from ..activation.emitter import RunEmitter
 from ..data.runs import Run
+from ..log.emitter import RunEmitter
+from ..log.tree import SessionTree
 from .subagent_view import ChildView, result_text
-from .tree import SessionTree
 
 if TYPE_CHECKING:
     from .subagents import Subagents
 
-Stop = Literal["user", "timeout", "shutdown", "fenced"]
+from ..host import CancelReason as Stop
 
 
 class Batch:

@@ -24,17 +24,18 @@ from ...providers import UnknownModel
 from ...store import new_id
 from ...tools.delegate import Delegator
 from ...tools.values import SubTask, ToolError, ToolResult
-from ..activation.emitter import RunEmitter
 from ..activation.endings import end_run, fail_run
 from ..data.runs import Run
 from ..data.state import Delegated, RunOptions, RunState
 from ..data.steps import RunTools, Suspend
-from .subagent_batch import Batch, Stop
+from ..host import CancelReason as Stop
+from ..log.emitter import RunEmitter
+from ..log.tree import SessionTree
+from .subagent_batch import Batch
 from .subagent_view import ChildView
-from .tree import SessionTree
 
 if TYPE_CHECKING:
-    from ..manager import Runtime
+    from ..host import RunHost
 
 SUBAGENT_PROMPT = (
     "You are a sub-agent: another agent handed you one part of a larger task. Do that part with "
@@ -56,7 +57,7 @@ def depth(run: Run) -> int:
 class Subagents:
     """Starts, follows, stops and recovers the child runs of one runtime's runs."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: RunHost) -> None:
         self.runtime = runtime
 
     # --- what a run may do

@@ -13,8 +13,8 @@ from pathlib import Path
 from neta_jupyter.events import AgentEvent, EventType, ReasoningData, TextData
 from neta_jupyter.events.encoding import decode_event, encode_json
 from neta_jupyter.providers.base import StreamPart, TextPart
-from neta_jupyter.runtime.activation.emitter import RunEmitter
 from neta_jupyter.runtime.activation.streaming import ReplyStreamer
+from neta_jupyter.runtime.log.emitter import RunEmitter
 from neta_jupyter.store import MemoryBackend, Store
 from neta_jupyter.store.backlog import BACKLOG
 

@@ -6,8 +6,9 @@ import asyncio
 import json
 import time
 from datetime import UTC, datetime
+from typing import Any, Literal
 
-from ...events import AgentEvent, EventData, EventType, LoopPhase
+from ...events import AgentEvent, AgentStatusData, EventData, EventType, LoopPhase, StatusCode
 from ...events.encoding import text_rests
 from ...events.redact import Redactor
 from ...store import EventLog
@@ -174,3 +175,13 @@ class RunEmitter:
         """Wait until everything emitted is durable."""
         self._append_deltas()
         await self._log.flush()
+
+
+async def status(emitter: RunEmitter, code: StatusCode, message: str, **attributes: Any) -> None:
+    """Publish an AGENT_STATUS (transient: never part of the transcript)."""
+    info = code in (StatusCode.CONTEXT_COMPACTING, StatusCode.IMPORTING_ATTACHMENTS)
+    level: Literal["INFO", "WARN"] = "INFO" if info else "WARN"
+    await emitter.emit_durable(
+        EventType.AGENT_STATUS,
+        AgentStatusData(code=code, level=level, message=message, attributes=attributes),
+    )

@@ -30,7 +30,7 @@ from ...events import (
 from ...events.models import SUBAGENT_ANSWER_PREVIEW
 from ...store import Entry, EventLog, RecordStore
 from ...store.records import EntryRole
-from ..activation.emitter import RunEmitter
+from .emitter import RunEmitter
 
 CallOutcome = Literal["completed", "failed", "not_run"]
 
