@@ -173,7 +173,7 @@ async def test_agents_md_and_the_memo_stay_inside_the_root_and_are_read_once(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from neta_jupyter.runtime import instructions
+    from neta_jupyter.runtime.context import instructions
 
     outside = tmp_path / "elsewhere"
     outside.mkdir()
