@@ -27,7 +27,7 @@ from ..data.steps import Finish, Step, Suspend
 from ..errors import RunConflict
 from ..host import CancelReason
 from ..log.emitter import RunEmitter
-from .waiting import PAUSED, deadline_of
+from .pauses import PAUSED, deadline_of
 
 LoopFactory = Callable[[Run, RunEmitter], RunLoop]
 Preparation = Callable[[Run, RunEmitter], Awaitable[None]]

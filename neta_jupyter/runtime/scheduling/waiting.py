@@ -20,10 +20,9 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ...events import ErrorCode, SuspendReason, SuspendType
+from ...events import ErrorCode
 from ...store import StorageError
 from ..activation.endings import fail_run
-from ..config import RuntimeConfig
 from ..data.runs import Run
 from ..errors import RunConflict
 
@@ -31,25 +30,8 @@ if TYPE_CHECKING:
     from ..host import RunHost
     from .activations import Activations
 
-WAITS_FOR_PERSON = frozenset(
-    {SuspendType.PERMISSION_ASK, SuspendType.CLARIFY_REQUEST, SuspendType.MANUAL_SUSPEND}
-)
-"""Suspensions a person ends (a shutdown's or an async tool's end otherwise)."""
-
-PAUSED = SuspendReason(
-    type=SuspendType.MANUAL_SUSPEND, message="paused by the user; resume the run to continue"
-)
-"""Why a run that was asked to pause is suspended."""
-
 BUSY_RETRY = 1.0
 """Seconds before a deadline is looked at again while a resume holds the run."""
-
-
-def deadline_of(run: Run, reason: SuspendReason, config: RuntimeConfig) -> float | None:
-    """When a run suspended for ``reason`` is reclaimed (``None``: it waits for no person)."""
-    if reason.type not in WAITS_FOR_PERSON:
-        return None
-    return time.time() + (run.options.suspend_timeout or config.suspend_timeout)
 
 
 class Waiting:

@@ -12,25 +12,39 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ...events import EventType, SubagentChild, SubagentData, TokenUsageData, Usage
 from ...tools.values import ToolResult
 from ..data.runs import Run
+from ..host import CancelReason as Stop
+from ..host import RunHost
 from ..log.emitter import RunEmitter
 from ..log.tree import SessionTree
 from .subagent_view import ChildView, result_text
 
-if TYPE_CHECKING:
-    from .subagents import Subagents
 
-from ..host import CancelReason as Stop
+class Family(Protocol):
+    """What a batch asks of the sub-agents of its runtime."""
+
+    @property
+    def runtime(self) -> RunHost:
+        """The host the children run on."""
+        ...
+
+    async def view(self, run: Run) -> ChildView:
+        """The child as its stored events and record show it now."""
+        ...
+
+    async def stop(self, request_id: str, how: Stop) -> None:
+        """End (or at a shutdown, suspend) a run and, below it, its children."""
+        ...
 
 
 class Batch:
     """The children of one call of one run."""
 
-    def __init__(self, owner: Subagents, parent: Run, emitter: RunEmitter, call_id: str) -> None:
+    def __init__(self, owner: Family, parent: Run, emitter: RunEmitter, call_id: str) -> None:
         self._owner = owner
         self._rt = owner.runtime
         self._records = owner.runtime.store.records
