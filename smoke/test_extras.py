@@ -15,6 +15,8 @@ def test_with_the_redis_extra_runs_are_kept_in_redis(server: Server, store_url: 
     rid = server.start_run(content="what files are here?", model="demo", approve="auto")
     events = server.follow(rid)
     assert events[-1]["eventType"] == "MESSAGE_COMPLETED", events[-1]
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert any(e["eventType"] == "TOOL_COMPLETED" for e in events)
 
     async def stored() -> list[str]:
         client = aioredis.Redis.from_url(store_url)
