@@ -102,7 +102,7 @@ def event_types_section(terminal_types: frozenset[str]) -> list[str]:
 
 def events_reference() -> str:
     """The whole page, in MyST markdown."""
-    from neta_jupyter.events import models
+    from neta_jupyter.events import crews, models
     from neta_jupyter.events.codes import ErrorCode, FinishReason, StatusCode, SuspendType
     from neta_jupyter.events.encoding import catalogue_schema
 
@@ -132,7 +132,8 @@ def events_reference() -> str:
     for name in sorted(defs):
         if "enum" in defs[name] and defs[name].get("type") == "string":
             continue  # vocabularies are listed under Codes
-        bodies.append(body_section(name, defs[name], getattr(models, name, None)))
+        cls = getattr(models, name, None) or getattr(crews, name, None)
+        bodies.append(body_section(name, defs[name], cls))
     codes = ["## Codes", ""] + [
         code_list(e) for e in (ErrorCode, FinishReason, SuspendType, StatusCode)
     ]

@@ -46,6 +46,11 @@ export const EVENT_TYPES = [
   "PHASE_CHANGED",
   "PROGRESS_EVALUATED",
   "STOP_REASON_DECIDED",
+  "crew:run:status",
+  "crew:index",
+  "crew:task:status",
+  "crew:escalation",
+  "crew:log",
 ] as const;
 
 export type EventTypeName = (typeof EVENT_TYPES)[number];
@@ -96,4 +101,9 @@ export const DATA_TYPE_OF: { readonly [T in EventTypeName]: string } = {
   "PHASE_CHANGED": "phase",
   "PROGRESS_EVALUATED": "progress",
   "STOP_REASON_DECIDED": "stop_reason",
+  "crew:run:status": "crew_status",
+  "crew:index": "crew_index",
+  "crew:task:status": "crew_task",
+  "crew:escalation": "crew_escalation",
+  "crew:log": "crew_log",
 };

@@ -4,19 +4,28 @@
  *
  * The kernel keeps the board's state in the `board` trait and redraws nothing: every change of
  * the trait redraws the view. Everything shown comes from agents or files, so it goes in as
- * text only. A click sends `{type: "decide" | "control", ...}` to the kernel, which applies it
- * to the crew; the board changes once the crew's log says it did.
+ * text only. A click sends a `DecideMessage` or a `ControlMessage` to the kernel, which applies it
+ * to the crew; the board changes once the crew's log says it did. The trait and the messages are
+ * typed from the comm schema (`neta_jupyter/widgets/board.py`).
  *
  * A task opens into the live view of its run (crew-runs.ts): followed from the page's server when
  * the crew runs there (`mode` "server"), else through this widget's comm, as the run widget does.
  */
+import type {
+  BoardEscalation,
+  BoardMessage,
+  BoardTask,
+  ControlMessage,
+  CrewBoardState,
+  DecideMessage,
+} from "./comm-types";
 import { TaskRuns } from "./crew-runs";
 
 interface BoardModel {
   get(name: "board"): unknown;
   on(name: string, callback: (...args: unknown[]) => void): void;
   off(name: string, callback: (...args: unknown[]) => void): void;
-  send(content: Record<string, unknown>): void;
+  send(content: BoardMessage | Record<string, unknown>): void;
 }
 
 interface RenderContext {
@@ -24,30 +33,17 @@ interface RenderContext {
   readonly el: HTMLElement;
 }
 
-interface Task {
-  taskId: string;
-  agent: string;
-  status: string;
-  attempt: number;
-  tokens: number;
-  childRequestId: string;
-}
+/** A task's row as drawn: the trait's `BoardTask` with every field filled in. */
+type Task = Required<BoardTask>;
 
-interface Escalation {
-  escalationId: string;
-  taskId: string;
-  kind: string;
-  message: string;
-}
+type Escalation = BoardEscalation;
 
-interface Board {
-  name: string;
+/** The `board` trait (`CrewBoardState`, from the comm schema) with every field filled in. */
+interface Board extends Required<Omit<CrewBoardState, "mode" | "tasks" | "escalations">> {
+  /** `server` or `embedded`; "" when the trait does not say. */
   mode: string;
-  status: string;
-  message: string;
   tasks: Task[];
   escalations: Escalation[];
-  log: string[];
 }
 
 function record(value: unknown): Record<string, unknown> {
@@ -184,8 +180,8 @@ function escalationItem(escalation: Escalation, model: BoardModel): HTMLElement 
   item.dataset.task = escalation.taskId;
   item.dataset.kind = escalation.kind;
   item.append(node("span", "", escalation.message));
-  const decide = (fields: Record<string, unknown>) => () =>
-    model.send({ type: "decide", escalationId: escalation.escalationId, ...fields });
+  const decide = (fields: Omit<DecideMessage, "type" | "escalationId">) => () =>
+    model.send({ type: "decide", escalationId: escalation.escalationId, ...fields } satisfies DecideMessage);
   if (APPROVALS.has(escalation.kind)) {
     item.append(button("Approve", "neta-crew-approve", decide({ decision: "answer", approved: true })));
   } else {
@@ -194,8 +190,7 @@ function escalationItem(escalation: Escalation, model: BoardModel): HTMLElement 
     answer.placeholder = escalation.kind === "question" ? "your answer" : "a note for the next attempt";
     answer.setAttribute("data-lm-suppress-shortcuts", "true");
     answer.addEventListener("keydown", (event) => event.stopPropagation());
-    const send = () =>
-      model.send({ type: "decide", escalationId: escalation.escalationId, decision: "answer", answer: answer.value });
+    const send = () => decide({ decision: "answer", answer: answer.value })();
     item.append(answer, button("Answer", "neta-crew-send-answer", send));
   }
   item.append(button("Retry", "neta-crew-retry", decide({ decision: "retry" })));
@@ -243,7 +238,7 @@ function draw(parts: Frame, board: Board, model: BoardModel, runs: TaskRuns, red
   if (shown.length > 0) sections.push(waits);
   if (!ENDED.has(board.status)) {
     const controls = node("div", "neta-crew-controls");
-    const control = (action: string) => () => model.send({ type: "control", action });
+    const control = (action: ControlMessage["action"]) => () => model.send({ type: "control", action } satisfies ControlMessage);
     controls.append(
       board.status === "paused"
         ? button("Resume", "neta-crew-resume", control("resume"))

@@ -82,6 +82,12 @@ const ROUTES: { readonly [T in EventTypeName]: Handler } = {
   PHASE_CHANGED: applyPhase,
   PROGRESS_EVALUATED: applyProgress,
   STOP_REASON_DECIDED: applyStopReason,
+  // A crew's own stream and the index of crews: the crew board shows them, never a run's view.
+  "crew:run:status": noChange,
+  "crew:index": noChange,
+  "crew:task:status": noChange,
+  "crew:escalation": noChange,
+  "crew:log": noChange,
 };
 
 /** Events after which a transient AGENT_STATUS is over (seed 003 §2: the next text/tool event). */

@@ -51,7 +51,10 @@ function typeOf(value: unknown): string {
 
 /** Every required field there, no field the schema does not name, consts and types as it says. */
 function expectConforms(message: Record<string, unknown>, side: "viewMessage" | "kernelMessage"): void {
-  const def = defOf(message, side);
+  expectConformsTo(message, defOf(message, side));
+}
+
+function expectConformsTo(message: Record<string, unknown>, def: Def): void {
   for (const field of def.required ?? []) expect(message, `${field} is required`).toHaveProperty(field);
   for (const [field, value] of Object.entries(message)) {
     const spec = def.properties[field];
@@ -89,6 +92,17 @@ describe("the comm protocol", () => {
     for (const message of messages.kernel) {
       expectConforms(message, "kernelMessage");
       expect(readKernelMessage(message)).toEqual(message);
+    }
+  });
+
+  it("has the crew board's own messages in it, as the fixture both sides test against has them", () => {
+    const mapping = (schema.properties.boardMessage as unknown as { discriminator: { mapping: Record<string, string> } })
+      .discriminator.mapping;
+    expect(Object.keys(mapping).sort()).toEqual(["control", "decide"]);
+    for (const message of messages.board) {
+      const ref = mapping[message.type];
+      expect(ref, message.type).toBeDefined();
+      expectConformsTo(message, defs[ref!.replace("#/$defs/", "")]!);
     }
   });
 

@@ -443,3 +443,20 @@ describe("the loop's decisions (PHASE_CHANGED, PROGRESS_EVALUATED, STOP_REASON_D
     expect(statusLabel(done)).toBe("Done");
   });
 });
+
+describe("a crew's events", () => {
+  it("move a run's view past them and change nothing else in it", () => {
+    const events = fixture("catalogue_rest");
+    const crew = events.filter((e) => String(e.eventType).startsWith("crew:"));
+    expect(crew.map((e) => e.eventType)).toEqual([
+      "crew:run:status",
+      "crew:index",
+      "crew:task:status",
+      "crew:escalation",
+      "crew:log",
+    ]);
+    const before = reduceAll(events.slice(0, events.indexOf(crew[0]!)));
+    const after = reduceAll(crew, before);
+    expect(after).toEqual({ ...before, lastSeq: crew[crew.length - 1]!.seq });
+  });
+});

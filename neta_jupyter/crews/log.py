@@ -1,48 +1,70 @@
-"""A crew run's durable log: its four event kinds, and the state they fold back into.
+"""A crew run's durable log: its events, and the state they fold back into.
 
 The crew's stream in the event log is keyed by its requestId, numbered and followed like a run's;
-it is the crew's only record. Every ``crew:task:status`` and ``crew:escalation`` event carries the
-whole of what it describes, so folding the log in order (:meth:`CrewState.apply`) gives the
-crew back exactly as it was after a restart.
+it is the crew's only record. Its events are of the event protocol (:mod:`neta_jupyter.events.crews`
+declares their bodies) and are encoded by its encoder. Every ``crew:task:status`` and
+``crew:escalation`` event carries the whole of what it describes, so folding the log in order
+(:meth:`CrewState.apply`) gives the crew back exactly as it was after a restart.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ..events import AgentEvent, EventData, EventType
+from ..events.crews import (
+    CrewEscalationData,
+    CrewIndexData,
+    CrewLogData,
+    CrewStatus,
+    CrewStatusData,
+    CrewTaskData,
+    CrewTaskUsage,
+    Decision,
+    EscalationKind,
+    TaskStatus,
+)
+from ..events.encoding import envelope_rest
 from ..store import EventLog, StoredEvent
 from .definition import CrewDefinition
 
-RUN_STATUS = "crew:run:status"
-TASK_STATUS = "crew:task:status"
-LOG = "crew:log"
-ESCALATION = "crew:escalation"
+__all__ = [
+    "CREW_EVENT_TYPES",
+    "DONE_TASK",
+    "ENDED_CREW",
+    "ESCALATION",
+    "INDEX",
+    "INDEX_STREAM",
+    "LOG",
+    "RUN_STATUS",
+    "TASK_STATUS",
+    "CrewLog",
+    "CrewState",
+    "CrewStatus",
+    "Decision",
+    "Escalation",
+    "EscalationKind",
+    "TaskState",
+    "TaskStatus",
+    "TaskUsage",
+    "load",
+]
+
+RUN_STATUS = EventType.CREW_RUN_STATUS
+TASK_STATUS = EventType.CREW_TASK_STATUS
+LOG = EventType.CREW_LOG
+ESCALATION = EventType.CREW_ESCALATION
+INDEX = EventType.CREW_INDEX
 CREW_EVENT_TYPES = frozenset({RUN_STATUS, TASK_STATUS, LOG, ESCALATION})
 
 INDEX_STREAM = "crews:index"
-"""One ``crew:run:status`` per crew created: how a restarted server finds the crews."""
-
-CrewStatus = Literal["queued", "running", "paused", "waiting", "completed", "failed", "stopped"]
-TaskStatus = Literal[
-    "pending",
-    "ready",
-    "running",
-    "waiting_approval",
-    "retrying",
-    "completed",
-    "failed",
-    "skipped",
-]
-EscalationKind = Literal[
-    "task_failed", "question", "permission", "approval_before", "approval_after"
-]
-Decision = Literal["retry", "skip", "answer", "stop"]
+"""One ``crew:index`` per crew created, and one when it has ended: how a restarted server finds
+the crews (entries before ``crew:index`` existed are ``crew:run:status`` events)."""
 
 ENDED_CREW: frozenset[str] = frozenset({"completed", "failed", "stopped"})
 DONE_TASK: frozenset[str] = frozenset({"completed", "skipped"})
@@ -50,58 +72,23 @@ DONE_TASK: frozenset[str] = frozenset({"completed", "skipped"})
 MAX_LOG_LINE = 500
 MAX_OUTPUT = 100_000
 
+TaskUsage = CrewTaskUsage
+
+
+class TaskState(CrewTaskData):
+    """Where one task stands: what its ``crew:task:status`` events carry, changed in place."""
+
+    model_config = ConfigDict(frozen=False)
+
+
+class Escalation(CrewEscalationData):
+    """A decision the crew waits for, changed in place once decided."""
+
+    model_config = ConfigDict(frozen=False)
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
-
-class TaskUsage(_Model):
-    """Tokens of every attempt of a task."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-
-class TaskState(_Model):
-    """Where one task stands."""
-
-    task_id: str
-    agent: str
-    status: TaskStatus = "pending"
-    child_request_id: str | None = None
-    """Its current attempt's child run."""
-    attempt: int = 0
-    """1 for the first attempt; retries count on."""
-    child_request_ids: list[str] = Field(default_factory=list)
-    started: float | None = None
-    duration_ms: int | None = None
-    usage: TaskUsage = Field(default_factory=TaskUsage)
-    output: str | None = None
-    error_code: str | None = None
-    error_message: str | None = None
-    approved: bool = False
-    """Its ``approval: before`` gate was passed."""
-    note: str | None = None
-    """What a person added when they had it retried."""
-
-
-class Escalation(_Model):
-    """A decision the crew waits for: retry, skip with an output, answer, or stop."""
-
-    escalation_id: str
-    task_id: str
-    kind: EscalationKind
-    message: str
-    child_request_id: str | None = None
-    ask_id: str | None = None
-    options: list[str] = Field(default_factory=list)
-    """What may be decided."""
-    state: Literal["open", "resolved"] = "open"
-    decision: Decision | None = None
-    answer: str | None = None
-    output: str | None = None
-    approved: bool | None = None
 
 
 class CrewState(_Model):
@@ -162,10 +149,6 @@ class CrewState(_Model):
         }
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 class CrewLog:
     """Appends a crew's events: numbered, redacted and durable like a run's."""
 
@@ -182,27 +165,26 @@ class CrewLog:
 
     def indexed(self, *, ended: bool = False) -> None:
         """The crew in the index of crews: when it is made, and when it has ended."""
-        data: dict[str, Any] = {"crewId": self.state.request_id, "principal": self.state.principal}
-        if ended:
-            data["ended"] = True
-        rest = json.dumps({"requestId": INDEX_STREAM, "data": data})[1:]
-        self._log.append_encoded_many(INDEX_STREAM, RUN_STATUS, [rest])
+        entry = CrewIndexData(
+            crew_id=self.state.request_id, principal=self.state.principal, ended=ended or None
+        )
+        event = AgentEvent(event_type=INDEX, request_id=INDEX_STREAM, data=entry)
+        self._log.append_encoded_many(INDEX_STREAM, INDEX, [envelope_rest(event)])
 
-    def _emit(self, event_type: str, data: dict[str, Any]) -> None:
+    def _emit(self, event_type: EventType, data: EventData) -> None:
         if event_type != LOG:
             self.changes += 1
-        rest = json.dumps(
-            {"requestId": self.state.request_id, "data": data, "timestamp": _now()},
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )[1:]
+        event = AgentEvent(event_type=event_type, request_id=self.state.request_id, data=data)
+        rest = envelope_rest(event)
         self.state.seq = self._log.append_encoded_many(self.state.request_id, event_type, [rest])
 
     def run_status(self, status: CrewStatus, message: str | None = None, **extra: Any) -> None:
         """``crew:run:status``: the crew's status, with counts of its tasks."""
         self.state.status, self.state.message = status, message
-        data = {"status": status, "message": message, "counts": self.state.counts(), **extra}
-        self._emit(RUN_STATUS, {k: v for k, v in data.items() if v is not None})
+        counts = self.state.counts()
+        self._emit(
+            RUN_STATUS, CrewStatusData(status=status, message=message, counts=counts, **extra)
+        )
         if status in ENDED_CREW:
             self.indexed(ended=True)  # a restart need not look at it again
             self._log.retire(self.state.request_id)  # kept the retention, as a finished run
@@ -212,17 +194,17 @@ class CrewLog:
         if task.output is not None and len(task.output) > MAX_OUTPUT:
             task.output = task.output[:MAX_OUTPUT]
         self.state.tasks[task.task_id] = task
-        self._emit(TASK_STATUS, task.model_dump(by_alias=True, exclude_none=True))
+        self._emit(TASK_STATUS, CrewTaskData.model_validate(task.model_dump()))
 
     def escalation(self, escalation: Escalation) -> None:
         """``crew:escalation``: a decision waited for, or how it was decided."""
         self.state.escalations[escalation.escalation_id] = escalation
-        self._emit(ESCALATION, escalation.model_dump(by_alias=True, exclude_none=True))
+        self._emit(ESCALATION, CrewEscalationData.model_validate(escalation.model_dump()))
 
     def line(self, text: str, source: str = "crew", level: str = "info") -> None:
         """``crew:log``: one bounded line, from the orchestrator or a task."""
         clipped = text if len(text) <= MAX_LOG_LINE else text[: MAX_LOG_LINE - 1] + "…"
-        self._emit(LOG, {"source": source, "level": level, "line": clipped, "at": time.time()})
+        self._emit(LOG, CrewLogData(source=source, level=level, line=clipped, at=time.time()))
 
     async def flush(self) -> None:
         """Until everything appended is durable."""

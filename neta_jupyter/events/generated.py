@@ -20,6 +20,13 @@ from .content import (
     ReasoningData,
     TextData,
 )
+from .crews import (
+    CrewEscalationData,
+    CrewIndexData,
+    CrewLogData,
+    CrewStatusData,
+    CrewTaskData,
+)
 from .decisions import (
     PhaseData,
     ProgressData,
@@ -193,6 +200,24 @@ class EventType(StrEnum):
     STOP_REASON_DECIDED = "STOP_REASON_DECIDED"
     """Why the loop ended; the terminal event follows. Carries :class:`.StopReasonData`."""
 
+    CREW_RUN_STATUS = "crew:run:status"
+    """A crew's status changed (its stream's first event says how it began). Carries
+    :class:`.CrewStatusData`."""
+
+    CREW_INDEX = "crew:index"
+    """A crew was made, or has ended (in the index of crews, not its own stream). Carries
+    :class:`.CrewIndexData`."""
+
+    CREW_TASK_STATUS = "crew:task:status"
+    """A crew's task changed: all of its state, as it is now. Carries :class:`.CrewTaskData`."""
+
+    CREW_ESCALATION = "crew:escalation"
+    """A crew waits for a person's decision, or it was decided. Carries
+    :class:`.CrewEscalationData`."""
+
+    CREW_LOG = "crew:log"
+    """A line of a crew's log. Carries :class:`.CrewLogData`."""
+
 
 EventData = Annotated[
     SessionData
@@ -220,7 +245,12 @@ EventData = Annotated[
     | SessionLeafData
     | PhaseData
     | ProgressData
-    | StopReasonData,
+    | StopReasonData
+    | CrewStatusData
+    | CrewIndexData
+    | CrewTaskData
+    | CrewEscalationData
+    | CrewLogData,
     Field(discriminator="type"),
 ]
 """An event's body, by ``data.type``."""

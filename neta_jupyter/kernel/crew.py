@@ -21,7 +21,15 @@ from ..client.crews import CrewSide, HttpCrews, InProcessCrews
 from ..crews import CrewDefinition, CrewDefinitionError, definition_of, resolve_inputs
 from ..crews.log import ESCALATION, LOG, RUN_STATUS, TASK_STATUS
 from ..crews.manager import Crews
+from ..events.crews import CrewTaskData
 from ..runtime import RunApiError
+from ..widgets.board import (
+    BoardMessage,
+    ControlMessage,
+    CrewBoardState,
+    DecideMessage,
+    board_task,
+)
 from ..widgets.comm import (
     Action,
     InputAction,
@@ -267,45 +275,31 @@ class CrewHandle:
         self._display = display(self._bundle(), raw=True, display_id=True)  # type: ignore[no-untyped-call]
 
     def board_state(self) -> dict[str, Any]:
-        """What the board widget shows."""
-        return {
-            "name": self.definition.name,
-            "mode": self.runs.host.mode if self.runs else "embedded",
-            "status": self.status,
-            "message": self.error or self.message or "",
-            "tasks": [
-                {
-                    "taskId": t["taskId"],
-                    "agent": t.get("agent", ""),
-                    "status": t.get("status", "pending"),
-                    "attempt": t.get("attempt") or 0,
-                    "tokens": (t.get("usage") or {}).get("totalTokens") or 0,
-                    "childRequestId": t.get("childRequestId") or "",
-                }
-                for t in self.tasks.values()
-            ],
-            "escalations": [
-                {k: w.get(k) for k in ("escalationId", "taskId", "kind", "message")}
-                for w in self.waiting_for
-            ],
-            "log": list(self.log),
-        }
+        """What the board widget shows (its ``board`` trait)."""
+        state = CrewBoardState.model_validate(
+            {
+                "name": self.definition.name,
+                "mode": self.runs.host.mode if self.runs else "embedded",
+                "status": self.status,
+                "message": self.error or self.message or "",
+                "escalations": self.waiting_for,
+                "log": list(self.log),
+            }
+        )
+        tasks = [board_task(CrewTaskData.model_validate(t)) for t in self.tasks.values()]
+        return state.model_copy(update={"tasks": tasks}).model_dump(by_alias=True)
 
-    def _clicked(self, content: dict[str, Any]) -> None:
+    def _clicked(self, message: BoardMessage) -> None:
         """A button of the board: applied on the kernel's loop."""
-        fields = {
-            snake: content[camel]
-            for camel, snake in (
-                ("escalationId", "escalation_id"),
-                ("decision", "decision"),
-                ("answer", "answer"),
-                ("output", "output"),
-                ("approved", "approved"),
-            )
-            if camel in content
-        }
-        action = "decide" if content.get("type") == "decide" else str(content.get("action"))
-        task = asyncio.ensure_future(self._control(action, **fields))
+        match message:
+            case DecideMessage():
+                fields = message.model_dump(exclude={"type"}, exclude_unset=True)
+                work = self._control("decide", **fields)
+            case ControlMessage(action=action):
+                work = self._control(action)
+            case _:
+                assert_never(message)
+        task = asyncio.ensure_future(work)
         self._clicks.add(task)
         task.add_done_callback(self._clicked_done)
 

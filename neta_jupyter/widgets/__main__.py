@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .comm import comm_schema
+from .schema import comm_schema
 
 
 def main() -> None:

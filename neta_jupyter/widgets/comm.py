@@ -1,6 +1,7 @@
 """The run widget's contract with its views: the synced traits and the custom comm messages.
 
-Its twin is ``js/src/comm.ts``. Both are typed from one JSON Schema, made here and committed as
+Its twin is ``js/src/comm.ts``. Both are typed from one JSON Schema, made of these models and the
+crew board's (:mod:`.board`) by :mod:`.schema` and committed as
 ``js/schema/comm.schema.json`` (``python -m neta_jupyter.widgets --comm-schema``): the TypeScript
 types are generated from it, and tests on both sides check that each side's messages are the
 schema's. Like the event protocol, kinds and fields are only ever added; each side ignores, with a
@@ -50,7 +51,6 @@ __all__ = [
     "ViewMessage",
     "ViewMessageError",
     "WidgetTraits",
-    "comm_schema",
     "outgoing",
     "parse_view_message",
 ]
@@ -274,21 +274,3 @@ def outgoing(message: EventsMessage | ErrorMessage) -> dict[str, Any]:
     if message.request_id is not None:
         wire["requestId"] = message.request_id
     return wire
-
-
-def comm_schema() -> dict[str, Any]:
-    """JSON Schema of the whole contract: ``viewMessage``, ``kernelMessage`` and ``traits``."""
-    schema = _Protocol.model_json_schema(by_alias=True)
-    schema["title"] = "CommProtocol"
-    return schema
-
-
-class _Protocol(_Message):
-    """Every message and the traits, in one document (the TypeScript types are made from it)."""
-
-    view_message: ViewMessage = Field(title="ViewMessage")
-    """What a view sends."""
-    kernel_message: KernelMessage = Field(title="KernelMessage")
-    """What the kernel sends."""
-    traits: WidgetTraits
-    """The synced state."""

@@ -1,8 +1,10 @@
 """The crew board: a crew's tasks, live, with buttons for the decisions it waits for.
 
-The kernel sets ``board`` (a plain mapping, see :meth:`CrewHandle.board_state`) as the crew's
-log arrives; a view's click comes back as ``{type: "decide" | "control", ...}`` to the handler
-the board was made with. Without the built module the crew keeps its HTML board instead.
+The kernel sets ``board`` (a :class:`~.board.CrewBoardState`, see
+:meth:`CrewHandle.board_state`) as the crew's log arrives; a view's click comes back as a
+:data:`~.board.BoardMessage` (``decide`` or ``control``) to the handler the board was made with.
+Both are in the comm's JSON Schema. Without the built module the crew keeps its HTML board
+instead.
 
 A view may open a task into its run's live view. On a Jupyter page with the crew on the server
 the view follows the run there itself; otherwise it asks this widget over the comm, with the run
@@ -19,7 +21,15 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .comm import ErrorMessage, KernelMessage, ReplayMessage, UnsubscribeMessage, outgoing
+from .board import BoardMessage, board_message
+from .comm import (
+    BadMessage,
+    ErrorMessage,
+    KernelMessage,
+    ReplayMessage,
+    UnsubscribeMessage,
+    outgoing,
+)
 from .followers import FollowedRuns, RunFeed
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -42,7 +52,7 @@ class CrewBoard(anywidget.AnyWidget):
 
     def __init__(
         self,
-        on_action: Callable[[dict[str, Any]], None],
+        on_action: Callable[[BoardMessage], None],
         runs: RunFeed | None = None,
         **traits: Any,
     ) -> None:
@@ -57,8 +67,13 @@ class CrewBoard(anywidget.AnyWidget):
         super().close()
 
     def _on_view_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("type") in ("decide", "control"):
-            self._on_action(content)
+        try:
+            own = board_message(content)
+        except BadMessage as exc:
+            self._tell(ErrorMessage(kind="error", message=str(exc)))
+            return
+        if own is not None:
+            self._on_action(own)
             return
         message = self._runs.read(content, "crew board")
         match message:

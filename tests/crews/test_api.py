@@ -11,6 +11,7 @@ import pytest
 import websockets
 
 from neta_jupyter.crews import CrewDefinitionError, checked, load_file, parse_text, resolve_inputs
+from neta_jupyter.events import decode_event
 from neta_jupyter.providers import ScriptedModel, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from tests.crew_helpers import (
@@ -140,6 +141,14 @@ async def test_four_tasks_over_sse_with_cuts(api: ApiClient, runtime: Runtime) -
     final = events[-1]
     assert final["eventType"] == "crew:run:status" and final["data"]["status"] == "completed"
     assert final["data"]["counts"] == {"completed": 4}
+    # Every event is of the event protocol: typed, with the body its event type declares.
+    typed = [decode_event(e) for e in events]
+    assert {(e.event_type.value, type(e.data).__name__) for e in typed if e is not None} == {
+        ("crew:run:status", "CrewStatusData"),
+        ("crew:task:status", "CrewTaskData"),
+        ("crew:log", "CrewLogData"),
+    }
+    assert None not in typed
     for task_id in ("sales", "stock", "reconcile", "report"):
         statuses = task_statuses(events, task_id)
         assert statuses[-1] == "completed" and "running" in statuses

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from neta_jupyter.widgets.board import BoardMessage, ControlMessage
 from neta_jupyter.widgets.comm import KernelMessage, ResumeAction, outgoing
 from neta_jupyter.widgets.crew_board import CrewBoard
 from neta_jupyter.widgets.followers import FollowedRuns
@@ -88,7 +89,7 @@ class Board(CrewBoard):
 
     def __init__(self, feed: Any) -> None:
         self.sent: list[dict[str, Any]] = []
-        self.decisions: list[dict[str, Any]] = []
+        self.decisions: list[BoardMessage] = []
         super().__init__(self.decisions.append, feed)
 
     def send(self, content: Any, buffers: Any = None) -> None:
@@ -107,6 +108,6 @@ async def test_the_crew_board_follows_a_task_run_and_answers_its_ask_as_the_run_
     await until(lambda: seqs(board.sent) == [0, 1, 2, 3, 4])
     assert feed.actions == [APPROVE]
     board._on_view_message(board, {"type": "control", "action": "pause"}, [])
-    assert board.decisions == [{"type": "control", "action": "pause"}]
+    assert board.decisions == [ControlMessage(type="control", action="pause")]
     board.close()
     await asyncio.sleep(0)

@@ -15,18 +15,19 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
+from neta_jupyter.widgets.board import board_message
 from neta_jupyter.widgets.comm import (
     Action,
     BadMessage,
     KernelMessage,
     ResumeAction,
     UnknownKind,
-    comm_schema,
     outgoing,
     parse_view_message,
 )
 from neta_jupyter.widgets.outbox import FOLLOW_BACKOFF
 from neta_jupyter.widgets.run_widget import RunWidget
+from neta_jupyter.widgets.schema import comm_schema
 
 JS = Path(__file__).parents[2] / "js"
 SHARED = json.loads((JS / "test" / "fixtures" / "comm_messages.json").read_text())
@@ -207,3 +208,22 @@ async def test_unknown_messages_are_ignored_with_a_warning_and_bad_ones_refused(
     assert any("unknown kind 'hologram'" in w for w in warnings), warnings
     assert len(warnings) == 3
     widget.close()
+
+
+@pytest.mark.parametrize("message", SHARED["board"], ids=lambda m: f"{m['type']}")
+def test_every_message_of_the_crew_board_is_read_as_it_was_sent(message: dict[str, Any]) -> None:
+    parsed = board_message(message)
+    assert parsed is not None
+    assert parsed.model_dump(by_alias=True, exclude_unset=True) == message
+
+
+def test_the_board_tells_its_own_messages_from_the_run_widgets_and_refuses_bad_ones() -> None:
+    for theirs in SHARED["view"]:
+        assert board_message(theirs) is None
+    for bad in (
+        {"type": "decide", "decision": "retry"},  # no escalationId
+        {"type": "decide", "escalationId": "e", "decision": "maybe"},
+        {"type": "control", "action": "teleport"},
+    ):
+        with pytest.raises(BadMessage):
+            board_message(bad)
