@@ -1,4 +1,5 @@
 /** What the user can ask of a run; each transport turns it into a REST call or a comm message. */
+import type { ActionBodies } from "./api";
 
 export type Action =
   /** Decide a permission ask (resumeTask); `digest`: the ask's, as shown. */
@@ -29,3 +30,8 @@ export type ActionName = Action["action"];
  * permission ask answered from the parent's view names the child).
  */
 export type RunAction = Action & { readonly requestId: string };
+
+/** Whether each of the view's actions is a body the run API takes for the action of its name. */
+type Fits<A> = A extends RunAction ? (Omit<A, "action"> extends ActionBodies[A["action"]] ? true : false) : never;
+const viewActionsFitTheApi: false extends Fits<RunAction> ? never : true = true;
+void viewActionsFitTheApi;

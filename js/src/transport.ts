@@ -10,12 +10,14 @@
  * actions for any run, since each action names its run.
  */
 import type { RunAction } from "./actions";
+import { ACTIONS } from "./api";
 import { onAbort } from "./lifetime";
 import { actionMessage, isAbout, readKernelMessage, replayMessage, unsubscribeMessage } from "./comm";
 import type { ImagePolicy } from "./sanitize";
 import { isRecord, str } from "./wire";
 
-const DOWNLOAD = "neta/api/agent/attachment/download";
+const API = "neta/api/";
+const DOWNLOAD = `${API}agent/attachment/download`;
 
 export type EventsHandler = (events: readonly unknown[]) => void;
 /** A message about the connection or an action (null clears the previous one). */
@@ -110,14 +112,6 @@ export function imagePolicy(config: PageConfig | null): ImagePolicy {
 
 export type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 
-const ENDPOINTS: Readonly<Record<RunAction["action"], string>> = {
-  resume: "neta/api/agent/run/resumeTask",
-  terminate: "neta/api/agent/run/terminateTask",
-  suspend: "neta/api/agent/run/suspendTask",
-  retry: "neta/api/agent/run/retryTask",
-  input: "neta/api/agent/run/addSupplementaryInput",
-};
-
 /** The REST body of an action (DESIGN §5); `action` itself is the endpoint, not a field. */
 export function actionBody(action: RunAction): Record<string, unknown> {
   const { action: _name, ...fields } = action;
@@ -139,7 +133,7 @@ export async function postAction(fetchImpl: Fetch, config: PageConfig, action: R
   if (config.token) headers["Authorization"] = `token ${config.token}`;
   let response: Response;
   try {
-    response = await fetchImpl(`${config.baseUrl}${ENDPOINTS[action.action]}`, {
+    response = await fetchImpl(`${config.baseUrl}${API}${ACTIONS[action.action].route}`, {
       method: "POST",
       credentials: "same-origin",
       headers,

@@ -9,13 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
+from ..runtime.actions import action_named
 from ..runtime.requests import (
     AttachmentRef,
     CompactRequest,
+    ImportRequest,
     InputRequest,
+    LeafRequest,
     RequestRef,
     ResumeRequest,
     RunRequest,
+    ThinkingLevelRequest,
 )
 from ._errors import ClientError, InvalidAnswer, StreamInterrupted, StreamLost, TransportError
 from ._transport import Call, Received, Transport
@@ -33,8 +39,13 @@ class Started:
     status: str
 
 
-def _body(model: RequestRef | RunRequest | CompactRequest) -> dict[str, Any]:
+def _body(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def _post(action: str, request: BaseModel) -> Call:
+    """The call of the run API's action ``action`` (:data:`~..runtime.actions.ACTIONS`)."""
+    return Call("POST", action_named(action).route, _body(request))
 
 
 def _field(answer: dict[str, Any], name: str) -> str:
@@ -113,13 +124,13 @@ class RunClient:
     async def start(self, request: RunRequest, files: Sequence[Path] = ()) -> Started:
         """Create a run and start it; ``files`` are uploaded first and attached to it."""
         uploads = [await self.upload(path) for path in files]
-        call = Call("POST", "agent/run/async", _body(_attaching(request, uploads)))
+        call = _post("start", _attaching(request, uploads))
         return _started(await self.transport.send(call))
 
     def start_blocking(self, request: RunRequest, files: Sequence[Path] = ()) -> Started:
         """The same without the event loop (only where the run API is elsewhere: HTTP)."""
         uploads = [self.transport.send_blocking(_upload(path)) for path in files]
-        call = Call("POST", "agent/run/async", _body(_attaching(request, uploads)))
+        call = _post("start", _attaching(request, uploads))
         return _started(self.transport.send_blocking(call))
 
     async def upload(self, path: Path) -> dict[str, Any]:
@@ -149,37 +160,48 @@ class RunClient:
             answer=answer,
             digest=digest,
         )
-        return await self._act("agent/run/resumeTask", request)
+        return await self._act("resume", request)
 
     async def retry(self, request_id: str) -> str:
         """Continue a recoverable failure from its last completed step; the run's status."""
-        return await self._act("agent/run/retryTask", RequestRef(request_id=request_id))
+        return await self._act("retry", RequestRef(request_id=request_id))
 
     async def terminate(self, request_id: str) -> str:
         """Cancel a running or suspended run; its status."""
-        return await self._act("agent/run/terminateTask", RequestRef(request_id=request_id))
+        return await self._act("terminate", RequestRef(request_id=request_id))
 
     async def suspend(self, request_id: str) -> str:
         """Pause a running run at its next step boundary (resume continues it); its status."""
-        return await self._act("agent/run/suspendTask", RequestRef(request_id=request_id))
+        return await self._act("suspend", RequestRef(request_id=request_id))
 
     async def add_input(self, request_id: str, content: str) -> str:
         """Queue input for the run's next step; the input's id."""
         request = InputRequest(request_id=request_id, content=content)
-        answer = await self.transport.send(
-            Call("POST", "agent/run/addSupplementaryInput", _body(request))
-        )
-        return _field(answer, "inputId")
+        return _field(await self.transport.send(_post("input", request)), "inputId")
 
     async def compact(
         self, session_id: str, *, instructions: str | None = None, model: str | None = None
     ) -> Started:
         """Summarise a session's older turns now (a short run whose stream shows it)."""
         request = CompactRequest(session_id=session_id, instructions=instructions, model=model)
-        return _started(await self.transport.send(Call("POST", "sessions/compact", _body(request))))
+        return _started(await self.transport.send(_post("compact", request)))
 
-    async def _act(self, path: str, request: RequestRef) -> str:
-        return _field(await self.transport.send(Call("POST", path, _body(request))), "status")
+    async def import_run(self, request: ImportRequest) -> Started:
+        """Register a run from history (its prompt, answer and tool calls), without a stream."""
+        return _started(await self.transport.send(_post("import", request)))
+
+    async def switch_leaf(self, session_id: str, leaf_entry_id: str | None) -> dict[str, Any]:
+        """Continue a session from another entry of its tree; the tree as :meth:`tree` reads it."""
+        request = LeafRequest(session_id=session_id, leaf_entry_id=leaf_entry_id)
+        return await self.transport.send(_post("leaf", request))
+
+    async def set_thinking_level(self, session_id: str, level: str | None) -> None:
+        """How hard the model thinks in the session's next runs (``None``: the default)."""
+        request = ThinkingLevelRequest.model_validate({"sessionId": session_id, "level": level})
+        await self.transport.send(_post("thinking_level", request))
+
+    async def _act(self, action: str, request: RequestRef) -> str:
+        return _field(await self.transport.send(_post(action, request)), "status")
 
     # --- following
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..mcp import servers_of
 from ..runtime import RunApiError, Runtime, reads
+from ..runtime.actions import ACTIONS, Action
 from ..runtime.answers import (
     events_expired,
     models_json,
@@ -23,16 +24,7 @@ from ..runtime.answers import (
     session_json,
     session_snapshot,
 )
-from ..runtime.requests import (
-    CompactRequest,
-    InputRequest,
-    RequestRef,
-    ResumeRequest,
-    RunRequest,
-    describe_validation,
-    resume_run,
-    start_run,
-)
+from ..runtime.requests import describe_validation
 from ..store import StorageError, finish_now
 from ._errors import refusal
 from ._transport import Call, Received
@@ -40,6 +32,8 @@ from ._transport import Call, Received
 B = TypeVar("B", bound=BaseModel)
 UPLOAD = "agent/attachment/upload"
 Answer = dict[str, Any]
+_AFTER_AN_ENDING = frozenset({"resume", "retry"})
+"""Actions a client sends as soon as it reads a run's terminal event."""
 
 
 def _refused(status: int, code: str, message: str, request_id: str | None = None) -> Exception:
@@ -69,15 +63,7 @@ class InProcessTransport:
     def __init__(self, runtime: Runtime, principal: str) -> None:
         self.runtime = runtime
         self.principal = principal
-        self._actions: dict[str, Callable[[dict[str, Any] | None], Awaitable[Answer]]] = {
-            "agent/run/async": self._start,
-            "agent/run/resumeTask": self._resume,
-            "agent/run/retryTask": self._retry,
-            "agent/run/terminateTask": self._terminate,
-            "agent/run/suspendTask": self._suspend,
-            "agent/run/addSupplementaryInput": self._add_input,
-            "sessions/compact": self._compact,
-        }
+        self._actions = {action.route: action for action in ACTIONS}
         self._queries: dict[str, Callable[[Call], Coroutine[Any, Any, Answer]]] = {
             "agent/run/status": self._status,
             "agent/runs": self._runs,
@@ -90,7 +76,7 @@ class InProcessTransport:
     async def send(self, call: Call) -> dict[str, Any]:
         """Answer the call on this loop."""
         if call.method == "POST" and call.path in self._actions:
-            return await self._answered(self._actions[call.path](call.body))
+            return await self._answered(self._act(self._actions[call.path], call.body))
         if call.method == "POST" and call.path == UPLOAD and call.file is not None:
             return await self._answered(self._upload(*call.file))
         return self.send_blocking(call)
@@ -119,46 +105,12 @@ class InProcessTransport:
 
     # --- actions
 
-    async def _start(self, body: dict[str, Any] | None) -> Answer:
-        run = await start_run(self.runtime, self.principal, _parsed(RunRequest, body))
-        return {"requestId": run.request_id, "sessionId": run.session_id, "status": run.status}
-
-    async def _resume(self, body: dict[str, Any] | None) -> Answer:
-        request = _parsed(ResumeRequest, body)
-        await self._wound_down(request.request_id)
-        run = await resume_run(self.runtime, self.principal, request)
-        return {"requestId": run.request_id, "status": run.status}
-
-    async def _retry(self, body: dict[str, Any] | None) -> Answer:
-        request = _parsed(RequestRef, body)
-        await self._wound_down(request.request_id)
-        run = await self.runtime.retry(self.principal, request.request_id)
-        return {"requestId": run.request_id, "status": run.status}
-
-    async def _terminate(self, body: dict[str, Any] | None) -> Answer:
-        request = _parsed(RequestRef, body)
-        run = await self.runtime.terminate(self.principal, request.request_id)
-        return {"requestId": run.request_id, "status": run.status}
-
-    async def _suspend(self, body: dict[str, Any] | None) -> Answer:
-        request = _parsed(RequestRef, body)
-        run = await self.runtime.suspend(self.principal, request.request_id)
-        return {"requestId": run.request_id, "status": run.status}
-
-    async def _add_input(self, body: dict[str, Any] | None) -> Answer:
-        request = _parsed(InputRequest, body)
-        input_id = await self.runtime.add_input(self.principal, request.request_id, request.content)
-        return {"requestId": request.request_id, "inputId": input_id}
-
-    async def _compact(self, body: dict[str, Any] | None) -> Answer:
-        request = _parsed(CompactRequest, body)
-        run = await self.runtime.compact_session(
-            self.principal,
-            request.session_id,
-            instructions=request.instructions,
-            model=request.model,
-        )
-        return {"requestId": run.request_id, "sessionId": run.session_id, "status": run.status}
+    async def _act(self, action: Action[Any], body: dict[str, Any] | None) -> Answer:
+        request = _parsed(action.request, body)
+        request_id = getattr(request, "request_id", None)
+        if action.name in _AFTER_AN_ENDING and isinstance(request_id, str):
+            await self._wound_down(request_id)
+        return await action.answer(self.runtime, self.principal, request)
 
     async def _upload(self, name: str, content: bytes) -> Answer:
         return await reads.upload_file(self.runtime, self.principal, name, content, None)

@@ -9,12 +9,13 @@ documented, with no other change.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from ..providers.base import ThinkingLevel
+from .data.state import APPROVE_MODES, Approve
 from .data.values import AttachmentRef
 from .imports import MAX_IMPORTED_CALLS, ImportedCall
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from .manager import Runtime
 
 __all__ = [
+    "APPROVE_MODES",
+    "Approve",
     "AttachmentRef",
     "CompactRequest",
     "ImportRequest",
@@ -34,6 +37,7 @@ __all__ = [
     "RunRequest",
     "SessionRef",
     "SessionSubscription",
+    "StartRequest",
     "ThinkingLevelRequest",
     "VirtualToolSpec",
     "describe_validation",
@@ -48,7 +52,12 @@ _PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        use_attribute_docstrings=True,
+    )
 
 
 class VirtualToolSpec(_Body):
@@ -73,7 +82,8 @@ class RunRequest(_Body):
     virtual_tools: list[VirtualToolSpec] = Field(default_factory=list)
     tools: list[str] | None = None
     max_steps: int | None = Field(default=None, ge=1, le=200)
-    approve: Literal["ask", "auto", "deny"] = "ask"
+    approve: Approve = "ask"
+    """Tools that need permission: ``ask`` the user, allow them all (``auto``) or ``deny`` them."""
     kernel_id: str | None = Field(default=None, min_length=1, max_length=200, pattern=_PRINTABLE)
     """A kernel of the server (the notebook's), whose kernel tools the run may use."""
     notebook_path: str | None = Field(
@@ -107,6 +117,16 @@ class RunRequest(_Body):
         return options
 
 
+class StartRequest(RunRequest):
+    """``POST …/run/async`` and the WebSocket ``chat``: a run, from another entry if one is named.
+
+    Only :class:`RunRequest`'s fields are the run's options.
+    """
+
+    leaf_entry_id: str | None = None
+    """Continue the session (``sessionId``) from this entry of its tree, as ``…/sessions/leaf``."""
+
+
 class RevertRequest(_Body):
     """``POST /neta/api/notebook/revert``: undo one notebook edit.
 
@@ -127,7 +147,7 @@ class RevertRequest(_Body):
 
 
 class ThinkingLevelRequest(_Body):
-    """``set_thinking_level`` over the WebSocket (seed 002)."""
+    """``POST /neta/api/sessions/thinkingLevel`` and the WebSocket ``set_thinking_level``."""
 
     session_id: str = Field(min_length=1)
     level: ThinkingLevel | None
@@ -138,24 +158,30 @@ class RequestRef(_Body):
     """Bodies that only name a run."""
 
     request_id: str = Field(min_length=1)
+    """The run."""
 
 
 class ResumeRequest(RequestRef):
-    """``POST …/resumeTask``."""
+    """``POST …/resumeTask``: continue a suspended run, with what its ask waits for if any."""
 
     approved: bool | None = None
+    """The decision on a permission ask."""
     ask_id: str | None = None
+    """The permission ask's ``askId``, or the question's ``clarifyId``."""
     always: bool = False
+    """Allow calls like this one for the rest of the session."""
     answer: str | None = None
+    """The answer to a question."""
     digest: str | None = Field(default=None, max_length=128)
     """The ``digest`` of the permission ask as it was shown: a decision on anything else is
     refused (409 ASK_CHANGED)."""
 
 
 class InputRequest(RequestRef):
-    """``POST …/addSupplementaryInput``."""
+    """``POST …/addSupplementaryInput``: input the run reads at its next step."""
 
     content: str = Field(min_length=1)
+    """The input."""
 
 
 class ImportRequest(_Body):

@@ -23,22 +23,18 @@ from ..runtime.context.uploads import sweep as sweep_uploads
 from ..runtime.settings import NetaSettings, build_runtime
 from ..store import StorageDamaged, StorageError, Store
 from ..store.health import DB_NAME, recovery_steps
-from . import crew, handlers
 from .activity import RunActivity
 from .compression import POLICIES
 from .datadir import DataDirInUse, lock_data_dir, network_filesystem
 from .kernels import ServerKernels, kernels_for
-from .mcp import McpHandler
-from .notebook_api import EditsHandler, RevertHandler
 from .notebooks import YDOC_EXTENSION, ServerNotebooks, ydoc_extension
 from .principals import KernelOwners
 from .redaction import install_redaction
-from .sse import SessionStreamHandler, StreamHandler
+from .routes import routes
 from .store_start import start_store, store_location
 from .targets import ServerTargets
 from .unavailable import UnavailableHandler
 from .webhooks import Webhooks, webhooks_of
-from .ws import RunSocket
 
 
 class NetaApp(ExtensionApp, NetaSettings):
@@ -302,41 +298,8 @@ class NetaApp(ExtensionApp, NetaSettings):
         page_config["netaImageHosts"] = list(self.image_hosts)
 
     def initialize_handlers(self) -> None:
-        """Routes of DESIGN §5 (the server prefixes its base_url)."""
-        api = "/neta/api"
-        self.handlers.extend(
-            [
-                (rf"{api}/agent/run/async", handlers.StartRunHandler),
-                (rf"{api}/agent/run/stream", StreamHandler),
-                (rf"{api}/agent/run/resumeTask", handlers.ResumeHandler),
-                (rf"{api}/agent/run/retryTask", handlers.RetryHandler),
-                (rf"{api}/agent/run/terminateTask", handlers.TerminateHandler),
-                (rf"{api}/agent/run/suspendTask", handlers.SuspendHandler),
-                (rf"{api}/agent/run/addSupplementaryInput", handlers.InputHandler),
-                (rf"{api}/agent/run/import", handlers.ImportHandler),
-                (rf"{api}/agent/run/status", handlers.RunStatusHandler),
-                (rf"{api}/agent/runs", handlers.RunListHandler),
-                (rf"{api}/agent/attachment/upload", handlers.UploadHandler),
-                (rf"{api}/agent/attachment/download", handlers.AttachmentHandler),
-                (rf"{api}/agent/session/stream", SessionStreamHandler),
-                (rf"{api}/sessions", handlers.SessionsHandler),
-                (rf"{api}/sessions/tree", handlers.SessionTreeHandler),
-                (rf"{api}/sessions/leaf", handlers.SessionLeafHandler),
-                (rf"{api}/sessions/compact", handlers.CompactHandler),
-                (rf"{api}/notebook/revert", RevertHandler),
-                (rf"{api}/notebook/edits", EditsHandler),
-                (rf"{api}/models", handlers.ModelsHandler),
-                (rf"{api}/mcp", McpHandler),
-                (rf"{api}/openapi.json", handlers.OpenApiHandler),
-                (rf"{api}/crew/run", crew.CrewRunHandler),
-                (rf"{api}/crew/control", crew.CrewControlHandler),
-                (rf"{api}/crew/status", crew.CrewStatusHandler),
-                (rf"{api}/crew/stream", crew.CrewStreamHandler),
-                (rf"{api}/crews", crew.CrewListHandler),
-                (r"/neta/ws", RunSocket),
-                (r"/neta/crew", crew.CrewSocket),
-            ]
-        )
+        """Routes of DESIGN §5 (the server prefixes its base_url), from :mod:`.routes`."""
+        self.handlers.extend(routes("/neta/api"))
         if self.store_failure is not None:
             # Every route stays, answering why: a missing route would only say 404.
             self.handlers = [(route[0], UnavailableHandler) for route in self.handlers]

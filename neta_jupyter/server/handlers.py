@@ -6,12 +6,14 @@ import asyncio
 import json
 import mimetypes
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from jupyter_server.auth.decorator import authorized
 from tornado import httputil, web
 
 from ..runtime import reads
+from ..runtime.actions import Action
 from ..runtime.answers import (
     events_expired,
     models_json,
@@ -20,94 +22,22 @@ from ..runtime.answers import (
     session_json,
 )
 from ..runtime.context.attachments import too_large
-from ..runtime.requests import resume_run, retry_run, start_run
 from .base import NetaHandler
 from .errors import ApiError
-from .schemas import (
-    CompactRequest,
-    ImportRequest,
-    InputRequest,
-    LeafRequest,
-    RequestRef,
-    ResumeRequest,
-    RunRequest,
-)
 
 
-class StartRunHandler(NetaHandler):
-    """``POST /neta/api/agent/run/async``."""
+class ActionHandler(NetaHandler):
+    """``POST /neta/api/<route>`` of one action of the run API (``runtime.actions.ACTIONS``)."""
+
+    def initialize(self, action: Action[Any]) -> None:
+        """The action this route does."""
+        self.action = action
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        run = await start_run(self.runtime, self.principal, self.parse_body(RunRequest))
-        self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
-
-
-class ResumeHandler(NetaHandler):
-    """``POST /neta/api/agent/run/resumeTask``."""
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        run = await resume_run(self.runtime, self.principal, self.parse_body(ResumeRequest))
-        self.reply({"requestId": run.request_id, "status": run.status})
-
-
-class RetryHandler(NetaHandler):
-    """``POST /neta/api/agent/run/retryTask``."""
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        run = await retry_run(self.runtime, self.principal, self.parse_body(RequestRef))
-        self.reply({"requestId": run.request_id, "status": run.status})
-
-
-class TerminateHandler(NetaHandler):
-    """``POST /neta/api/agent/run/terminateTask``."""
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        body = self.parse_body(RequestRef)
-        run = await self.runtime.terminate(self.principal, body.request_id)
-        self.reply({"requestId": run.request_id, "status": run.status})
-
-
-class SuspendHandler(NetaHandler):
-    """``POST /neta/api/agent/run/suspendTask``: pause a running run at its next step boundary."""
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        body = self.parse_body(RequestRef)
-        run = await self.runtime.suspend(self.principal, body.request_id)
-        self.reply({"requestId": run.request_id, "status": run.status})
-
-
-class InputHandler(NetaHandler):
-    """``POST /neta/api/agent/run/addSupplementaryInput``."""
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        body = self.parse_body(InputRequest)
-        input_id = await self.runtime.add_input(self.principal, body.request_id, body.content)
-        self.reply({"requestId": body.request_id, "inputId": input_id})
-
-
-class ImportHandler(NetaHandler):
-    """``POST /neta/api/agent/run/import``: register a history run (its stream answers 409)."""
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        body = self.parse_body(ImportRequest)
-        run = await self.runtime.import_run(
-            self.principal, body.session_name, body.content, body.answer, body.tool_calls
-        )
-        self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
+        body = self.parse_body(self.action.request)
+        self.reply(await self.action.answer(self.runtime, self.principal, body))
 
 
 class RunStatusHandler(NetaHandler):
@@ -220,30 +150,6 @@ class SessionTreeHandler(NetaHandler):
     async def get(self) -> None:
         session_id = self.query("sessionId") or ""
         self.reply(await reads.tree_now(self.runtime, self.principal, session_id))
-
-
-class SessionLeafHandler(NetaHandler):
-    """``POST /neta/api/sessions/leaf``: continue the conversation from another entry."""
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        body = self.parse_body(LeafRequest)
-        await self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
-        self.reply(await reads.tree_now(self.runtime, self.principal, body.session_id))
-
-
-class CompactHandler(NetaHandler):
-    """``POST /neta/api/sessions/compact``: summarise the session's older turns now."""
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        body = self.parse_body(CompactRequest)
-        run = await self.runtime.compact_session(
-            self.principal, body.session_id, instructions=body.instructions, model=body.model
-        )
-        self.reply({"requestId": run.request_id, "sessionId": run.session_id, "status": run.status})
 
 
 class ModelsHandler(NetaHandler):

@@ -1,9 +1,13 @@
 """``WS /neta/ws``: several run subscriptions and the run actions multiplexed on one socket.
 
-Server → client frames are JSON arrays of envelopes (one array per durable batch), or objects
-with a ``type``: ``pong``, ``subscribed``, ``subscribed_session``, ``unsubscribed``,
-``unsubscribed_session``, ``started``, ``ack``, ``error``. A bad frame gets an ``error`` reply and
-the connection stays open.
+Client → server frames are objects with a ``type``: ``ping``, the subscriptions, and one frame
+type per action of the run API (:data:`~neta_jupyter.runtime.actions.ACTIONS`: ``chat``,
+``resume``, ``retry``, …, with the fields of the action's REST body). Server → client frames are
+JSON arrays of envelopes (one array per durable batch), or objects with a ``type``: ``pong``,
+``subscribed``, ``subscribed_session``, ``unsubscribed``, ``unsubscribed_session``, ``started`` (an
+action that starts a run, which the socket then follows), ``ack`` (any other action, with the
+fields of its REST answer), ``error``. A bad frame gets an ``error`` reply and the connection stays
+open.
 
 A session subscription follows the stream of the session's tree events, whose envelopes carry the
 session's id as their ``requestId``; it is keyed by that id beside the run subscriptions.
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
@@ -25,24 +30,14 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..events import ws_batch
 from ..runtime import RunApiError, Runtime
+from ..runtime.actions import ACTIONS, Action
 from ..runtime.log.tree import session_stream
-from ..runtime.requests import resume_run, start_run
 from ..store import EventRow, StorageError
 from .base import AUTH_RESOURCE, principal_of
 from .compression import WEBSOCKET_COMPRESSION, worth_compressing
 from .errors import ApiError, describe_validation
 from .following import heartbeat_json
-from .schemas import (
-    CompactRequest,
-    InputRequest,
-    RequestRef,
-    ResumeRequest,
-    RunRequest,
-    SessionRef,
-    SessionSubscription,
-    ThinkingLevelRequest,
-    parse_json_object,
-)
+from .schemas import RequestRef, SessionRef, SessionSubscription, parse_json_object
 from .sse import check_within_log, parse_last_event_id
 from .wire import SocketWriter, websocket_frame
 
@@ -77,10 +72,6 @@ class _FrameError(Exception):
 
 class _Subscribe(RequestRef):
     last_event_id: int | str | None = None
-
-
-class _Chat(RunRequest):
-    leaf_entry_id: str | None = None
 
 
 class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
@@ -124,15 +115,10 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
             "unsubscribe": self._unsubscribe,
             "subscribe_session": self._subscribe_session,
             "unsubscribe_session": self._unsubscribe_session,
-            "chat": self._chat,
-            "resume": self._resume,
-            "clarify_response": self._resume,
-            "terminate": self._terminate,
-            "suspend": self._suspend,
-            "supplementary_input": self._input,
-            "compact": self._compact,
-            "set_thinking_level": self._thinking_level,
         }
+        for action in ACTIONS:
+            for frame_type in (action.frame, *action.also_frames):
+                self._handlers[frame_type] = partial(self._act, action)
         # Small frames must not wait for Nagle's algorithm (the handler's own ``stream`` attribute
         # is not the connection's, so this goes through tornado).
         self.set_nodelay(True)
@@ -282,67 +268,12 @@ class RunSocket(WebSocketMixin, JupyterHandler, WebSocketHandler):
         finally:
             await ticks.aclose()  # type: ignore[attr-defined]
 
-    async def _chat(self, frame: dict[str, Any]) -> Reply:
-        body = self._validate(_Chat, frame)
-        if body.leaf_entry_id is not None and body.session_id is not None:
-            await self.runtime.switch_leaf(self.principal, body.session_id, body.leaf_entry_id)
-        run = await start_run(self.runtime, self.principal, body)
-        await self._subscribe({"requestId": run.request_id})
-        return {"type": "started", "requestId": run.request_id, "sessionId": run.session_id}
-
-    async def _resume(self, frame: dict[str, Any]) -> Reply:
-        run = await resume_run(self.runtime, self.principal, self._validate(ResumeRequest, frame))
-        return {
-            "type": "ack",
-            "action": frame["type"],
-            "requestId": run.request_id,
-            "status": run.status,
-        }
-
-    async def _terminate(self, frame: dict[str, Any]) -> Reply:
-        body = self._validate(RequestRef, frame)
-        run = await self.runtime.terminate(self.principal, body.request_id)
-        return {
-            "type": "ack",
-            "action": "terminate",
-            "requestId": run.request_id,
-            "status": run.status,
-        }
-
-    async def _suspend(self, frame: dict[str, Any]) -> Reply:
-        body = self._validate(RequestRef, frame)
-        run = await self.runtime.suspend(self.principal, body.request_id)
-        return {
-            "type": "ack",
-            "action": "suspend",
-            "requestId": run.request_id,
-            "status": run.status,
-        }
-
-    async def _input(self, frame: dict[str, Any]) -> Reply:
-        body = self._validate(InputRequest, frame)
-        input_id = await self.runtime.add_input(self.principal, body.request_id, body.content)
-        return {
-            "type": "ack",
-            "action": "supplementary_input",
-            "requestId": body.request_id,
-            "inputId": input_id,
-        }
-
-    async def _thinking_level(self, frame: dict[str, Any]) -> Reply:
-        body = self._validate(ThinkingLevelRequest, frame)
-        await self.runtime.set_thinking_level(self.principal, body.session_id, body.level)
-        return {
-            "type": "ack",
-            "action": "set_thinking_level",
-            "sessionId": body.session_id,
-            "level": body.level,
-        }
-
-    async def _compact(self, frame: dict[str, Any]) -> Reply:
-        body = self._validate(CompactRequest, frame)
-        run = await self.runtime.compact_session(
-            self.principal, body.session_id, instructions=body.instructions, model=body.model
+    async def _act(self, action: Action[Any], frame: dict[str, Any]) -> Reply:
+        """One action of the run API's table, answered ``ack`` (or ``started``, then followed)."""
+        answer = await action.answer(
+            self.runtime, self.principal, self._validate(action.request, frame)
         )
-        await self._subscribe({"requestId": run.request_id})
-        return {"type": "started", "requestId": run.request_id, "sessionId": run.session_id}
+        if action.follows:
+            await self._subscribe({"requestId": answer["requestId"]})
+            return {"type": "started", **answer}
+        return {"type": "ack", "action": frame["type"], **answer}

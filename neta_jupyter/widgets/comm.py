@@ -13,7 +13,8 @@ Kernel → view (:data:`KernelMessage`)
 View → kernel (:data:`ViewMessage`)
     ``replay``       send a run's events after ``lastSeq``, then its live ones
     ``unsubscribe``  stop sending a child run's events (its view closed)
-    ``action``       act on a run (:data:`Action`: resume, terminate, suspend, retry, input)
+    ``action``       act on a run (:data:`Action`: resume, terminate, suspend, retry, input),
+                     with the body of the run API's action of that name
 
 A view follows the widget's own run, and may follow other runs it names, the children the run
 delegated to: their ``events`` and ``error`` messages carry the ``requestId`` of the run they are
@@ -28,10 +29,12 @@ Exceptions (who raises → who catches)::
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
+
+from ..runtime.requests import InputRequest, RequestRef, ResumeRequest
 
 __all__ = [
     "Action",
@@ -116,61 +119,42 @@ class UnsubscribeMessage(_Message):
     """The run a ``replay`` subscribed to."""
 
 
-class ResumeAction(_Message):
+class _ActionMessage(BaseModel):
+    """An action of the run API, as a view sends it: the action's request body, named."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["action"]
+
+
+class ResumeAction(ResumeRequest, _ActionMessage):
     """Continue a suspended run: with the decision or answer its ask waits for, if it has one."""
 
-    kind: Literal["action"]
     action: Literal["resume"]
-    request_id: str
-    """The run the action is for (the widget's own, or one of its children)."""
-    ask_id: str | None = None
-    """The permission ask's ``askId``, or the question's ``clarifyId``."""
-    approved: bool | None = None
-    """The decision on a permission ask."""
-    always: bool = False
-    """Allow calls like this one for the rest of the session."""
-    answer: str | None = None
-    """The answer to a question."""
-    digest: str | None = None
-    """The permission ask's ``digest``, as the view showed it."""
 
 
-class TerminateAction(_Message):
+class TerminateAction(RequestRef, _ActionMessage):
     """Stop a running or suspended run."""
 
-    kind: Literal["action"]
     action: Literal["terminate"]
-    request_id: str
-    """The run the action is for."""
 
 
-class SuspendAction(_Message):
+class SuspendAction(RequestRef, _ActionMessage):
     """Pause a running run at its next step boundary (resume continues it)."""
 
-    kind: Literal["action"]
     action: Literal["suspend"]
-    request_id: str
-    """The run the action is for."""
 
 
-class RetryAction(_Message):
+class RetryAction(RequestRef, _ActionMessage):
     """Continue a recoverable failure from its last completed step."""
 
-    kind: Literal["action"]
     action: Literal["retry"]
-    request_id: str
-    """The run the action is for."""
 
 
-class InputAction(_Message):
+class InputAction(InputRequest, _ActionMessage):
     """Add input the run reads at its next step."""
 
-    kind: Literal["action"]
     action: Literal["input"]
-    request_id: str
-    """The run the action is for."""
-    content: str = Field(min_length=1)
-    """The input."""
 
 
 Action = Annotated[
@@ -243,7 +227,10 @@ class BadMessage(ViewMessageError):
 
 _VIEW_MESSAGE: TypeAdapter[ViewMessage] = TypeAdapter(ViewMessage)
 _KINDS = frozenset({"replay", "unsubscribe", "action"})
-_ACTIONS = frozenset({"resume", "terminate", "suspend", "retry", "input"})
+_ACTIONS = frozenset(
+    get_args(m.model_fields["action"].annotation)[0]
+    for m in (ResumeAction, TerminateAction, SuspendAction, RetryAction, InputAction)
+)
 
 
 def parse_view_message(content: object) -> ViewMessage:

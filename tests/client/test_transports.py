@@ -464,14 +464,19 @@ SAMPLES: dict[str, Any] = {
 
 
 def test_the_start_request_is_one_model_for_server_client_runtime_and_document() -> None:
-    from neta_jupyter.server import openapi, schemas, ws
+    from neta_jupyter.runtime.actions import action_named
+    from neta_jupyter.server import openapi, routes, schemas
 
-    assert schemas.RunRequest is RunRequest and issubclass(ws._Chat, RunRequest)
-    start = next(r for r in openapi.ROUTES if r.path == "/neta/api/agent/run/async")
-    assert start.operations[0].body is RunRequest
-    documented = openapi.document()["components"]["schemas"]["RunRequest"]
-    own = RunRequest.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
-    aliases = {field.alias or name for name, field in RunRequest.model_fields.items()}
+    # REST, the WebSocket's chat and the in-process transport all read the action's model: the
+    # run's options and, for where the conversation goes on, the entry to continue from.
+    request = action_named("start").request
+    assert schemas.RunRequest is RunRequest and issubclass(request, RunRequest)
+    assert set(request.model_fields) == set(RunRequest.model_fields) | {"leaf_entry_id"}
+    start = next(r for r in routes.ROUTES if r.path == "agent/run/async")
+    assert start.operations[0].body is request
+    documented = openapi.document()["components"]["schemas"][request.__name__]
+    own = request.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+    aliases = {field.alias or name for name, field in request.model_fields.items()}
     assert set(documented["properties"]) == aliases
     for alias in aliases:
         assert documented["properties"][alias] == own["properties"][alias], alias

@@ -8,7 +8,7 @@ stored by an earlier release loads, resumes and retries like a new one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, cast
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
@@ -29,6 +29,8 @@ CallsOf = Callable[[str, str | None], tuple[list[ToolCall], set[str]]]
 ``leaf``: what upgrading the state of a run stopped among its tool calls needs to know."""
 
 Approve = Literal["ask", "auto", "deny"]
+APPROVE_MODES: tuple[Approve, ...] = get_args(Approve)
+"""Every ``approve`` mode, for checking a value that is not typed yet."""
 
 
 CREW_CALL_PREFIX = "crew:"
@@ -189,7 +191,7 @@ def new_options(
         declared = [VirtualTool.model_validate(v) for v in virtual_tools or []]
     except ValidationError as exc:
         raise BadRunRequest(f"invalid virtualTools: {exc}", code="INVALID_VIRTUAL_TOOLS") from exc
-    if approve not in ("ask", "auto", "deny"):
+    if approve not in APPROVE_MODES:
         raise BadRunRequest("approve must be ask, auto or deny", code="INVALID_APPROVE")
     check_thinking_level(thinking_level)
     if suspend_timeout is not None and not suspend_timeout > 0:
@@ -200,7 +202,7 @@ def new_options(
         virtual_tools=declared,
         tools=tools,
         max_steps=max_steps,
-        approve=cast(Approve, approve),
+        approve=approve,
         kernel_id=kernel_id,
         notebook_path=notebook_path,
         thinking_level=as_thinking_level(thinking_level),
