@@ -23,7 +23,7 @@ from neta_jupyter.server import handlers, openapi, routes
 from neta_jupyter.widgets import comm
 from tests.helpers import ApiClient
 
-JS = Path(__file__).parent.parent / "js"
+JS = Path(__file__).parents[2] / "js"
 NAMES = [action.name for action in ACTIONS]
 NOT_ACTIONS = {"agent/attachment/upload", "notebook/revert", "crew/run", "crew/control"}
 """The POST routes that are no action of a run: a file, a notebook edit, and crews."""
