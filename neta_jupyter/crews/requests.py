@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ..runtime.data.state import Approve
 from .definition import CrewDefinition, checked
 from .loading import parse_text
 
@@ -20,7 +21,7 @@ class CrewRunRequest(_Body):
 
     definition: dict[str, Any] | str
     inputs: dict[str, str] = Field(default_factory=dict)
-    approve: Literal["ask", "auto", "deny"] = "ask"
+    approve: Approve = "ask"
     """How its tasks' tool calls that need permission are decided (``ask``: escalated)."""
 
     def crew(self) -> CrewDefinition:

@@ -14,6 +14,7 @@ from typing import Any
 from ..client import RunRequest
 from ..client import attachment_sources as attachments
 from ..providers.base import THINKING_LEVELS
+from ..runtime.requests import APPROVE_MODES
 from .context import KernelContext, default_approve, notebook_file
 from .handle import RunHandle
 from .host import Host, HostError
@@ -82,7 +83,7 @@ def ask(
     """
     urls, files = attachments(attach)
     approve = approve or default_approve()
-    if approve not in ("ask", "auto", "deny"):
+    if approve not in APPROVE_MODES:
         raise ValueError("approve must be 'ask', 'auto' or 'deny'")
     if thinking is not None and thinking not in THINKING_LEVELS:
         raise ValueError(f"thinking must be one of {', '.join(THINKING_LEVELS)}")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..client import RunRequest
+from ..runtime.requests import APPROVE_MODES, Approve
 from .discovery import find_server, kernel_id
 from .handle import RunHandle
 from .host import Host
@@ -43,10 +44,10 @@ def notebook_file(user_ns: dict[str, Any], environ: dict[str, str] | None = None
     return path if path is not None and path.endswith(".ipynb") else None
 
 
-def default_approve(environ: dict[str, str] | None = None) -> str:
+def default_approve(environ: dict[str, str] | None = None) -> Approve:
     """``ask`` unless ``NETA_APPROVE`` says ``auto`` or ``deny`` (headless notebook runs)."""
     value = (environ if environ is not None else os.environ).get("NETA_APPROVE", "ask")
-    return value if value in ("ask", "auto", "deny") else "ask"
+    return value if value in APPROVE_MODES else "ask"
 
 
 def notebook_session(user_ns: dict[str, Any], environ: dict[str, str] | None = None) -> str:

@@ -23,6 +23,7 @@ from ..crews.log import ESCALATION, LOG, RUN_STATUS, TASK_STATUS
 from ..crews.manager import Crews
 from ..events.crews import CrewTaskData
 from ..runtime import RunApiError
+from ..runtime.requests import APPROVE_MODES
 from ..widgets.board import (
     BoardMessage,
     ControlMessage,
@@ -410,7 +411,7 @@ def crew_magic(host: Host, words: list[str], approve: str) -> CrewHandle:
         name, _, text = value.partition("=")
         if flag == "--input" and name:
             inputs[name] = text
-        elif flag == "--approve" and value in ("ask", "auto", "deny"):
+        elif flag == "--approve" and value in APPROVE_MODES:
             approve = value
         else:
             raise HostError(f"unknown or incomplete option {flag!r} (see %neta help)")

@@ -15,6 +15,7 @@ from IPython.core.error import UsageError
 
 from ..client.mistakes import MAX_STEPS_NOT_A_NUMBER, MAX_STEPS_TOO_LOW, unknown_option
 from ..providers.base import THINKING_LEVELS
+from ..runtime.requests import APPROVE_MODES
 
 VALUED_OPTIONS = ("model", "session", "max-steps", "approve", "tools", "thinking", "attach")
 FLAG_OPTIONS = ("new",)
@@ -99,7 +100,7 @@ def unquote(value: str) -> str:
 
 
 def _validated(options: dict[str, Any]) -> dict[str, Any]:
-    if "approve" in options and options["approve"] not in ("ask", "auto", "deny"):
+    if "approve" in options and options["approve"] not in APPROVE_MODES:
         raise UsageError("--approve must be ask, auto or deny")
     if "max-steps" in options:
         try:

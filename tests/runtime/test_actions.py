@@ -17,8 +17,10 @@ import websockets
 from neta_jupyter.client import InProcessTransport, Refused
 from neta_jupyter.client._transport import Call
 from neta_jupyter.client.typescript import api_schema, typescript_client
+from neta_jupyter.crews.requests import CrewRunRequest
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.runtime.actions import ACTIONS, action_named
+from neta_jupyter.runtime.requests import APPROVE_MODES
 from neta_jupyter.server import handlers, openapi, routes
 from neta_jupyter.widgets import comm
 from tests.helpers import ApiClient
@@ -149,3 +151,16 @@ async def test_a_session_moves_its_leaf_and_sets_its_thinking_level_over_every_s
     }
     session = await runtime.store.records.get_session(session_id)
     assert session is not None and session.thinking_level is None
+
+
+def test_the_approve_modes_are_spelled_once() -> None:
+    package = Path(__file__).parents[2] / "neta_jupyter"
+    spelled = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if '"ask", "auto", "deny"' in path.read_text()
+    ]
+    assert spelled == ["runtime/data/state.py"]
+    assert APPROVE_MODES == ("ask", "auto", "deny")
+    for model in (action_named("start").request, CrewRunRequest):
+        assert model.model_json_schema()["properties"]["approve"]["enum"] == list(APPROVE_MODES)
