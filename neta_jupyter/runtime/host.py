@@ -2,7 +2,7 @@
 
 Waiting, takeover, hand-off, background work and sub-agents type against :class:`RunHost`, not
 against :class:`~neta_jupyter.runtime.manager.Runtime`, so none of them imports the runtime and
-each can be exercised with the small host of :mod:`.fakehost`. The runtime satisfies the protocol
+each can be exercised with the small host of :mod:`.fake_host`. The runtime satisfies the protocol
 by its shape; nothing registers it.
 """
 
