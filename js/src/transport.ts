@@ -10,7 +10,7 @@
  * actions for any run, since each action names its run.
  */
 import type { RunAction } from "./actions";
-import { ACTIONS } from "./api";
+import { RunApi, type ActionBodies } from "./api";
 import { onAbort } from "./lifetime";
 import { actionMessage, isAbout, readKernelMessage, replayMessage, unsubscribeMessage } from "./comm";
 import type { ImagePolicy } from "./sanitize";
@@ -126,25 +126,32 @@ export function cookie(name: string, cookies: string = document.cookie): string 
   return undefined;
 }
 
+/** The action, sent to its route with the generated client (api.ts) over `fetchImpl`. */
 export async function postAction(fetchImpl: Fetch, config: PageConfig, action: RunAction, cookies?: string): Promise<void> {
+  const api = new RunApi((route, body) => postJson(fetchImpl, config, route, body, cookies));
+  // actions.ts checks at compile time that each view action's body is its action's body.
+  await api.send(action.action, actionBody(action) as unknown as ActionBodies[RunAction["action"]]);
+}
+
+async function postJson(fetchImpl: Fetch, config: PageConfig, route: string, body: unknown, cookies?: string): Promise<unknown> {
   const headers: Record<string, string> = { "Content-Type": "application/json" };
   const xsrf = cookie("_xsrf", cookies);
   if (xsrf) headers["X-XSRFToken"] = xsrf;
   if (config.token) headers["Authorization"] = `token ${config.token}`;
   let response: Response;
   try {
-    response = await fetchImpl(`${config.baseUrl}${API}${ACTIONS[action.action].route}`, {
+    response = await fetchImpl(`${config.baseUrl}${API}${route}`, {
       method: "POST",
       credentials: "same-origin",
       headers,
-      body: JSON.stringify(actionBody(action)),
+      body: JSON.stringify(body),
     });
   } catch {
     throw new Error("Could not reach the Jupyter server");
   }
-  const body: unknown = await response.json().catch(() => null);
-  if (response.ok && !(isRecord(body) && body["success"] === false)) return;
-  const message = isRecord(body) ? str(body["message"]) : undefined;
+  const answer: unknown = await response.json().catch(() => null);
+  if (response.ok && !(isRecord(answer) && answer["success"] === false)) return answer;
+  const message = isRecord(answer) ? str(answer["message"]) : undefined;
   throw new Error(message || `The server refused the request (HTTP ${response.status})`);
 }
 
