@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from .kernel import RunHandle
     from .kernel.crew import CrewHandle
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:

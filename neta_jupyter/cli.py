@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from .cli_render import JsonRenderer, TerminalRenderer, color_enabled
 from .client.mistakes import MAX_STEPS_TOO_LOW, unknown_option
 from .terminal import doctor

@@ -10,7 +10,6 @@ them), as every client of the stream must.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import TextIO
 
 from .events import (
@@ -34,7 +33,7 @@ from .events import (
     ToolSideData,
     decode_event,
 )
-from .terminal.dispatch import BodyRenderer
+from .terminal.dispatch import AttachmentLocator, BodyRenderer
 from .terminal.text import (
     CUT_OFF_NOTE,
     PREVIEW_WIDTH,
@@ -56,9 +55,6 @@ from .terminal.words import (
     status_words,
     was_stopped,
 )
-
-AttachmentLocator = Callable[[str], str]
-"""Turns an attachment's virtual path into something the user can open (a file path or URL)."""
 
 _PREVIEW_LINES = 5
 _PREVIEW_WIDTH = PREVIEW_WIDTH

@@ -50,19 +50,7 @@ async def resume(crew: CrewRun) -> None:
 
 async def stop(crew: CrewRun) -> None:
     """Every task that has not ended ends with USER_CANCELLED; so does the crew."""
-    if crew.state.ended:
-        return
-    await crew.stop_children()
-    for task in crew.state.tasks.values():
-        if task.status not in ("completed", "skipped", "failed"):
-            task.status, task.error_code = "failed", "USER_CANCELLED"
-            task.error_message = "the crew was stopped"
-            crew.log.task(task)
-    for escalation in crew.state.open_escalations():
-        escalation.state, escalation.decision = "resolved", "stop"
-        crew.log.escalation(escalation)
-    crew.log.line("stopped")
-    crew.log.run_status("stopped", "stopped by a person")
+    await crew.stop()
 
 
 async def retry(crew: CrewRun, task_id: str | None) -> None:

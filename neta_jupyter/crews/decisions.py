@@ -46,9 +46,7 @@ async def decide(
     crew.log.escalation(escalation)
     crew.log.line(f"decided: {decision}", task.task_id)
     if decision == "stop":
-        from .controls import stop
-
-        await stop(crew)
+        await crew.stop()
         return
     if decision == "skip":
         await _skip(crew, task, output or "")

@@ -266,3 +266,19 @@ class CrewRun:
                 continue
             with contextlib.suppress(RunApiError):
                 await self.rt.terminate(self.state.principal, task.child_request_id)
+
+    async def stop(self) -> None:
+        """Every task that has not ended ends with USER_CANCELLED; so does the crew."""
+        if self.state.ended:
+            return
+        await self.stop_children()
+        for task in self.state.tasks.values():
+            if task.status not in ("completed", "skipped", "failed"):
+                task.status, task.error_code = "failed", "USER_CANCELLED"
+                task.error_message = "the crew was stopped"
+                self.log.task(task)
+        for escalation in self.state.open_escalations():
+            escalation.state, escalation.decision = "resolved", "stop"
+            self.log.escalation(escalation)
+        self.log.line("stopped")
+        self.log.run_status("stopped", "stopped by a person")

@@ -15,25 +15,9 @@ from ..client import RunRequest
 from ..client import attachment_sources as attachments
 from ..providers.base import THINKING_LEVELS
 from ..runtime.requests import APPROVE_MODES
-from .context import KernelContext, default_approve, notebook_file
+from .context import KernelContext, current_context, default_approve, notebook_file
 from .handle import RunHandle
 from .host import Host, HostError
-
-_context: KernelContext | None = None
-
-
-def current_context(shell: Any = None) -> KernelContext:
-    """The kernel's context (created on first use)."""
-    global _context
-    if _context is None:
-        if shell is None:
-            from IPython.core.getipython import get_ipython
-
-            shell = get_ipython()  # type: ignore[no-untyped-call]
-        if shell is None:
-            raise RuntimeError("neta_jupyter needs IPython: use it in a notebook or in ipython")
-        _context = KernelContext(shell)
-    return _context
 
 
 def last_run() -> RunHandle | None:

@@ -170,3 +170,20 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+_context: KernelContext | None = None
+
+
+def current_context(shell: Any = None) -> KernelContext:
+    """The kernel's context (created on first use)."""
+    global _context
+    if _context is None:
+        if shell is None:
+            from IPython.core.getipython import get_ipython
+
+            shell = get_ipython()  # type: ignore[no-untyped-call]
+        if shell is None:
+            raise RuntimeError("neta_jupyter needs IPython: use it in a notebook or in ipython")
+        _context = KernelContext(shell)
+    return _context

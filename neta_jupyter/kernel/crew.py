@@ -39,6 +39,7 @@ from ..widgets.comm import (
     SuspendAction,
     TerminateAction,
 )
+from .context import current_context
 from .host import PRINCIPAL, Host, HostError
 
 _LOG_LINES = 12
@@ -194,8 +195,6 @@ class CrewHandle:
 
     def run(self, task: str, *, display: bool = True) -> Any:
         """The task's current run, live in the run widget (a :class:`RunHandle`)."""
-        from . import current_context
-
         child = (self.tasks.get(task) or {}).get("childRequestId")
         if not child:
             raise HostError(f"task {task!r} has no run yet")

@@ -3,17 +3,68 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sized
+from typing import Any, Protocol
 
 from ..tools.registry import ProcessSink, ProcessSource, ProcessStatus, ProcessTarget
 
-if TYPE_CHECKING:
-    from .servers import McpServer
+
+class Starting(Protocol):
+    """What the timeline reads of a server being started (an :class:`.servers.McpServer`)."""
+
+    @property
+    def name(self) -> str:
+        """Its configured name."""
+        ...
+
+    @property
+    def attempts(self) -> int:
+        """Starts begun so far."""
+        ...
+
+    @property
+    def restarting(self) -> bool:
+        """The start follows an exit."""
+        ...
+
+    @property
+    def pause(self) -> float:
+        """Seconds the start waits first."""
+        ...
+
+    @property
+    def over_http(self) -> bool:
+        """A streamable-HTTP server (neta does not start its process)."""
+        ...
+
+    @property
+    def lost(self) -> str:
+        """How it is said to have ended."""
+        ...
+
+    @property
+    def start_timeout(self) -> float:
+        """Seconds a start may take."""
+        ...
+
+    @property
+    def state(self) -> str:
+        """Where it is (ready once started)."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """Why it failed."""
+        ...
+
+    @property
+    def tools(self) -> Sized:
+        """Its tools, once ready."""
+        ...
 
 
 async def watch_start(
-    server: McpServer,
+    server: Starting,
     starting: asyncio.Task[None],
     progress: ProcessSink,
     *,

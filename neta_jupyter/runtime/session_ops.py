@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..store import SessionRecord, new_id
-from ..store.records import RecordStore
+from ..store.record_store import RecordStore
 from .data.runs import Run
 from .data.state import RunState, check_thinking_level
 from .data.steps import Compact

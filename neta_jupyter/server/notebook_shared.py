@@ -10,7 +10,7 @@ from typing import Any
 
 from pycrdt import Array, Map, Text
 
-from .notebooks import source_text
+from ..tools.notebook_doc import source_text
 
 
 def _youtputs(outputs: list[dict[str, Any]]) -> list[Map[Any]]:

@@ -23,7 +23,7 @@ from jupyter_core.utils import ensure_async
 from ..extras import COLLABORATION
 from ..runtime.data.runs import Run
 from ..store import RecordStore
-from ..tools.notebook_doc import CellList, NotebookEdit, NotebookError, Via
+from ..tools.notebook_doc import CellList, NotebookEdit, NotebookError, Via, source_text
 from ..tools.registry import RunNotebook
 
 YDOC_EXTENSION = "jupyter_server_ydoc"
@@ -33,11 +33,6 @@ WITHOUT_ROOMS = (
     f"({COLLABORATION.install}); a view that has the notebook open shows the change once it "
     "reloads the file"
 )
-
-
-def source_text(value: Any) -> str:
-    """A cell's source (or a stream's text) as one string, as nbformat may split it in lines."""
-    return "".join(value) if isinstance(value, list) else str(value or "")
 
 
 class FileCells:

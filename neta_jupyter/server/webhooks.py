@@ -29,7 +29,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .. import __version__
+from .._version import __version__
 from ..events import TERMINAL_EVENT_TYPES
 from ..runtime.context.fetch import AddressPolicy, guarded_transport, refused_by_policy
 from ..store import Store

@@ -15,10 +15,10 @@ from .fanout import Push
 from .health import LeaseLost, MissingPackage, StorageDamaged, StorageError, StorageUnavailable
 from .leases import Leases, LocalLeases
 from .memory import MemoryBackend, MemoryData
+from .record_store import RecordStore
 from .records import (
     AttachmentRecord,
     Entry,
-    RecordStore,
     RunRecord,
     RunStatus,
     SessionRecord,

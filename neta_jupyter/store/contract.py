@@ -3,7 +3,7 @@
 Backends know nothing of what runs mean, of followers or of secrets: they keep batches of encoded
 events per stream, say when each became durable, and keep records. Numbering, encoding and
 redaction live above them in :class:`~neta_jupyter.store.eventlog.EventLog` and
-:class:`~neta_jupyter.store.records.RecordStore`, fan-out to live followers in
+:class:`~neta_jupyter.store.record_store.RecordStore`, fan-out to live followers in
 :class:`~neta_jupyter.store.fanout.Fanout`. ``tests/store/contract.py`` is this contract as tests,
 and every backend passes it.
 

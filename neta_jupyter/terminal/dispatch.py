@@ -8,6 +8,7 @@ only one of them shows goes to its :meth:`BodyRenderer._aside`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 from ..events import (
     AgentEvent,
@@ -21,6 +22,9 @@ from ..events import (
     ToolData,
     ToolSideData,
 )
+
+AttachmentLocator = Callable[[str], str]
+"""Turns an attachment's virtual path into something the user can open (a file path or URL)."""
 
 
 class BodyRenderer(ABC):

@@ -21,7 +21,6 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from ..cli_render import AttachmentLocator
 from ..events import (
     AgentEvent,
     AgentStatusData,
@@ -45,7 +44,7 @@ from ..events import (
     ToolSideData,
     decode_event,
 )
-from .dispatch import BodyRenderer
+from .dispatch import AttachmentLocator, BodyRenderer
 from .text import (
     CUT_OFF_NOTE,
     ToolLabel,

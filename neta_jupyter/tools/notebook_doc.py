@@ -51,6 +51,11 @@ class CellChanged(NotebookError):
         )
 
 
+def source_text(value: Any) -> str:
+    """A cell's source (or a stream's text) as one string, as nbformat may split it in lines."""
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
 def source_hash(source: str) -> str:
     """The short hash of a cell's source the agent passes back with an edit."""
     return hashlib.sha256(source.encode()).hexdigest()[:10]

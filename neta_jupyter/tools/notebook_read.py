@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .kernel_tools import strip_ansi
-from .notebook_doc import CellList, NotebookError, find, source_hash
+from .notebook_doc import CellList, NotebookError, find, source_hash, source_text
 
 MAX_CELL_OUTPUT = 2_000
 """Characters of one cell's outputs the model reads; the rest is counted."""
@@ -14,17 +14,13 @@ MAX_READ_CHARS = 30_000
 _IMAGES = ("image/png", "image/jpeg", "image/gif", "image/svg+xml")
 
 
-def _text(value: Any) -> str:
-    return "".join(value) if isinstance(value, list) else str(value or "")
-
-
 def output_lines(cell_id: str, outputs: list[dict[str, Any]]) -> str:
     """A cell's outputs as text: streams and results, images referenced, errors' last lines."""
     parts: list[str] = []
     for number, output in enumerate(outputs, start=1):
         match output.get("output_type"):
             case "stream":
-                parts.append(strip_ansi(_text(output.get("text"))))
+                parts.append(strip_ansi(source_text(output.get("text"))))
             case "error":
                 trace = [strip_ansi(line) for line in output.get("traceback") or []]
                 parts.append("\n".join(trace[-6:]) + "\n" if trace else "")
@@ -35,7 +31,7 @@ def output_lines(cell_id: str, outputs: list[dict[str, Any]]) -> str:
                 if image is not None:
                     parts.append(f"[image: {image}, output {number} of cell {cell_id}]\n")
                 elif "text/plain" in data:
-                    parts.append(strip_ansi(_text(data["text/plain"])).rstrip("\n") + "\n")
+                    parts.append(strip_ansi(source_text(data["text/plain"])).rstrip("\n") + "\n")
                 else:
                     parts.append(f"[display: {', '.join(sorted(data))}]\n")
     text = "".join(parts)
@@ -47,7 +43,7 @@ def output_lines(cell_id: str, outputs: list[dict[str, Any]]) -> str:
 def cell_text(cell: dict[str, Any], number: int, total: int) -> str:
     """One cell as the model reads it."""
     cell_id = str(cell.get("id", ""))
-    source = _text(cell.get("source"))
+    source = source_text(cell.get("source"))
     kind = str(cell.get("cell_type", "code"))
     head = f"--- cell {number} of {total} · id {cell_id} · {kind} · hash {source_hash(source)}"
     if kind == "code":

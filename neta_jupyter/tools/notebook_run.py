@@ -17,8 +17,8 @@ from pydantic import Field
 
 from .executions import ExecutionProgress, in_background
 from .kernel_tools import NOTHING_PRINTED, _kernel_of, _wait_for_kernel
-from .notebook_doc import NotebookError, NotebookHost, find, shown
-from .notebook_tools import CellId, notebook_of
+from .notebook_call import CellId, notebook_of
+from .notebook_doc import NotebookError, NotebookHost, find, shown, source_text
 from .registry import KernelBridge, ToolContext, tool
 from .values import ToolError, ToolFile, ToolResult
 
@@ -42,10 +42,6 @@ class CellKernel(Protocol):
         ...
 
 
-def _text(value: Any) -> str:
-    return "".join(value) if isinstance(value, list) else str(value or "")
-
-
 class CellOutputs:
     """A cell's outputs built from the kernel's messages and written into it, throttled."""
 
@@ -66,7 +62,7 @@ class CellOutputs:
             case "stream", {"name": str(name), "text": text}:
                 last = self.outputs[-1] if self.outputs else None
                 if last and last.get("output_type") == "stream" and last.get("name") == name:
-                    last["text"] = _text(last["text"]) + _text(text)
+                    last["text"] = source_text(last["text"]) + source_text(text)
                 else:
                     self.outputs.append({"output_type": "stream", "name": name, "text": text})
             case ("display_data" | "execute_result") as kind, {"data": dict(data)}:
@@ -124,7 +120,7 @@ async def _cell_source(host: NotebookHost, cell_id: str) -> str:
         raise ToolError(str(exc)) from exc
     if cell.get("cell_type") != "code":
         raise ToolError(f"cell {cell_id} is a {cell.get('cell_type')} cell; only code cells run")
-    return _text(cell.get("source"))
+    return source_text(cell.get("source"))
 
 
 async def _approved_source(ctx: ToolContext, host: NotebookHost, cell_id: str) -> str:

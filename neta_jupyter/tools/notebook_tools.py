@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ..events import EventType, ToolSideData
+from .notebook_call import CellId, notebook_of
 from .notebook_doc import (
     CellType,
     NotebookEdit,
@@ -27,26 +28,18 @@ from .notebook_doc import (
 )
 from .notebook_ops import EditOrigin, NotebookEditor
 from .notebook_read import read_cells
-from .registry import RunNotebook, Tool, ToolContext, tool
+from .registry import Tool, ToolContext, tool
 from .values import ToolError
 
 EDIT_CATEGORY = "notebook_edit"
 """The ``TOOL_EVENT`` category of an applied edit."""
 Position = Literal["top", "end"]
 
-CellId = Annotated[str, Field(description="the cell's id, as read_notebook shows it")]
 Hash = Annotated[str, Field(description="the cell's hash, as read_notebook last showed it")]
 After = Annotated[
     str | None, Field(description="put it after the cell with this id (instead of position)")
 ]
 Where = Annotated[Position, Field(description="top or end, when after_cell_id is not given")]
-
-
-def notebook_of(ctx: ToolContext) -> RunNotebook:
-    """The run's notebook, or a clear failure."""
-    if ctx.notebook is None:
-        raise ToolError("this run has no notebook: notebook tools work in a notebook on a server")
-    return ctx.notebook
 
 
 def editor(ctx: ToolContext) -> NotebookEditor:
