@@ -28,6 +28,7 @@ from .compression import POLICIES
 from .datadir import DataDirInUse, lock_data_dir, network_filesystem
 from .kernels import ServerKernels, kernels_for
 from .notebooks import YDOC_EXTENSION, ServerNotebooks, ydoc_extension
+from .openapi import document
 from .principals import KernelOwners
 from .redaction import install_redaction
 from .routes import routes
@@ -190,6 +191,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             neta_heartbeat_interval=self.heartbeat_interval,
             neta_max_body_bytes=self.max_body_bytes,
             neta_stream_compression=self.stream_compression,
+            neta_openapi=document,
         )
 
     def _open(self, data_dir: Path) -> None:
