@@ -11,11 +11,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ..events import EventType, SessionData
 from ..runtime import RunApiError
+from ..runtime.birth import FirstEntry, begin_run
 from ..runtime.data.runs import Run
 from ..runtime.data.state import CREW_CALL_PREFIX, Delegated, RunOptions, RunState, new_options
-from ..runtime.log.tree import SessionTree
 from ..runtime.trees.subagent_view import ChildView
 from ..store import new_id
 from .definition import CrewTask, fill
@@ -77,7 +76,7 @@ def options_of(crew: CrewState, task: CrewTask) -> RunOptions:
         entry_id="",
         depth=1,
     )
-    return RunOptions.model_validate({**base.model_dump(), "delegated": delegated})
+    return base.model_copy(update={"kind": "crew_task", "delegated": delegated})
 
 
 async def new_child(rt: Runtime, crew: CrewState, task: CrewTask, note: str | None) -> Run:
@@ -95,36 +94,9 @@ async def new_child(rt: Runtime, crew: CrewState, task: CrewTask, note: str | No
         state=RunState(assistant_message_id=new_id("e")),
         parent_request_id=crew.request_id,
     )
-    await rt.runs.create(child)
-    await _first_entries(rt, child)
+    await begin_run(rt, child, FirstEntry(None, moves_leaf=False))
     await rt.continue_run(child)
     return child
-
-
-async def _first_entries(rt: Runtime, child: Run) -> None:
-    """SESSION_CREATED, and the prompt as the root of the child's own branch of the session."""
-    emitter = await rt.emitter(child)
-    user_id = new_id("e")
-    emitter.emit(
-        EventType.SESSION_CREATED,
-        SessionData(
-            session_id=child.session_id,
-            user_message_id=user_id,
-            assistant_message_id=child.state.assistant_message_id,
-        ),
-    )
-    tree = SessionTree(rt.store.records, emitter.log, moves_leaf=False)
-    await tree.add(
-        child.session_id,
-        "user",
-        {"role": "user", "content": child.prompt},
-        request_id=child.request_id,
-        parent_id=None,
-        entry_id=user_id,
-        run=emitter,
-    )
-    child.state.leaf = user_id
-    await rt.runs.save(child)
 
 
 async def go_on(rt: Runtime, principal: str, request_id: str) -> str | None:

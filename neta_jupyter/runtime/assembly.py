@@ -57,7 +57,7 @@ def assemble_loop(runtime: LoopHost, run: Run, emitter: RunEmitter) -> RunLoop:
             kernel_attached=kernel is not None,
             may_start_runs=runtime.subagents.may_delegate(run),
             notebook_attached=notebook is not None,
-            crew_task=run.options.delegated is not None and run.options.delegated.crew_task,
+            crew_task=run.options.kind == "crew_task",
         ),
         kernel=kernel,
         notebook=notebook,

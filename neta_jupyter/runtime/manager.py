@@ -13,15 +13,16 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..events import ErrorCode, EventType, SessionData
+from ..events import ErrorCode
 from ..providers import ModelRegistry, UnknownModel
-from ..store import EventRow, Push, SessionRecord, StorageError, Store, StoredEvent, new_id
+from ..store import EventRow, Push, SessionRecord, Store, StoredEvent, new_id
 from ..tools import ToolRegistry
 from . import session_ops
-from .activation.endings import fail_run, recover_crashed
+from .activation.endings import recover_crashed
 from .activation.loop import RunLoop
 from .activation.resumes import decide_ask
 from .assembly import assemble_loop, prepare_tools
+from .birth import FirstEntry, begin_run
 from .config import RuntimeConfig
 from .context.attachments import ENTRY_KEY, announce, requested
 from .data.runs import Run, Runs, events_expired
@@ -255,51 +256,13 @@ class Runtime:
                 options=options,
                 state=RunState(assistant_message_id=new_id("e"), next=first_step(imports)),
             )
-            await self.runs.create(run)
-        await self.takeover.take(run.request_id, "RUN_NOT_ACTIVE", "the new run is held elsewhere")
-        emitter = await self._emitter(run)
-        try:
-            await self._begin(run, session.leaf_entry_id, emitter, attached)
-        except StorageError as exc:
-            # Stored as running with no task: make it end, now or once the store can be written.
-            await fail_run(
-                self.runs,
-                run,
-                emitter,
-                ErrorCode.INTERNAL_ERROR,
-                f"the run could not be saved: {exc.reason}",
-                recoverable=False,
+            first = FirstEntry(
+                session.leaf_entry_id, extra={ENTRY_KEY: attached} if attached else {}
             )
-            raise
+            emitter = await begin_run(self, run, first, hold=True)
+        announce(emitter, attached, run.session_id)
         self._active.launch(run, run.state.next)
         return run
-
-    async def _begin(
-        self, run: Run, leaf: str | None, emitter: RunEmitter, attached: list[dict[str, Any]]
-    ) -> None:
-        """The first entries and events of a new run (``attached``: its uploads)."""
-        session_id, content = run.session_id, run.prompt
-        user_id = new_id("e")
-        emitter.emit(  # the run's first event, before the tree's
-            EventType.SESSION_CREATED,
-            SessionData(
-                session_id=session_id,
-                user_message_id=user_id,
-                assistant_message_id=run.state.assistant_message_id,
-            ),
-        )
-        await self.tree.add(
-            session_id,
-            "user",
-            {"role": "user", "content": content, **({ENTRY_KEY: attached} if attached else {})},
-            request_id=run.request_id,
-            parent_id=leaf,
-            entry_id=user_id,
-            run=emitter,
-        )
-        announce(emitter, attached, session_id)
-        run.state.leaf = user_id
-        await self.runs.save(run)
 
     async def resume(
         self,
@@ -432,12 +395,7 @@ class Runtime:
         session = await own_session(self.store.records, principal, session_id, None)
         session = await self._supersede_suspended(session)
         run = compact_run(principal, session, model or self.config.default_model, instructions)
-        await self.runs.create(run)
-        await self.takeover.take(run.request_id, "RUN_NOT_ACTIVE", "the new run is held elsewhere")
-        (await self._emitter(run)).emit(
-            EventType.SESSION_CREATED, SessionData(session_id=session.session_id)
-        )
-        await self.runs.save(run)
+        await begin_run(self, run, None, hold=True)
         self._active.launch(run, run.state.next)
         return run
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from ...events import Usage
@@ -36,6 +36,10 @@ APPROVE_MODES: tuple[Approve, ...] = get_args(Approve)
 CREW_CALL_PREFIX = "crew:"
 """How a crew's task names itself where a sub-agent names its parent's call."""
 
+RunKind = Literal["top", "subagent", "crew_task"]
+"""Where a run sits: started by a request (``top``, compaction included), a child of a
+``delegate`` call (``subagent``), or an attempt at a task of a crew (``crew_task``)."""
+
 
 class Delegated(BaseModel):
     """What a sub-agent was asked, by which call of which batch (its parent is on its record)."""
@@ -56,11 +60,6 @@ class Delegated(BaseModel):
     """Its ``subagent`` entry in the session tree, above its own entries."""
     depth: int = 1
     """How deep in its tree it is (1: the child of a run a user started)."""
-
-    @property
-    def crew_task(self) -> bool:
-        """It is an attempt at a task of a crew (its parent is the crew run)."""
-        return self.parent_tool_call_id.startswith(CREW_CALL_PREFIX)
 
 
 class RunOptions(BaseModel):
@@ -86,6 +85,8 @@ class RunOptions(BaseModel):
     """How hard the model thinks in this run (``None``: the session's level)."""
     kernel_variables: list[str] | None = None
     """The kernel's variables when the prompt was written, one summary line each."""
+    kind: RunKind = "top"
+    """Where the run sits among runs."""
     delegated: Delegated | None = None
     """A sub-agent's task and place in its batch (``None``: a user started the run)."""
     suspend_timeout: float | None = None
@@ -96,6 +97,22 @@ class RunOptions(BaseModel):
     def to_document(self) -> dict[str, Any]:
         """As stored (camelCase, as the run was requested)."""
         return self.model_dump(mode="json", by_alias=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_of_older_runs(cls, data: Any) -> Any:
+        # Runs stored before the kind was kept (the first shape's ``kind`` was "compact", of
+        # another meaning): a child's kind is told by its call's id.
+        if not isinstance(data, dict) or data.get("kind") in get_args(RunKind):
+            return data
+        delegated = data.get("delegated")
+        if not delegated:
+            return {**data, "kind": "top"}
+        call = getattr(delegated, "parent_tool_call_id", None) or (
+            isinstance(delegated, dict) and delegated.get("parentToolCallId", "")
+        )
+        crew = isinstance(call, str) and call.startswith(CREW_CALL_PREFIX)
+        return {**data, "kind": "crew_task" if crew else "subagent"}
 
 
 class Ask(BaseModel):

@@ -18,13 +18,14 @@ import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING
 
-from ...events import ErrorCode, EventType, SessionData, SuspendReason, SuspendType
+from ...events import ErrorCode, SuspendReason, SuspendType
 from ...events.models import SubagentStatus
 from ...providers import UnknownModel
 from ...store import new_id
 from ...tools.delegate import Delegator
 from ...tools.values import SubTask, ToolError, ToolResult
 from ..activation.endings import end_run, fail_run
+from ..birth import FirstEntry, begin_run
 from ..data.runs import Run
 from ..data.state import Delegated, RunOptions, RunState
 from ..data.steps import RunTools, Suspend
@@ -76,7 +77,7 @@ class Subagents:
             return base
         role = run.options.delegated.role_prompt
         # A crew's task says what a crew's agent is in its role (it answers the crew, not an agent).
-        intro = [] if run.options.delegated.crew_task else [SUBAGENT_PROMPT]
+        intro = [] if run.options.kind == "crew_task" else [SUBAGENT_PROMPT]
         return "\n\n".join([base, *intro, *([f"## Your role\n{role}"] if role else [])])
 
     # --- delegating
@@ -155,7 +156,7 @@ class Subagents:
     ) -> Run:
         """A child run with its first events and entries, not started yet."""
         records = self.runtime.store.records
-        entry_id, user_id = new_id("e"), new_id("e")
+        entry_id = new_id("e")
         inherited = parent.options
         child = Run(
             request_id=new_id("r"),
@@ -174,6 +175,7 @@ class Subagents:
                 thinking_level=inherited.thinking_level,
                 kernel_variables=inherited.kernel_variables,
                 suspend_timeout=inherited.suspend_timeout,
+                kind="subagent",
                 delegated=Delegated(
                     parent_tool_call_id=call_id,
                     batch_id=batch_id,
@@ -187,47 +189,31 @@ class Subagents:
             state=RunState(assistant_message_id=new_id("e")),
             parent_request_id=parent.request_id,
         )
-        await self.runtime.runs.create(child)
-        child_emitter = await self.runtime.emitter(child)
-        child_emitter.emit(
-            EventType.SESSION_CREATED,
-            SessionData(
-                session_id=child.session_id,
-                user_message_id=user_id,
-                assistant_message_id=child.state.assistant_message_id,
-            ),
-        )
         branch = SessionTree(records, emitter.log, moves_leaf=False)
-        await branch.add(
-            parent.session_id,
-            "subagent",
-            {
-                "role": "subagent",
-                "content": task.task,
-                "childRequestId": child.request_id,
-                "agentId": name,
-                "task": task.task,
-                "agentRole": task.role,
-                "batchId": batch_id,
-                "toolCallId": call_id,
-                "status": "queued",
-            },
-            request_id=parent.request_id,
-            parent_id=parent.state.last_assistant,
-            entry_id=entry_id,
-            run=emitter,
-        )
-        await branch.add(
-            parent.session_id,
-            "user",
-            {"role": "user", "content": task.task},
-            request_id=child.request_id,
-            parent_id=entry_id,
-            entry_id=user_id,
-            run=child_emitter,
-        )
-        child.state.leaf = user_id
-        await self.runtime.runs.save(child)
+
+        async def subagent_entry() -> None:
+            await branch.add(
+                parent.session_id,
+                "subagent",
+                {
+                    "role": "subagent",
+                    "content": task.task,
+                    "childRequestId": child.request_id,
+                    "agentId": name,
+                    "task": task.task,
+                    "agentRole": task.role,
+                    "batchId": batch_id,
+                    "toolCallId": call_id,
+                    "status": "queued",
+                },
+                request_id=parent.request_id,
+                parent_id=parent.state.last_assistant,
+                entry_id=entry_id,
+                run=emitter,
+            )
+
+        first = FirstEntry(entry_id, moves_leaf=False)
+        await begin_run(self.runtime, child, first, before_entry=subagent_entry)
         return child
 
     async def view(self, run: Run) -> ChildView:
