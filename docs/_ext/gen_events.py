@@ -100,6 +100,17 @@ def event_types_section(terminal_types: frozenset[str]) -> list[str]:
     return [*lines, ""]
 
 
+def vocabularies(defs: dict[str, Any]) -> list[str]:
+    """The schema's closed sets of strings other than the event types, each with its values."""
+    return [
+        f"({anchor(PREFIX, n)})=\n### {n}\n\n{description(d)}\n\n"
+        + "\n".join(f"- `{v}`" for v in d["enum"])
+        + "\n"
+        for n, d in sorted(defs.items())
+        if "enum" in d and d.get("type") == "string" and n != "EventType"
+    ]
+
+
 def events_reference() -> str:
     """The whole page, in MyST markdown."""
     from neta_jupyter.events import crews, models
@@ -137,11 +148,4 @@ def events_reference() -> str:
     codes = ["## Codes", ""] + [
         code_list(e) for e in (ErrorCode, FinishReason, SuspendType, StatusCode)
     ]
-    enum_defs = [
-        f"({anchor(PREFIX, n)})=\n### {n}\n\n{description(d)}\n\n"
-        + "\n".join(f"- `{v}`" for v in d["enum"])
-        + "\n"
-        for n, d in sorted(defs.items())
-        if "enum" in d and d.get("type") == "string" and n != "EventType"
-    ]
-    return "\n".join([head, envelope, *types, *bodies, *codes, *enum_defs])
+    return "\n".join([head, envelope, *types, *bodies, *codes, *vocabularies(defs)])

@@ -9,7 +9,6 @@ handle steers it: ``await crew.decide("task", "retry")``, ``pause()``, ``resume(
 from __future__ import annotations
 
 import asyncio
-import html
 import shlex
 import weakref
 from collections import deque
@@ -40,18 +39,11 @@ from ..widgets.comm import (
     TerminateAction,
 )
 from .context import current_context
+from .crew_html import board_html
 from .host import PRINCIPAL, Host, HostError
 
 _LOG_LINES = 12
 _embedded_crews: weakref.WeakKeyDictionary[Host, Crews] = weakref.WeakKeyDictionary()
-_COLOURS = {
-    "completed": "#1a7f37",
-    "failed": "#cf222e",
-    "running": "#0969da",
-    "retrying": "#bf8700",
-    "waiting_approval": "#8250df",
-    "skipped": "#57606a",
-}
 
 
 def crew_side(host: Host) -> CrewSide:
@@ -324,27 +316,14 @@ class CrewHandle:
 
     def board(self) -> str:
         """The crew as an HTML board."""
-        e = html.escape
-        head = f"<b>crew {e(self.definition.name)}</b> · {e(self.status)}"
-        if self.message:
-            head += f" · {e(self.message)}"
-        if self.error:
-            head += f" · <span style='color:#cf222e'>{e(self.error)}</span>"
-        rows = "".join(_row(task) for task in self.tasks.values())
-        table = (
-            "<table><tr><th>task</th><th>agent</th><th>status</th><th>attempt</th>"
-            f"<th>tokens</th><th>run</th></tr>{rows}</table>"
-        )
-        waits = "".join(
-            f"<li>{e(w['taskId'])}: {e(w['message'])} — "
-            f"<code>await crew.decide({w['taskId']!r}, 'retry'|'skip'|'answer'|'stop')</code></li>"
-            for w in self.waiting_for
-        )
-        log = "<br>".join(e(line) for line in self.log)
-        return (
-            f"<div class='neta-crew' data-status='{e(self.status)}'>{head}{table}"
-            + (f"<div>waiting for:<ul>{waits}</ul></div>" if waits else "")
-            + f"<div style='font-family:monospace;font-size:90%'>{log}</div></div>"
+        return board_html(
+            self.definition.name,
+            self.status,
+            self.message,
+            self.error,
+            list(self.tasks.values()),
+            self.waiting_for,
+            list(self.log),
         )
 
     def __repr__(self) -> str:
@@ -352,19 +331,6 @@ class CrewHandle:
         for task in self.tasks.values():
             counts[task["status"]] = counts.get(task["status"], 0) + 1
         return f"<crew {self.definition.name} {self.status} {counts}>"
-
-
-def _row(task: dict[str, Any]) -> str:
-    e = html.escape
-    status = str(task.get("status"))
-    colour = _COLOURS.get(status, "#57606a")
-    tokens = (task.get("usage") or {}).get("totalTokens") or ""
-    return (
-        f"<tr data-task='{e(str(task['taskId']))}'><td>{e(str(task['taskId']))}</td>"
-        f"<td>{e(str(task.get('agent', '')))}</td>"
-        f"<td style='color:{colour}'>{e(status)}</td><td>{task.get('attempt') or ''}</td>"
-        f"<td>{tokens}</td><td><code>{e(str(task.get('childRequestId') or ''))}</code></td></tr>"
-    )
 
 
 def start_crew(
