@@ -33,9 +33,8 @@ from ..data.steps import Answer, Approval, BuildRequest, Finish, RunTools, Suspe
 from ..data.values import VirtualTool
 from ..log.emitter import status
 from ..log.tree import CallOutcome
-from ..scheduling.background import LOST
 from .guards import announce_repeats, screen_step
-from .ports import Delegation, Jobs
+from .ports import LOST, Delegation, Jobs
 from .scope import CallScope
 from .tooling import Outcome, ToolRunner
 from .turn import Turn

@@ -2,7 +2,8 @@
 
 The loop names these protocols, not the classes that answer them
 (:class:`..scheduling.background.BackgroundJobs`, :class:`..trees.subagents.Subagents`), so the
-activation's code imports nothing of the scheduling or of run trees.
+activation's code imports nothing of the scheduling or of run trees. What both sides say of
+background work (why a run waits for it, the result of work a restart lost) is here too.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from ...events import SuspendReason, SuspendType
 from ...tools.delegate import Delegator
 from ...tools.values import ToolResult
 from ..data.runs import Run
@@ -17,6 +19,17 @@ from ..log.emitter import RunEmitter
 
 Work = Callable[[float | None], Awaitable[ToolResult]]
 """A call's work in the background, given the seconds it may take (``None``: no limit)."""
+
+LOST = (
+    "the server restarted while this code ran in the background, so its result was lost; the "
+    "kernel may have finished it or been restarted: check its variables before running it again"
+)
+"""The result of a background call whose work did not survive a server restart."""
+
+
+def pending(message: str) -> SuspendReason:
+    """Why a run waits for its background work."""
+    return SuspendReason(type=SuspendType.ASYNC_TOOL_PENDING, message=message)
 
 
 class Jobs(Protocol):

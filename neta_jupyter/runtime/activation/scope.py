@@ -22,8 +22,7 @@ from ...tools.values import SubTask, ToolError, ToolResult
 from ..data.runs import Run
 from ..data.state import Ask
 from ..log.emitter import RunEmitter
-from ..scheduling.background import pending
-from .ports import Jobs
+from .ports import Jobs, pending
 from .toolstream import ToolOutputStream, auth_required_event
 
 

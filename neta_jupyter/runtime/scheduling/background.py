@@ -19,10 +19,9 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from ...events import SuspendReason, SuspendType
 from ...store import StorageError
 from ...tools.values import ToolError, ToolResult
-from ..activation.ports import Work
+from ..activation.ports import LOST, Work
 from ..data.runs import Run
 from ..errors import RunConflict
 
@@ -30,17 +29,6 @@ if TYPE_CHECKING:
     from ..host import RunHost
 
 """The work of a background call, given its time limit in seconds (``None``: none)."""
-
-LOST = (
-    "the server restarted while this code ran in the background, so its result was lost; the "
-    "kernel may have finished it or been restarted: check its variables before running it again"
-)
-"""The result of a background call whose work did not survive a server restart."""
-
-
-def pending(message: str) -> SuspendReason:
-    """Why a run waits for its background work."""
-    return SuspendReason(type=SuspendType.ASYNC_TOOL_PENDING, message=message)
 
 
 class BackgroundJobs:
