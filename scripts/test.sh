@@ -7,6 +7,9 @@ bash scripts/setup.sh --test
 # The tools the tests start (jupyter, neta-jupyter) come from the project virtualenv too.
 export PATH="$PWD/.venv/bin:$PATH"
 
+echo "==> import contracts (docs/architecture.md: layers, no cycles, framework fences)"
+.venv/bin/lint-imports
+
 echo "==> ruff and mypy"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

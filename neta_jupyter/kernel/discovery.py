@@ -58,9 +58,9 @@ def find_server(environ: dict[str, str] | None = None) -> ServerInfo | None:
 
 def _discover(parent_pid: int) -> ServerInfo | None:
     try:
-        from jupyter_server.serverapp import list_running_servers
+        from ..server.installation import running_servers
 
-        servers = [s for s in list_running_servers() if s.get("pid") == parent_pid]
+        servers = [s for s in running_servers() if s.get("pid") == parent_pid]
     except Exception:
         return None
     for server in servers:

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from jupyter_core.paths import jupyter_config_path, jupyter_data_dir
+from jupyter_core.paths import jupyter_data_dir
 from packaging.requirements import Requirement
 
 from ..extras import COLLABORATION, PARTS, REDIS, OptionalPart, missing_module
+from ..server.installation import extension_enabled, extension_load_error, running_servers
 from ..store import doctor as store_doctor
 from ..store.health import DB_NAME
 from .config import ConfigError, load_config, settings_from
@@ -107,9 +108,7 @@ def _store_url(section: dict[str, Any]) -> str:
 
 def extension_findings() -> list[Finding]:
     """Enabled in the config path, loadable as a server loads it, and on each running server."""
-    from jupyter_server.extension.manager import ExtensionPackage
-
-    if not _enabled(EXTENSION):
+    if not extension_enabled(EXTENSION):
         return [
             Finding.problem(
                 "extension",
@@ -117,9 +116,7 @@ def extension_findings() -> list[Finding]:
                 f"jupyter server extension enable {EXTENSION}",
             )
         ]
-    try:
-        ExtensionPackage(name=EXTENSION, enabled=True).validate()  # type: ignore[no-untyped-call]
-    except Exception as exc:  # what the server would log when loading it
+    if (exc := extension_load_error(EXTENSION)) is not None:
         return [Finding.problem("extension", f"{EXTENSION} cannot load: {exc}", _REINSTALL)]
     return [Finding.ok("extension", f"{EXTENSION} is enabled and loads"), *_running_servers()]
 
@@ -129,9 +126,7 @@ _REINSTALL = "pip install --force-reinstall neta_jupyter"
 
 def _running_servers() -> Iterable[Finding]:
     """Whether each running Jupyter server of this user answers the run API."""
-    from jupyter_server.serverapp import list_running_servers
-
-    for server in list_running_servers():
+    for server in running_servers():
         url = str(server.get("url", ""))
         token = server.get("token") or ""
         headers = {"Authorization": f"token {token}"} if token else {}
@@ -197,7 +192,7 @@ def part_findings(store_url: str) -> list[Finding]:
 def _part(part: OptionalPart, store_url: str) -> Finding:
     missing = missing_module(part)
     if missing is None:
-        if part is COLLABORATION and not _enabled("jupyter_server_ydoc"):
+        if part is COLLABORATION and not extension_enabled("jupyter_server_ydoc"):
             said = f"installed, but its server extension is disabled: {part.without}"
             return Finding.problem(
                 part.name, said, "jupyter server extension enable jupyter_server_ydoc"
@@ -207,15 +202,3 @@ def _part(part: OptionalPart, store_url: str) -> Finding:
     if part is REDIS and not store_url:
         return Finding.note(part.name, said, f"for Redis: {part.install}")
     return Finding.problem(part.name, said, part.install)
-
-
-def _enabled(extension: str) -> bool:
-    """Whether a server would load ``extension``: the nearest config folder naming it decides."""
-    from jupyter_server.extension.config import ExtensionConfigManager
-
-    for folder in jupyter_config_path():  # nearest first, as the server reads them
-        manager = ExtensionConfigManager(read_config_path=[folder])
-        said = manager.get_jpserver_extensions()  # type: ignore[no-untyped-call]
-        if extension in said:
-            return bool(said[extension])
-    return False
