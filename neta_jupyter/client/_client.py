@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..runtime.actions import action_named
+from ..runtime.queries import query_named
 from ..runtime.requests import (
     AttachmentRef,
     CompactRequest,
@@ -237,12 +238,12 @@ class RunClient:
 
     def status(self, request_id: str) -> dict[str, Any]:
         """The run's summary (``status``, ``model``, ``step``, ``usage``, ``pendingAsk``, …)."""
-        return self._query("agent/run/status", requestId=request_id)
+        return self._query("status", requestId=request_id)
 
     def runs(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """Run summaries, newest first; only the session's when given."""
         params = {"sessionId": session_id} if session_id else {}
-        return list(self._query("agent/runs", **params).get("runs", []))
+        return list(self._query("runs", **params).get("runs", []))
 
     def sessions(self) -> list[dict[str, Any]]:
         """Sessions, newest first (``sessionId``, ``name``, tokens)."""
@@ -250,7 +251,7 @@ class RunClient:
 
     def tree(self, session_id: str) -> dict[str, Any]:
         """The session's whole tree (``entries``) and its active path (``activePath``)."""
-        return self._query("sessions/tree", sessionId=session_id)
+        return self._query("tree", sessionId=session_id)
 
     def models(self) -> dict[str, Any]:
         """``{"default": name, "models": [names]}``."""
@@ -274,8 +275,10 @@ class RunClient:
         edit: dict[str, Any] = answer.get("edit", {})
         return edit
 
-    def _query(self, path: str, **params: str) -> dict[str, Any]:
-        return self.transport.send_blocking(Call("GET", path, params=params))
+    def _query(self, name: str, **params: str) -> dict[str, Any]:
+        """The run API's query ``name`` (:data:`~..runtime.queries.QUERIES`)."""
+        route = query_named(name).route
+        return self.transport.send_blocking(Call("GET", route, params=params))
 
     async def aclose(self) -> None:
         """Release the transport's connections."""

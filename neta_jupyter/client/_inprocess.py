@@ -8,22 +8,17 @@ transports apart (``tests/client/test_transports.py`` holds them to that).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..mcp import servers_of
 from ..runtime import RunApiError, Runtime, reads
 from ..runtime.actions import ACTIONS, Action
 from ..runtime.answers import (
     events_expired,
-    models_json,
-    run_summaries,
-    run_summary,
-    session_json,
-    session_snapshot,
 )
+from ..runtime.queries import QUERIES
 from ..runtime.requests import describe_validation
 from ..store import StorageError, finish_now
 from ._errors import refusal
@@ -50,9 +45,9 @@ def _parsed(model: type[B], body: dict[str, Any] | None) -> B:
         raise _refused(400, "INVALID_FIELDS", describe_validation(exc), request_id) from exc
 
 
-def _param(call: Call, name: str) -> str:
-    value = call.params.get(name)
-    if not value:
+def _param(call: Call, name: str, required: bool = True) -> str:
+    value = call.params.get(name, "")
+    if required and not value:
         raise _refused(400, "MISSING_PARAMETER", f"query parameter {name!r} is required")
     return value
 
@@ -64,14 +59,7 @@ class InProcessTransport:
         self.runtime = runtime
         self.principal = principal
         self._actions = {action.route: action for action in ACTIONS}
-        self._queries: dict[str, Callable[[Call], Coroutine[Any, Any, Answer]]] = {
-            "agent/run/status": self._status,
-            "agent/runs": self._runs,
-            "sessions": self._sessions,
-            "sessions/tree": self._tree,
-            "models": self._models,
-            "mcp": self._mcp,
-        }
+        self._queries = {query.route: query for query in QUERIES}
 
     async def send(self, call: Call) -> dict[str, Any]:
         """Answer the call on this loop."""
@@ -92,8 +80,13 @@ class InProcessTransport:
             if call.path in self._actions:
                 raise TypeError(f"{call.method} {call.path} runs on the event loop: use send()")
             raise _refused(404, "NOT_FOUND", f"no route {call.method} {call.path}")
+        params = {p.name: _param(call, p.name, p.required) for p in query.params}
         try:
-            return {"success": True, **finish_now(query(call))}
+            # No settling first (Query.settles): that would wait on the store's commit.
+            return {
+                "success": True,
+                **finish_now(query.answer(self.runtime, self.principal, params)),
+            }
         except (RunApiError, StorageError) as exc:
             raise _refused(exc.status, exc.code, exc.message) from exc
 
@@ -125,33 +118,6 @@ class InProcessTransport:
         while last is not None and last.terminal and self.runtime.is_active(request_id):
             await self.runtime.wait(request_id)
             await asyncio.sleep(0)
-
-    # --- queries
-
-    async def _status(self, call: Call) -> Answer:
-        request_id = _param(call, "requestId")
-        run = await self.runtime.get_run(self.principal, request_id)
-        if await events_expired(self.runtime, run):
-            return run_summary(run, -1, events_expired=True)
-        return run_summary(run, await self.runtime.last_seq(request_id))
-
-    async def _runs(self, call: Call) -> Answer:
-        session_id = call.params.get("sessionId") or None
-        return {"runs": await run_summaries(self.runtime, self.principal, session_id)}
-
-    async def _sessions(self, _call: Call) -> Answer:
-        sessions = await reads.sessions(self.runtime, self.principal)
-        return {"sessions": [session_json(s) for s in sessions]}
-
-    async def _tree(self, call: Call) -> Answer:
-        return await session_snapshot(self.runtime, self.principal, _param(call, "sessionId"))
-
-    async def _models(self, _call: Call) -> Answer:
-        return models_json(self.runtime)
-
-    async def _mcp(self, _call: Call) -> Answer:
-        servers = servers_of(self.runtime.tools)
-        return servers.as_json() if servers else {"servers": [], "problems": []}
 
     # --- the stream
 

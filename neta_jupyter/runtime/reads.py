@@ -24,6 +24,7 @@ __all__ = [
     "notebook_edit",
     "notebook_edits",
     "sessions",
+    "settle",
     "tree_now",
     "upload_file",
 ]
@@ -34,13 +35,18 @@ async def sessions(runtime: Runtime, principal: str) -> list[SessionRecord]:
     return await runtime.store.records.sessions(principal)
 
 
+async def settle(runtime: Runtime) -> None:
+    """Wait until every event appended so far is durable (and so readable by a follower)."""
+    await runtime.store.events.flush()
+
+
 async def tree_now(runtime: Runtime, principal: str, session_id: str) -> dict[str, Any]:
     """The session's tree as :func:`session_snapshot` answers it, once the appended is durable.
 
     Its ``lastSeq`` is then the last event a follower could read, so following from it repeats
     the fewest changes the tree already shows.
     """
-    await runtime.store.events.flush()
+    await settle(runtime)
     return await session_snapshot(runtime, principal, session_id)
 
 

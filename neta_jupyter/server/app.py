@@ -249,7 +249,6 @@ class NetaApp(ExtensionApp, NetaSettings):
         # Started once the event loop runs (servers that are slow to start delay no request).
         IOLoop.current().add_callback(self._start_mcp)
         self.settings.update(
-            neta_mcp=self.mcp,
             neta_runtime=self.runtime,
             neta_notebooks=self.notebooks,
             neta_crews=self.crews,

@@ -15,14 +15,8 @@ from tornado import httputil, web
 
 from ..runtime import reads
 from ..runtime.actions import Action
-from ..runtime.answers import (
-    events_expired,
-    models_json,
-    run_summaries,
-    run_summary,
-    session_json,
-)
 from ..runtime.context.attachments import too_large
+from ..runtime.queries import Query
 from .base import NetaHandler
 from .errors import ApiError
 
@@ -41,28 +35,21 @@ class ActionHandler(NetaHandler):
         self.reply(await self.action.answer(self.runtime, self.principal, body))
 
 
-class RunStatusHandler(NetaHandler):
-    """``GET /neta/api/agent/run/status?requestId=``."""
+class QueryHandler(NetaHandler):
+    """``GET /neta/api/<route>`` of one query of the run API (``runtime.queries.QUERIES``)."""
+
+    def initialize(self, query: Query) -> None:
+        """The query this route answers."""
+        self.run_query = query
 
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        request_id = self.query("requestId") or ""
-        run = await self.runtime.get_run(self.principal, request_id)
-        if await events_expired(self.runtime, run):
-            self.reply(run_summary(run, -1, events_expired=True))
-        else:
-            self.reply(run_summary(run, await self.runtime.last_seq(request_id)))
-
-
-class RunListHandler(NetaHandler):
-    """``GET /neta/api/agent/runs[?sessionId=]``: the principal's runs, newest first."""
-
-    @web.authenticated
-    @authorized
-    async def get(self) -> None:
-        session_id = self.query("sessionId", required=False)
-        self.reply({"runs": await run_summaries(self.runtime, self.principal, session_id)})
+        query = self.run_query
+        params = {p.name: self.query(p.name, required=p.required) or "" for p in query.params}
+        if query.settles:
+            await reads.settle(self.runtime)
+        self.reply(await query.answer(self.runtime, self.principal, params))
 
 
 class AttachmentHandler(NetaHandler):
@@ -131,35 +118,6 @@ class UploadHandler(NetaHandler):
                 400, "MISSING_FILE_NAME", "name the file with ?fileName= (or send a form)"
             )
         return name, body, kind or None
-
-
-class SessionsHandler(NetaHandler):
-    """``GET /neta/api/sessions``."""
-
-    @web.authenticated
-    @authorized
-    async def get(self) -> None:
-        sessions = await reads.sessions(self.runtime, self.principal)
-        self.reply({"sessions": [session_json(s) for s in sessions]})
-
-
-class SessionTreeHandler(NetaHandler):
-    """``GET /neta/api/sessions/tree?sessionId=``: the whole tree and the active path."""
-
-    @web.authenticated
-    @authorized
-    async def get(self) -> None:
-        session_id = self.query("sessionId") or ""
-        self.reply(await reads.tree_now(self.runtime, self.principal, session_id))
-
-
-class ModelsHandler(NetaHandler):
-    """``GET /neta/api/models``: configured models and the default."""
-
-    @web.authenticated
-    @authorized
-    async def get(self) -> None:
-        self.reply(models_json(self.runtime))
 
 
 class OpenApiHandler(NetaHandler):

@@ -1,8 +1,10 @@
 """The server's route table: each route, its handler and its operations (the OpenAPI document's).
 
 The run API's actions come from :data:`~neta_jupyter.runtime.actions.ACTIONS` (one ``POST`` route
-each, answered by :class:`~.handlers.ActionHandler`); the routes here are the rest: queries,
-streams, files, notebook edits, crews, and the two WebSockets (which the document leaves out).
+each, answered by :class:`~.handlers.ActionHandler`) and its queries from
+:data:`~neta_jupyter.runtime.queries.QUERIES` (one ``GET`` route each, answered by
+:class:`~.handlers.QueryHandler`); the routes here are the rest: streams, files, notebook edits,
+crews, and the two WebSockets (which the document leaves out).
 """
 
 from __future__ import annotations
@@ -15,11 +17,10 @@ from tornado.web import RequestHandler
 
 from ..crews.requests import CrewControlRequest, CrewRunRequest
 from ..events import AttachmentData
-from ..events.runs import RunList, RunSummary
 from ..runtime.actions import ACTIONS, Action
+from ..runtime.queries import QUERIES, Query
 from ..runtime.requests import RevertRequest
 from . import crew, handlers
-from .mcp import McpHandler
 from .notebook_api import EditsHandler, RevertHandler
 from .sse import SessionStreamHandler, StreamHandler
 from .ws import RunSocket
@@ -66,6 +67,12 @@ def _action_route(action: Action[Any]) -> Route:
     return Route(action.route, handlers.ActionHandler, (operation,), {"action": action})
 
 
+def _query_route(query: Query) -> Route:
+    params = tuple((p.name, p.required, p.kind) for p in query.params)
+    operation = Operation("get", query.summary, query=params, response=query.response)
+    return Route(query.route, handlers.QueryHandler, (operation,), {"query": query})
+
+
 def _get(summary: str, *query: tuple[str, bool, str], **more: Any) -> tuple[Operation, ...]:
     return (Operation("get", summary, query=query, **more),)
 
@@ -77,6 +84,7 @@ _STREAM = "text/event-stream"
 
 ROUTES: tuple[Route, ...] = (
     *(_action_route(action) for action in ACTIONS),
+    *(_query_route(query) for query in QUERIES),
     Route(
         "agent/run/stream",
         StreamHandler,
@@ -88,16 +96,6 @@ ROUTES: tuple[Route, ...] = (
             extra_status=(204,),
             extra_errors=(410, 416),
         ),
-    ),
-    Route(
-        "agent/run/status",
-        handlers.RunStatusHandler,
-        _get("A run's status", _REQUEST_ID, response=RunSummary),
-    ),
-    Route(
-        "agent/runs",
-        handlers.RunListHandler,
-        _get("The caller's runs", ("sessionId", False, "string"), response=RunList),
     ),
     Route(
         "agent/attachment/upload",
@@ -135,12 +133,6 @@ ROUTES: tuple[Route, ...] = (
             extra_errors=(416,),
         ),
     ),
-    Route("sessions", handlers.SessionsHandler, _get("The caller's sessions")),
-    Route(
-        "sessions/tree",
-        handlers.SessionTreeHandler,
-        _get("A session's tree and active path", _SESSION_ID),
-    ),
     Route(
         "notebook/revert",
         RevertHandler,
@@ -159,8 +151,6 @@ ROUTES: tuple[Route, ...] = (
         EditsHandler,
         _get("A run's notebook edits, each with whether it was reverted", _REQUEST_ID),
     ),
-    Route("models", handlers.ModelsHandler, _get("Configured models")),
-    Route("mcp", McpHandler, _get("MCP servers, their state and their tools")),
     Route("openapi.json", handlers.OpenApiHandler, _get("This document")),
     Route(
         "crew/run",

@@ -20,6 +20,7 @@ from neta_jupyter.client.typescript import api_schema, typescript_client
 from neta_jupyter.crews.requests import CrewRunRequest
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.runtime.actions import ACTIONS, action_named
+from neta_jupyter.runtime.queries import QUERIES
 from neta_jupyter.runtime.requests import APPROVE_MODES
 from neta_jupyter.server import handlers, openapi, routes
 from neta_jupyter.widgets import comm
@@ -29,6 +30,18 @@ JS = Path(__file__).parents[2] / "js"
 NAMES = [action.name for action in ACTIONS]
 NOT_ACTIONS = {"agent/attachment/upload", "notebook/revert", "crew/run", "crew/control"}
 """The POST routes that are no action of a run: a file, a notebook edit, and crews."""
+NOT_QUERIES = {
+    "agent/run/stream",
+    "agent/session/stream",
+    "agent/attachment/download",
+    "notebook/edits",
+    "openapi.json",
+    "crew/status",
+    "crew/stream",
+    "crews",
+}
+"""The GET routes that are no query of the runtime: streams, files, notebook edits, crews, this
+API's document."""
 SUBSCRIPTIONS = {"ping", "subscribe", "unsubscribe", "subscribe_session", "unsubscribe_session"}
 
 
@@ -53,6 +66,39 @@ def test_every_action_is_a_rest_route_and_an_openapi_operation_and_nothing_else_
         body = doc["paths"][f"/neta/api/{action.route}"]["post"]["requestBody"]
         schema = body["content"]["application/json"]["schema"]
         assert schema == {"$ref": f"#/components/schemas/{action.request.__name__}"}
+
+
+def test_every_query_is_a_rest_route_and_an_openapi_operation_and_nothing_else_is() -> None:
+    gets = {r.path: r for r in routes.ROUTES if any(op.method == "get" for op in r.operations)}
+    by_query = {r.path: r for r in gets.values() if r.handler is handlers.QueryHandler}
+    assert {p: r.kwargs for p, r in by_query.items()} == {q.route: {"query": q} for q in QUERIES}
+    assert set(gets) - set(by_query) == NOT_QUERIES
+    doc = openapi.document("/")
+    for query in QUERIES:
+        operation = doc["paths"][f"/neta/api/{query.route}"]["get"]
+        documented = {(p["name"], p["required"]) for p in operation.get("parameters", [])}
+        assert documented == {(p.name, p.required) for p in query.params}, query.name
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.name)
+async def test_every_query_is_answered_in_process_and_over_rest(
+    api: ApiClient, runtime: Runtime, query: Any
+) -> None:
+    started = await api.start("hello")
+    await api.segment(started["requestId"])
+    values = {"requestId": started["requestId"], "sessionId": started["sessionId"]}
+    params = {p.name: values[p.name] for p in query.params}
+    over_rest = (await api.http.get(f"neta/api/{query.route}", params=params)).json()
+    in_process = InProcessTransport(runtime, "owner").send_blocking(
+        Call("GET", query.route, params=params)
+    )
+    assert over_rest["success"] is True and set(in_process) == set(over_rest)
+    for required in (p.name for p in query.params if p.required):
+        missing = (await api.http.get(f"neta/api/{query.route}")).json()
+        assert missing["errCode"] == "MISSING_PARAMETER" and required in missing["message"]
+        with pytest.raises(Refused) as refused:
+            InProcessTransport(runtime, "owner").send_blocking(Call("GET", query.route))
+        assert refused.value.code == "MISSING_PARAMETER"
 
 
 def test_the_typescript_client_and_its_schema_are_generated_from_the_table() -> None:
