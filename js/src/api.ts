@@ -82,3 +82,29 @@ export class RunApi {
     return this.send("thinking_level", body);
   }
 }
+
+/** Each query's REST route (`GET`, under `neta/api/`) and its parameters. */
+export const QUERIES = {
+  "status": { route: "agent/run/status", required: ["requestId"], optional: [] },
+  "runs": { route: "agent/runs", required: [], optional: ["sessionId"] },
+  "sessions": { route: "sessions", required: [], optional: [] },
+  "tree": { route: "sessions/tree", required: ["sessionId"], optional: [] },
+  "models": { route: "models", required: [], optional: [] },
+  "mcp": { route: "mcp", required: [], optional: [] },
+} as const;
+export type QueryName = keyof typeof QUERIES;
+type RequiredOf<K extends QueryName> = (typeof QUERIES)[K]["required"][number];
+type OptionalOf<K extends QueryName> = (typeof QUERIES)[K]["optional"][number];
+
+/** A query's path under `neta/api/`, with its parameters. */
+export function queryPath<K extends QueryName>(
+  name: K,
+  params: Record<RequiredOf<K>, string> & Partial<Record<OptionalOf<K>, string>>,
+): string {
+  const given: [string, string | undefined][] = Object.entries(params);
+  const search = given
+    .filter((entry): entry is [string, string] => entry[1] !== undefined)
+    .map(([key, value]) => `${key}=${encodeURIComponent(value)}`)
+    .join("&");
+  return search ? `${QUERIES[name].route}?${search}` : QUERIES[name].route;
+}

@@ -17,6 +17,7 @@
  */
 import type { RunAction } from "./actions";
 import { arrivalProbe, closedWith, postAction, type ArrivalProbe, type EventsHandler, type Fetch, type NoticeHandler, type PageConfig, type Transport } from "./transport";
+import { queryPath } from "./api";
 import { historyEvents } from "./history";
 import { EVENT_TYPES, isRecord, seqOf, str } from "./wire";
 
@@ -209,9 +210,9 @@ class ServerTransport implements Transport {
     this.finish();
     const requestId = this.options.requestId;
     try {
-      const run = await this.getJson(`neta/api/agent/run/status?requestId=${encodeURIComponent(requestId)}`);
+      const run = await this.getJson(`neta/api/${queryPath("status", { requestId })}`);
       const sessionId = str(run["sessionId"]) ?? "";
-      const tree = await this.getJson(`neta/api/sessions/tree?sessionId=${encodeURIComponent(sessionId)}`);
+      const tree = await this.getJson(`neta/api/${queryPath("tree", { sessionId })}`);
       if (this.closed) return;
       this.onEvents(historyEvents(tree, requestId, { status: str(run["status"]) ?? "completed" }));
     } catch (error) {
@@ -362,7 +363,7 @@ class ServerTransport implements Transport {
   }
 
   private async importedOrRetry(): Promise<void> {
-    const path = `neta/api/agent/run/status?requestId=${encodeURIComponent(this.options.requestId)}`;
+    const path = `neta/api/${queryPath("status", { requestId: this.options.requestId })}`;
     const withoutLog = (run: Record<string, unknown>): boolean => run["imported"] === true || run["eventsExpired"] === true;
     const imported = await this.getJson(path).then(withoutLog, () => false);
     if (imported) await this.fromHistory();

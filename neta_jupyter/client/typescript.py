@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from ..runtime.actions import ACTIONS
+from ..runtime.queries import QUERIES
 
 __all__ = ["api_schema", "typescript_client"]
 
@@ -55,20 +56,18 @@ def _method(name: str, summary: str) -> str:
     )
 
 
-def typescript_client() -> str:
-    """``js/src/api.ts``: each action's route and frame type, and one method per action."""
-    table = "\n".join(
-        f"  {json.dumps(a.name)}: {{ route: {json.dumps(a.route)}, frame: {json.dumps(a.frame)} }},"
-        for a in ACTIONS
-    )
-    methods = "\n\n".join(_method(a.name, a.summary) for a in ACTIONS)
-    return f"""\
+def _query_row(name: str, route: str, required: list[str], optional: list[str]) -> str:
+    fields = f"route: {json.dumps(route)}, required: {json.dumps(required)}"
+    return f"  {json.dumps(name)}: {{ {fields}, optional: {json.dumps(optional)} }},"
+
+
+_CLIENT = """\
 /* Generated from the run API's action table (neta_jupyter/runtime/actions.py) by
  * `python -m neta_jupyter.client.typescript --client > js/src/api.ts`. Do not edit. */
-import type {{ {BODIES} }} from "./api-types";
+import type {{ {bodies} }} from "./api-types";
 
 /** The request body of each action, by the action's name. */
-export type ActionBodies = {BODIES};
+export type ActionBodies = {bodies};
 export type ActionName = keyof ActionBodies;
 
 /** Each action's REST route (`POST`, under `neta/api/`) and its WebSocket frame type. */
@@ -90,7 +89,48 @@ export class RunApi {{
 
 {methods}
 }}
+
+/** Each query's REST route (`GET`, under `neta/api/`) and its parameters. */
+export const QUERIES = {{
+{queries}
+}} as const;
+export type QueryName = keyof typeof QUERIES;
+type RequiredOf<K extends QueryName> = (typeof QUERIES)[K]["required"][number];
+type OptionalOf<K extends QueryName> = (typeof QUERIES)[K]["optional"][number];
+
+/** A query's path under `neta/api/`, with its parameters. */
+export function queryPath<K extends QueryName>(
+  name: K,
+  params: Record<RequiredOf<K>, string> & Partial<Record<OptionalOf<K>, string>>,
+): string {{
+  const given: [string, string | undefined][] = Object.entries(params);
+  const search = given
+    .filter((entry): entry is [string, string] => entry[1] !== undefined)
+    .map(([key, value]) => `${{key}}=${{encodeURIComponent(value)}}`)
+    .join("&");
+  return search ? `${{QUERIES[name].route}}?${{search}}` : QUERIES[name].route;
+}}
 """
+"""``js/src/api.ts``, to be filled in from the tables."""
+
+
+def typescript_client() -> str:
+    """``js/src/api.ts``: the actions' routes, frames and methods, the queries' routes."""
+    table = "\n".join(
+        f"  {json.dumps(a.name)}: {{ route: {json.dumps(a.route)}, frame: {json.dumps(a.frame)} }},"
+        for a in ACTIONS
+    )
+    queries = "\n".join(
+        _query_row(
+            q.name,
+            q.route,
+            [p.name for p in q.params if p.required],
+            [p.name for p in q.params if not p.required],
+        )
+        for q in QUERIES
+    )
+    methods = "\n\n".join(_method(a.name, a.summary) for a in ACTIONS)
+    return _CLIENT.format(bodies=BODIES, table=table, methods=methods, queries=queries)
 
 
 def main(argv: list[str]) -> int:

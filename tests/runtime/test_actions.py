@@ -116,6 +116,8 @@ def test_the_typescript_client_and_its_schema_are_generated_from_the_table() -> 
         assert f"  {action.name}(body: ActionBodies[{json.dumps(action.name)}])" in client
         assert json.dumps(action.route) in client and json.dumps(action.frame) in client
     assert list(committed["properties"]) == NAMES
+    for query in QUERIES:
+        assert f"  {json.dumps(query.name)}: {{ route: {json.dumps(query.route)}," in client
 
 
 def test_the_widgets_actions_are_the_tables_bodies() -> None:
