@@ -9,6 +9,7 @@ parent's tree); then its prompt as the first entry of its branch, which becomes 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ from ..events import ErrorCode, EventType, SessionData
 from ..store import StorageError, new_id
 from .activation.endings import fail_run
 from .data.runs import Run
+from .data.state import RunOptions, RunState
 from .host import RunHost
 from .log.emitter import RunEmitter
 from .log.tree import SessionTree
@@ -32,6 +34,23 @@ class FirstEntry:
     """A top-level run moves its session's leaf; children and crew tasks branch off."""
     extra: dict[str, Any] = field(default_factory=dict)
     """More keys of the entry's message (a prompt's attachments)."""
+
+
+def top_level_run(
+    principal: str, session_id: str, model: str, prompt: str, options: RunOptions, state: RunState
+) -> Run:
+    """A run a request starts, before it is born."""
+    return Run(
+        request_id=new_id("r"),
+        principal=principal,
+        session_id=session_id,
+        status="running",
+        model=model,
+        created=time.time(),
+        prompt=prompt,
+        options=options,
+        state=state,
+    )
 
 
 async def begin_run(

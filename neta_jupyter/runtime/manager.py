@@ -9,30 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 from ..events import ErrorCode
 from ..providers import ModelRegistry, UnknownModel
-from ..store import EventRow, Push, SessionRecord, Store, StoredEvent, new_id
+from ..store import SessionRecord, Store, new_id
 from ..tools import ToolRegistry
 from . import session_ops
 from .activation.endings import recover_crashed
 from .activation.loop import RunLoop
 from .activation.resumes import decide_ask
 from .assembly import assemble_loop, prepare_tools
-from .birth import FirstEntry, begin_run
+from .birth import FirstEntry, begin_run, top_level_run
 from .config import RuntimeConfig
 from .context.attachments import ENTRY_KEY, announce, requested
 from .data.runs import Run, Runs, events_expired
 from .data.state import RunState, new_options
 from .data.steps import first_step
-from .errors import BadRunRequest, RunConflict, RunNotFound
+from .errors import BadRunRequest, RunConflict
 from .host import CancelReason, KernelFactory, NotebookFactory
 from .imports import ImportedCalls, import_run
 from .log.emitter import RunEmitter
-from .log.tree import SessionTree, session_stream
+from .log.tree import SessionTree
+from .lookup import RunQueries
 from .scheduling.activations import Activations
 from .scheduling.admission import StartGate
 from .scheduling.background import BackgroundJobs
@@ -44,7 +43,7 @@ from .targets import RunTargets
 from .trees.subagents import Subagents
 
 
-class Runtime:
+class Runtime(RunQueries):
     """Owns the active runs of one process."""
 
     def __init__(
@@ -104,94 +103,6 @@ class Runtime:
         """
         self.store.redactor.add(*self.models.secrets(), *self.store.secrets)
 
-    # --- queries
-
-    async def get_run(self, principal: str, request_id: str) -> Run:
-        """The principal's run; another principal's run does not exist for them."""
-        run = await self.runs.get(request_id)
-        if run is None or run.principal != principal:
-            raise RunNotFound(f"no run with requestId {request_id!r}")
-        return run
-
-    async def list_runs(self, principal: str, session_id: str | None = None) -> list[Run]:
-        """The principal's runs (of one session when given), newest first."""
-        return await self.runs.find(principal=principal, session_id=session_id)
-
-    async def session_stream(self, principal: str, session_id: str) -> str:
-        """The key in the event log of the stream of the principal's session's tree events."""
-        return session_stream(
-            (await own_session(self.store.records, principal, session_id, None)).session_id
-        )
-
-    def is_active(self, request_id: str) -> bool:
-        """Whether the run's task is executing in this process."""
-        return self._active.is_active(request_id)
-
-    def executing(self) -> int:
-        """How many runs execute in this process now."""
-        return self._active.count
-
-    async def wait(self, request_id: str) -> None:
-        """Until the run's current activation ends."""
-        await self._active.wait(request_id)
-
-    # --- following: the only way transports read a run's events
-
-    def follow(
-        self,
-        request_id: str,
-        after: int,
-        *,
-        heartbeat: float | None = None,
-        push: Push | None = None,
-    ) -> AsyncIterator[list[EventRow]]:
-        """The run's events after seq ``after`` as batches of ``(seq, eventType, envelope)``.
-
-        ``request_id`` may also be a session's tree stream (:meth:`session_stream`).
-
-        Stored ones first, then live ones as they become durable; it never ends by itself (a
-        resumed run goes on under the same requestId), so close it when done. For a live
-        transport, ``heartbeat`` adds an empty batch after each ``heartbeat`` seconds without
-        events and, while the store cannot be written, a batch of one unstored AGENT_STATUS
-        (seq -1, sent without an id) saying why the stream is quiet. A read that fails raises
-        :class:`~neta_jupyter.store.StorageError`. With ``push``, a caught-up transport is handed
-        each batch from the commit itself (:data:`~neta_jupyter.store.fanout.Push`).
-        """
-        return self.store.events.follow(request_id, after, heartbeat=heartbeat, push=push)
-
-    async def last_seq(self, request_id: str) -> int:
-        """Seq of the run's last durable event, -1 when it has none."""
-        return await self.store.events.last_seq(request_id)
-
-    async def last_event(self, request_id: str) -> StoredEvent | None:
-        """The run's last durable event."""
-        return await self.store.events.last_event(request_id)
-
-    async def at_rest(self, request_id: str, after: int) -> bool:
-        """Whether nothing follows seq ``after`` until the run is resumed or retried.
-
-        Its last event is terminal, ``after`` is at or past it, its activation has wound down,
-        and no server has resumed it since (its status says so before its first event). A run
-        that waits for code running in the background here is not: it goes on by itself.
-        """
-        if self.background.waits(request_id):
-            return False
-        last = await self.last_event(request_id)
-        if last is None or not last.terminal or after < last.seq or self.is_active(request_id):
-            return False
-        run = await self.runs.get(request_id)
-        return run is None or run.status != "running"
-
-    async def running_count(self, principal: str) -> int:
-        """Runs of ``principal`` going now, counted up to the quota (0 without one)."""
-        limit = self.quota.limit
-        found = (
-            await self.runs.find(principal=principal, status="running", limit=limit)
-            if limit
-            else []
-        )
-        return len(found)
-
     # --- actions
 
     async def start(
@@ -222,12 +133,7 @@ class Runtime:
         await self._admit_start()
         if not content.strip():
             raise BadRunRequest("content must not be empty", code="EMPTY_CONTENT")
-        model_name = model or self.config.default_model
-        self.register_secrets()  # a key set since start-up is known before the run can echo it
-        try:
-            self.models.resolve(model_name)
-        except UnknownModel as exc:
-            raise BadRunRequest(str(exc), code="UNKNOWN_MODEL") from exc
+        model_name = self._known_model(model)
         options = new_options(
             virtual_tools=virtual_tools,
             tools=tools,
@@ -244,18 +150,8 @@ class Runtime:
             attached, imports = await requested(self.store.records, principal, attachments)
             session = await own_session(self.store.records, principal, session_id, session_name)
             session = await self._supersede_suspended(session)
-            request_id = new_id("r")
-            run = Run(
-                request_id=request_id,
-                principal=principal,
-                session_id=session.session_id,
-                status="running",
-                model=model_name,
-                created=time.time(),
-                prompt=content,
-                options=options,
-                state=RunState(assistant_message_id=new_id("e"), next=first_step(imports)),
-            )
+            state = RunState(assistant_message_id=new_id("e"), next=first_step(imports))
+            run = top_level_run(principal, session.session_id, model_name, content, options, state)
             first = FirstEntry(
                 session.leaf_entry_id, extra={ENTRY_KEY: attached} if attached else {}
             )
@@ -446,6 +342,16 @@ class Runtime:
         await asyncio.gather(*(source.aclose() for source in self.tools.sources))
 
     # --- internals
+
+    def _known_model(self, model: str | None) -> str:
+        """The model a run asks for (or the default), refused when no endpoint serves it."""
+        name = model or self.config.default_model
+        self.register_secrets()  # a key set since start-up is known before the run can echo it
+        try:
+            self.models.resolve(name)
+        except UnknownModel as exc:
+            raise BadRunRequest(str(exc), code="UNKNOWN_MODEL") from exc
+        return name
 
     async def _supersede_suspended(self, session: SessionRecord) -> SessionRecord:
         """End the session's suspended runs; the session as it is after (its leaf may move)."""

@@ -177,7 +177,11 @@ async def test_consumers_that_stall_do_not_stall_the_server(
         stalled.close()
 
 
-AUTH_ROUTES = [(route.path, op.method) for route in ROUTES for op in route.operations]
+AUTH_ROUTES = [
+    (f"neta/{route.path}" if route.socket else f"neta/api/{route.path}", op.method)
+    for route in ROUTES
+    for op in route.operations
+]
 
 
 @pytest.mark.parametrize(("path", "method"), AUTH_ROUTES)
