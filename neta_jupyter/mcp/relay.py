@@ -7,11 +7,12 @@ import os
 import shutil
 import sys
 from pathlib import Path
-
-from mcp import StdioServerParameters
-from mcp.client.stdio import get_default_environment
+from typing import TYPE_CHECKING
 
 from .config import StdioServer
+
+if TYPE_CHECKING:
+    from mcp import StdioServerParameters
 
 DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024
 """Largest message an MCP server may send (a tool's result, with its images, base64-encoded)."""
@@ -24,6 +25,8 @@ def relayed(spec: StdioServer, max_result_bytes: int) -> StdioServerParameters:
     A command that does not exist is refused here, as the SDK would refuse it (the relay would
     start and only then fail).
     """
+    from mcp import StdioServerParameters
+
     return StdioServerParameters(
         command=sys.executable,
         args=[RELAY, str(max(1, max_result_bytes)), _command(spec), *spec.args],
@@ -40,6 +43,8 @@ def _command(spec: StdioServer) -> str:
         if where.is_file() and os.access(where, os.X_OK):
             return command
     else:
+        from mcp.client.stdio import get_default_environment
+
         env = get_default_environment() | dict(spec.env)
         found = shutil.which(command, path=env.get("PATH", os.defpath))
         if found is not None:

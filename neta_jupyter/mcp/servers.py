@@ -17,23 +17,24 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
-from mcp import ClientSession, MCPError, stdio_client, types
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from ..tools import ToolContext
 from ..tools.values import ToolError, ToolResult
 from .config import HttpServer, ServerEntry, ServerSpec
-from .http import watched_client
-from .relay import DEFAULT_MAX_RESULT_BYTES, relayed
-from .results import tool_result
+from .relay import DEFAULT_MAX_RESULT_BYTES
 from .starts import watch_start
 from .stderr import StderrLog
 from .tools import SEPARATOR, McpTool, mcp_tool
+
+if TYPE_CHECKING:
+    from mcp import ClientSession, types
+
+SDK = ("mcp", "mcp.client.stdio", "mcp.client.streamable_http", "httpx2", "jsonschema")
+"""What a server's session needs, imported when the first server starts (see :func:`_sdk`)."""
 
 State = Literal["idle", "starting", "ready", "failed", "exited", "stopped", "invalid", "disabled"]
 
@@ -119,7 +120,7 @@ class McpServer:
     async def _start(self) -> None:
         if self.state == "exited" and self.pause:
             await asyncio.sleep(self.pause)
-        await asyncio.gather(self.start(), _schemas_checkable())
+        await self.start()
         if self.state == "ready":
             self._failed_starts = 0
             self._on_ready(self)
@@ -166,6 +167,9 @@ class McpServer:
     async def _hold(self) -> None:
         self._gone = gone = asyncio.Event()
         try:
+            await _sdk()
+            from mcp import ClientSession
+
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await self._connect(stack, gone)
                 read = await _watched(stack, read, gone)
@@ -194,6 +198,12 @@ class McpServer:
         self, stack: contextlib.AsyncExitStack, gone: asyncio.Event
     ) -> tuple[Any, Any]:
         """The transport's streams, open until ``stack`` closes; ``gone`` set if it is lost."""
+        from mcp import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        from .http import watched_client
+        from .relay import relayed
+
         spec = self.entry.spec
         if isinstance(spec, HttpServer):
             client = watched_client(spec.url, dict(spec.headers), gone, self.max_result_bytes)
@@ -263,10 +273,15 @@ class McpServer:
         except Exception as exc:
             raise await self._failure(exc, remote, gone) from exc
         self._crashes = 0
+        from .results import tool_result
+
         return tool_result(remote, result)
 
     async def _failure(self, exc: Exception, remote: str, gone: asyncio.Event) -> ToolError:
         """What a failed call tells the model; a server lost meanwhile is marked exited."""
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
         code = exc.code if isinstance(exc, MCPError) else None
         if code == CONNECTION_CLOSED or gone.is_set():
             await self._exited()
@@ -356,16 +371,18 @@ async def _watched(
     return received
 
 
-async def _schemas_checkable() -> None:
-    """Have ``jsonschema`` imported, off the event loop.
+async def _sdk() -> None:
+    """Have the MCP SDK, and ``jsonschema`` it uses at the first call, imported off the loop.
 
-    The SDK checks a tool's structured result with it and imports it at the first call; that
-    import compiles grammars for seconds, which would freeze the loop (the terminal's display,
-    every other run) in the middle of a call. The Jupyter server has it imported already.
+    The SDK is imported only when a server is first needed (a Jupyter server with none
+    configured starts faster without it), and in a thread: the import takes a second or more,
+    and ``jsonschema``'s compiles grammars for seconds, which would freeze the loop (the
+    terminal's display, every other run) in the middle of a run.
     """
-    if "jsonschema" not in sys.modules:
-        with contextlib.suppress(ImportError):
-            await asyncio.to_thread(importlib.import_module, "jsonschema")
+    for name in SDK:
+        if name not in sys.modules:
+            with contextlib.suppress(ImportError):
+                await asyncio.to_thread(importlib.import_module, name)
 
 
 async def _first(*events: asyncio.Event) -> None:
@@ -379,10 +396,12 @@ async def _first(*events: asyncio.Event) -> None:
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:
+    from mcp.types import PaginatedRequestParams
+
     tools: list[types.Tool] = []
     cursor: str | None = None
     while True:
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
         page = await session.list_tools(params=params)
         tools += page.tools
         cursor = page.next_cursor
@@ -396,6 +415,8 @@ def _transport_name(spec: ServerSpec | None) -> str | None:
 
 def _describe(exc: BaseException) -> str:
     """The innermost failures of an exception (task groups wrap them in groups)."""
+    from mcp import MCPError
+
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_describe(e) for e in exc.exceptions)
     if isinstance(exc, MCPError):

@@ -5,14 +5,16 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp import types
 from pydantic import BaseModel, ConfigDict
 
 from ..providers.base import ToolDefinition
 from ..tools import Tool
 from ..tools.registry import ToolFunction, json_arguments
+
+if TYPE_CHECKING:
+    from mcp import types
 
 SEPARATOR = "__"
 MAX_NAME = 64
