@@ -34,22 +34,33 @@ NO_RUN_SOCKET = """
 """
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[ServerProcess]:
+@pytest.fixture(scope="module")
+def one_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One JupyterLab for both tests: each opens a notebook of its own, with its kernel."""
     # Compressed as for a remote browser (by default a page on the server's machine is not).
     server = ServerProcess(
-        tmp_path, {"demo_pace": 0.0, "stream_compression": "always"}, app="jupyterlab"
-    )
-    script = tmp_path / "answer.json"
-    script.write_text(json.dumps({"turns": [{"text": DELTAS, "delay": 0.001}]}))
-    write_notebook(
-        server.root / "zipped.ipynb",
-        "%load_ext neta_jupyter",
-        f"%neta --model scripted:{script} go",
+        tmp_path_factory.mktemp("lab"),
+        {"demo_pace": 0.0, "stream_compression": "always"},
+        app="jupyterlab",
     )
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def lab(one_lab: ServerProcess) -> Iterator[ServerProcess]:
+    """The shared JupyterLab, its notebooks' kernels ended after each test."""
+    yield one_lab
+    one_lab.shutdown_kernels()
+
+
+def zipped(lab: ServerProcess, tmp_path: Path, name: str) -> str:
+    """A notebook ``name`` of its own whose run streams :data:`DELTAS`."""
+    script = tmp_path / "answer.json"
+    script.write_text(json.dumps({"turns": [{"text": DELTAS, "delay": 0.001}]}))
+    write_notebook(lab.root / name, "%load_ext neta_jupyter", f"%neta --model scripted:{script} go")
+    return name
 
 
 def _header(headers: dict[str, Any], name: str) -> str:
@@ -92,8 +103,10 @@ def _answer_shown(page: Any) -> list[str]:
     return str(page.locator("[data-testid=neta-answer]").first.inner_text()).split()
 
 
-def test_widget_streams_over_a_deflated_websocket(lab: ServerProcess, browser: Any) -> None:
-    page = open_notebook(browser, lab, "zipped.ipynb")
+def test_widget_streams_over_a_deflated_websocket(
+    lab: ServerProcess, browser: Any, tmp_path: Path
+) -> None:
+    page = open_notebook(browser, lab, zipped(lab, tmp_path, "deflated.ipynb"))
     sockets, streams = _watch_network(page)
     run_cells(page, 2)
     words = _answer_shown(page)
@@ -104,8 +117,10 @@ def test_widget_streams_over_a_deflated_websocket(lab: ServerProcess, browser: A
     assert streams == []  # the widget followed the run over its WebSocket, not SSE
 
 
-def test_widget_falls_back_to_a_gzipped_event_source(lab: ServerProcess, browser: Any) -> None:
-    page = open_notebook(browser, lab, "zipped.ipynb", NO_RUN_SOCKET)
+def test_widget_falls_back_to_a_gzipped_event_source(
+    lab: ServerProcess, browser: Any, tmp_path: Path
+) -> None:
+    page = open_notebook(browser, lab, zipped(lab, tmp_path, "gzipped.ipynb"), NO_RUN_SOCKET)
     _, streams = _watch_network(page)
     run_cells(page, 2)
     words = _answer_shown(page)

@@ -22,12 +22,21 @@ from tests.server_process import ServerProcess
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path, {"demo_pace": 0.04}, app="jupyterlab")
+@pytest.fixture(scope="module")
+def one_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One JupyterLab for the module's tests: each opens a notebook of its own, with its kernel."""
+    server = ServerProcess(tmp_path_factory.mktemp("lab"), {"demo_pace": 0.04}, app="jupyterlab")
     (server.root / "notes.txt").write_text("quarterly revenue grew 12%\n")
+    server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def lab(one_lab: ServerProcess) -> Iterator[ServerProcess]:
+    """The shared JupyterLab, its notebooks' kernels ended after each test."""
+    yield one_lab
+    one_lab.shutdown_kernels()
 
 
 def run_view(page: Any, index: int = 0) -> Any:
@@ -62,7 +71,6 @@ def test_stream_approve_while_kernel_busy_and_reload(lab: ServerProcess, browser
         "%neta what files are here? then compute 6*7",
         "import time\ntime.sleep(12)\nprint('slept')",
     )
-    lab.start()
     page = open_notebook(browser, lab, "demo.ipynb")
     run_cells(page, 3)
     view = run_view(page)
@@ -144,7 +152,6 @@ def test_reload_mid_run_restores_and_continues(
         "%neta please summarise notes.txt",
         f"%neta --model scripted:{sender(tmp_path)} --session files send me the notes",
     )
-    lab.start()
     page = open_notebook(browser, lab, "reload.ipynb")
     run_cells(page, 3)
     page.wait_for_selector("[data-testid=neta-answer]:visible", timeout=60_000)
@@ -205,7 +212,6 @@ def test_twenty_thousand_deltas_at_2000_per_second(
         "%load_ext neta_jupyter",
         f"%neta --model scripted:{script} go fast",
     )
-    lab.start()
     page = open_notebook(browser, lab, "fast.ipynb")
     run_cells(page, 2)
     page.wait_for_selector("[data-testid=neta-run]", timeout=60_000)
@@ -234,7 +240,6 @@ def test_run_all_answers_from_the_prompts_variables_while_a_long_cell_runs(
         "import os, time\nfor _ in range(600):\n    if os.path.exists('release.flag'):\n"
         "        break\n    time.sleep(0.1)\nprint('long cell done')",
     )
-    lab.start()
     page = open_notebook(browser, lab, "runall.ipynb")
     page.click(".lm-MenuBar-itemLabel:text-is('Run')")
     page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
