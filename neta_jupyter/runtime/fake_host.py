@@ -138,7 +138,11 @@ class FakeHost:
         state: RunState | None = None,
     ) -> Run:
         """A run stored as standing in ``status``: where a test starts (not how runs are born)."""
-        session_id = parent.session_id if parent is not None else new_id("s")
+        if parent is not None:
+            session_id = parent.session_id
+        else:
+            records = self.store.records
+            session_id = (await records.get_or_create_session(principal, new_id("s"))).session_id
         run = Run(
             request_id=new_id("r"),
             principal=principal,
