@@ -122,6 +122,8 @@ class FakeHost:
         """Runs with an activation in this process (the test sets them)."""
         self.cancelled: list[tuple[str, CancelReason]] = []
         self.continued: list[str] = []
+        self.waited: list[str] = []
+        """Runs whose activation's end a helper waited for."""
         self.calls: list[Call] = []
         """Resumes and retries, in order."""
         self.refusal: RunApiError | None = None
@@ -178,7 +180,8 @@ class FakeHost:
         self.end_activation(request_id)
 
     async def wait(self, request_id: str) -> None:
-        """Until the test ends the run's activation (at once when it has none)."""
+        """Until the test ends the run's activation (at once when it has none); recorded."""
+        self.waited.append(request_id)
         if request_id in self.active:
             await self._ended.setdefault(request_id, asyncio.Event()).wait()
 
