@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from neta_jupyter.events import EventType, TextData
+from neta_jupyter.events import EventType, FinishReason, TextData
 from neta_jupyter.runtime.activation.endings import end_run
 from neta_jupyter.runtime.data.runs import Run
 from neta_jupyter.runtime.data.state import Delegated, RunOptions
-from neta_jupyter.runtime.data.steps import Suspend
+from neta_jupyter.runtime.data.steps import Finish, Suspend
 from neta_jupyter.runtime.fake_host import FakeHost
 from neta_jupyter.runtime.scheduling.pauses import PAUSED
+from neta_jupyter.runtime.trees.subagent_batch import Batch
 from neta_jupyter.runtime.trees.subagents import Subagents
 from neta_jupyter.store import RunStatus
 from neta_jupyter.tools import ToolRegistry, builtin_tools
 from neta_jupyter.tools.values import SubTask, ToolError
-from tests.host_helpers import host_on, terminal_events, until
+from tests.host_helpers import events_of, host_on, terminal_events, until
 
 
 async def child_of(
@@ -190,3 +192,63 @@ async def test_a_run_delegates_only_as_deep_as_configured_and_no_wider_than_itse
     with pytest.raises(ToolError, match="only tools this run may use"):
         await subagents.delegate(top, emitter, "call-9", wider)
     assert await subagents.children(top.request_id, "call-9") == [], "no child was made"
+
+
+async def finish(host: FakeHost, run: Run) -> None:
+    """The child's activation completes (as its loop would end it)."""
+    found = await host.runs.get(run.request_id)
+    assert found is not None
+    await end_run(host.runs, found, await host.emitter(found), Finish(FinishReason.STOP))
+
+
+async def parent_events(host: FakeHost, parent: Run, event_type: str) -> list[dict[str, Any]]:
+    return [e["data"] for e in await events_of(host, parent) if e["eventType"] == event_type]
+
+
+async def test_a_batch_starts_children_as_slots_free_up_and_ends_with_all_of_them(
+    tmp_path: Path,
+) -> None:
+    host = host_on(tmp_path, subagent_concurrency=1)
+    subagents = Subagents(host)
+    parent = await host.add_run()
+    first, second = await child_of(host, parent), await child_of(host, parent, index=1)
+    emitter = await host.emitter(parent)
+    batch = Batch(subagents, parent, emitter, "call-1")
+    running = asyncio.create_task(batch.run([first, second], fresh=True))
+    await until(lambda: host.continued, "no child was started")
+    assert host.continued == [first.request_id], "one slot: one child at a time"
+    await finish(host, first)
+    await until(lambda: len(host.continued) == 2, "the second child did not start")
+    assert host.continued == [first.request_id, second.request_id]
+    assert not running.done(), "the batch waits for every child"
+    await finish(host, second)
+    result = await asyncio.wait_for(running, 30)
+    assert result.output
+    await emitter.flush()
+    [started] = await parent_events(host, parent, "SUBAGENT_RUN_STARTED")
+    assert [c["requestId"] for c in started["children"]] == [first.request_id, second.request_id]
+    [completed] = await parent_events(host, parent, "SUBAGENT_RUN_COMPLETED")
+    assert completed["status"] == "completed" and completed["message"] == "2 of 2 completed"
+
+
+async def test_a_batch_whose_parent_is_cancelled_stops_its_children(tmp_path: Path) -> None:
+    host = host_on(tmp_path, subagent_concurrency=1)
+    subagents = Subagents(host)
+    parent = await host.add_run()
+    first, second = await child_of(host, parent), await child_of(host, parent, index=1)
+    emitter = await host.emitter(parent)
+    running = asyncio.create_task(
+        Batch(subagents, parent, emitter, "call-1").run([first, second], fresh=True)
+    )
+    await until(lambda: host.continued, "no child was started")
+    host.active.add(first.request_id)  # its activation runs here
+    host.cancelled.append((parent.request_id, "user"))  # the user stops the parent
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert (first.request_id, "user") in host.cancelled, "the running child is cancelled"
+    assert await status_of(host, second) == "failed", "the queued one ends without starting"
+    assert (await ending(host, second))["errorCode"] == "USER_CANCELLED"
+    await emitter.flush()
+    [stopped] = await parent_events(host, parent, "SUBAGENT_RUN_COMPLETED")
+    assert stopped["status"] == "cancelled"
