@@ -28,8 +28,6 @@ from ..errors import RunConflict
 if TYPE_CHECKING:
     from ..host import RunHost
 
-"""The work of a background call, given its time limit in seconds (``None``: none)."""
-
 
 class BackgroundJobs:
     """The background work of the runs of one runtime, one task per waiting call."""
