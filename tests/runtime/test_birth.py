@@ -11,7 +11,7 @@ import pytest
 from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime, RuntimeConfig
 from neta_jupyter.runtime.data.runs import Run
-from neta_jupyter.runtime.data.state import load_options
+from neta_jupyter.runtime.data.state import McpClient, RunOptions, load_options
 from neta_jupyter.store import Store
 
 
@@ -88,3 +88,12 @@ def test_options_stored_before_the_kind_was_kept_are_read_with_it(call_id: str, 
     assert load_options({"version": 1, "delegated": delegated}).kind == kind
     assert load_options({"version": 1}).kind == "top"
     assert load_options({"kind": "compact", "instructions": "be brief"}).kind == "top"
+
+
+def test_an_mcp_run_keeps_its_kind_and_client_and_older_options_have_none() -> None:
+    options = RunOptions(kind="mcp", mcp_client=McpClient(name="claude-code", version="2.1.0"))
+    stored = load_options(json.loads(json.dumps(options.to_document())))
+    assert stored.kind == "mcp"
+    assert stored.mcp_client == McpClient(name="claude-code", version="2.1.0")
+    assert options.to_document()["mcpClient"] == {"name": "claude-code", "version": "2.1.0"}
+    assert load_options({"version": 1, "kind": "top"}).mcp_client is None

@@ -36,9 +36,21 @@ APPROVE_MODES: tuple[Approve, ...] = get_args(Approve)
 CREW_CALL_PREFIX = "crew:"
 """How a crew's task names itself where a sub-agent names its parent's call."""
 
-RunKind = Literal["top", "subagent", "crew_task"]
+RunKind = Literal["top", "subagent", "crew_task", "mcp"]
 """Where a run sits: started by a request (``top``, compaction included), a child of a
-``delegate`` call (``subagent``), or an attempt at a task of a crew (``crew_task``)."""
+``delegate`` call (``subagent``), an attempt at a task of a crew (``crew_task``), or the session
+of an outside agent calling neta's tools through its MCP server (``mcp``)."""
+
+
+class McpClient(BaseModel):
+    """The outside agent an ``mcp`` run serves, as its MCP ``initialize`` named it."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    name: str
+    """The client's name (``claude-code``)."""
+    version: str = ""
+    """Its version, as it gave it."""
 
 
 class Delegated(BaseModel):
@@ -93,6 +105,8 @@ class RunOptions(BaseModel):
     """Seconds the run may wait for a person before USER_NO_RESPONSE (``None``: the runtime's)."""
     attachments: list[dict[str, Any]] | None = None
     """What the request attached, as it named them (``attachmentId`` or ``url``)."""
+    mcp_client: McpClient | None = None
+    """The outside agent of an ``mcp`` run (``None`` for every other kind)."""
 
     def to_document(self) -> dict[str, Any]:
         """As stored (camelCase, as the run was requested)."""
