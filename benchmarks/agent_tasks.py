@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 NOTES = """Team notes, week 38
 
@@ -101,6 +102,14 @@ class Outcome:
     steps: int
     trace: list[str] = field(default_factory=list)
     """Each call with its arguments and the start of its result, to see what went wrong."""
+    failed: int = 0
+    """Tool calls that failed (a refused edit, an error)."""
+    retried: int = 0
+    """Failed calls the model followed with another call rather than answering."""
+    notebook: dict[str, Any] | None = None
+    """A notebook task's notebook as saved after the run."""
+    probe: str = ""
+    """What the task's probe printed in the kernel after the run."""
 
 
 Check = Callable[[Outcome], bool]
@@ -115,6 +124,12 @@ class Task:
     expected: str
     """The fact, as printed in the report."""
     check: Check = field(repr=False)
+    notebook: bool = False
+    """Run bound to the task notebook (:mod:`.notebook_tasks`) and its kernel."""
+    probe: str = ""
+    """Code run in the kernel after the run; what it prints is ``Outcome.probe``."""
+    meanwhile: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False)
+    """The user's change to the saved notebook while the model thinks about its first step."""
 
 
 _FENCED = re.compile(r"```.*?(?:```|$)", re.DOTALL)

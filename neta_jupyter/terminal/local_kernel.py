@@ -59,6 +59,26 @@ class LocalKernel:
             client = await self._ensure_started()
             return await self._run(client, code, timeout=timeout, silent=False, on_output=on_output)
 
+    async def execute_cell(
+        self,
+        code: str,
+        *,
+        timeout: float | None = None,
+        on_output: Callable[[str], None] | None = None,
+        on_message: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> ToolResult:
+        """Run a notebook cell's ``code``; ``on_message`` gets each IOPub message (its outputs)."""
+        async with self._lock:
+            client = await self._ensure_started()
+            return await self._run(
+                client,
+                code,
+                timeout=timeout,
+                silent=False,
+                on_output=on_output,
+                on_message=on_message,
+            )
+
     async def execute_quietly(self, code: str, *, timeout: float | None = None) -> ToolResult:
         """Run introspection ``code`` without a trace in the kernel's history."""
         async with self._lock:
@@ -115,6 +135,7 @@ class LocalKernel:
         timeout: float | None,
         silent: bool,
         on_output: Callable[[str], None] | None = None,
+        on_message: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> ToolResult:
         msg_id = client.execute(
             code, silent=silent, store_history=False, allow_stdin=False, stop_on_error=False
@@ -131,6 +152,8 @@ class LocalKernel:
                         return output.result()
                     case msg_type, content:
                         output.iopub(msg_type, content)
+                        if on_message is not None:
+                            on_message(msg_type, content)
         except asyncio.CancelledError:
             await self._interrupt()  # the run was stopped: so is its code
             raise
