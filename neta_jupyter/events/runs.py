@@ -15,6 +15,9 @@ from .wire import _Wire
 
 AskKind = Literal["permission", "clarify"]
 RunStatusName = Literal["running", "suspended", "completed", "failed"]
+OriginKind = Literal["cell", "terminal", "panel", "api", "mcp", "crew", "subagent"]
+StartedFrom = Literal["cell", "terminal", "panel"]
+"""neta's own clients, which say so when they start a run (``origin`` of the request)."""
 
 
 class _Documented(_Wire):
@@ -34,6 +37,19 @@ class PendingAsk(_Documented):
     """The tool call that waits."""
     tool_name: str
     """Its tool."""
+
+
+class RunOrigin(_Documented):
+    """Where a run came from: which client started it, and the notebook it is bound to."""
+
+    kind: OriginKind
+    """``cell`` (``%neta`` or ``ask`` in a notebook's kernel), ``terminal`` (``neta-jupyter
+    run``), ``panel`` (the side panel), ``api`` (a client that did not say), ``mcp`` (an MCP
+    client), ``crew`` (a task of a crew) or ``subagent`` (delegated by another run)."""
+    notebook_path: str | None = None
+    """The notebook the run is bound to, when it is."""
+    client: str | None = None
+    """The client's own name, when it gave one."""
 
 
 class RunSummary(_Documented):
@@ -71,6 +87,8 @@ class RunSummary(_Documented):
     """Its token totals (a run that delegated counts its sub-agents' tokens in)."""
     parent_request_id: str | None = None
     """The run that started it as a sub-agent; absent for a run a user started."""
+    origin: RunOrigin = RunOrigin(kind="api")
+    """Where it came from."""
 
 
 class RunList(_Documented):

@@ -126,6 +126,7 @@ class KernelContext:
 
         ``files``: local files uploaded and attached to the run as it is created.
         """
+        options = options.model_copy(update={"origin": "cell"})
         handle = RunHandle(
             self.host, options.content, options=options, on_start=self.remember, files=files
         )

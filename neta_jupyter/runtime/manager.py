@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from ..events import ErrorCode
+from ..events.runs import StartedFrom
 from ..providers import ModelRegistry, UnknownModel
 from ..store import SessionRecord, Store, new_id
 from ..tools import ToolRegistry
@@ -123,6 +124,7 @@ class Runtime(RunQueries):
         kernel_variables: list[str] | None = None,
         suspend_timeout: float | None = None,
         attachments: list[dict[str, Any]] | None = None,
+        origin: StartedFrom | None = None,
     ) -> Run:
         """Create a run, persist the user message and start the loop.
 
@@ -145,6 +147,7 @@ class Runtime(RunQueries):
             kernel_variables=kernel_variables,
             suspend_timeout=suspend_timeout,
             attachments=attachments,
+            origin=origin,
         )
         async with self.quota.starting(principal, await self.running_count(principal)):
             attached, imports = await requested(self.store.records, principal, attachments)

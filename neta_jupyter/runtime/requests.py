@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from ..events.runs import StartedFrom
 from ..providers.base import ThinkingLevel
 from .data.state import APPROVE_MODES, Approve
 from .data.values import AttachmentRef
@@ -104,6 +105,9 @@ class RunRequest(_Body):
     attachments: list[AttachmentRef] | None = Field(default=None, max_length=50)
     """Files the model is shown with the prompt: uploads by ``attachmentId``, or ``url`` s the
     server downloads when the run begins."""
+    origin: StartedFrom | None = None
+    """Which of neta's own clients starts the run (``cell``, ``terminal``, ``panel``): the run
+    list says so (``origin``); another client leaves it out."""
 
     def start_options(self) -> dict[str, Any]:
         """The keyword arguments of :meth:`Runtime.start` (every field but ``content``)."""

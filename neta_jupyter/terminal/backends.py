@@ -67,6 +67,7 @@ def run_request(args: argparse.Namespace) -> RunRequest:
         "content": args.prompt,
         "session_name": args.session,
         "approve": "auto" if args.yes else "ask",
+        "origin": "terminal",
     }
     for name in RunRequest.model_fields.keys() - fields.keys():
         if getattr(args, name, None) is not None:

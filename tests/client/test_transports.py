@@ -459,6 +459,7 @@ SAMPLES: dict[str, Any] = {
     "suspend_timeout": 600.0,
     # Nothing listens on port 9: the run fails as it imports this, after it was created.
     "attachments": [{"url": "http://127.0.0.1:9/sample.csv"}],
+    "origin": "panel",
 }
 """A value for every run option; a new option needs one here, and is then checked end to end."""
 

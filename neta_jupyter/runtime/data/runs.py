@@ -23,6 +23,7 @@ from .state import (
     load_options,
     load_state,
     no_calls,
+    origin_of,
 )
 from .steps import RunTools
 
@@ -139,6 +140,7 @@ class Run:
             suspend_deadline=self.state.suspend_deadline,
             usage=self.state.usage,
             parent_request_id=self.parent_request_id,
+            origin=origin_of(self.options),
         )
 
 

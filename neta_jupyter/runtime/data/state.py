@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.alias_generators import to_camel
 
 from ...events import Usage
-from ...events.runs import PendingAsk
+from ...events.runs import OriginKind, PendingAsk, RunOrigin, StartedFrom
 from ...providers.base import THINKING_LEVELS, ThinkingLevel, ToolCall, as_thinking_level
 from ..errors import BadRunRequest
 from .snapshots import SnapshotInvalid, check_document, describe
@@ -107,6 +107,8 @@ class RunOptions(BaseModel):
     """What the request attached, as it named them (``attachmentId`` or ``url``)."""
     mcp_client: McpClient | None = None
     """The outside agent of an ``mcp`` run (``None`` for every other kind)."""
+    origin: StartedFrom | None = None
+    """Which of neta's own clients started the run (``None``: another client, or a child)."""
 
     def to_document(self) -> dict[str, Any]:
         """As stored (camelCase, as the run was requested)."""
@@ -216,6 +218,7 @@ def new_options(
     kernel_variables: list[str] | None,
     suspend_timeout: float | None = None,
     attachments: list[dict[str, Any]] | None = None,
+    origin: StartedFrom | None = None,
 ) -> RunOptions:
     """The options of a new run, from what its caller asked for; BadRunRequest if they are bad."""
     try:
@@ -240,7 +243,22 @@ def new_options(
         kernel_variables=kernel_variables,
         suspend_timeout=suspend_timeout,
         attachments=attachments or None,
+        origin=origin,
     )
+
+
+_ORIGIN_OF_KIND: dict[str, OriginKind] = {
+    "subagent": "subagent",
+    "crew_task": "crew",
+    "mcp": "mcp",
+}
+
+
+def origin_of(options: RunOptions) -> RunOrigin:
+    """Where a run came from, as its options tell: its kind, the client that said, or ``api``."""
+    kind = _ORIGIN_OF_KIND.get(options.kind) or options.origin or "api"
+    client = options.mcp_client.name if options.mcp_client is not None else None
+    return RunOrigin(kind=kind, notebook_path=options.notebook_path, client=client)
 
 
 def check_thinking_level(level: str | None) -> None:
