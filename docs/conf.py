@@ -28,7 +28,8 @@ suppress_warnings = ["myst.header"]
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "_ext"]
 
 # The notebooks are executed once by neta_docs (with the demo model, offline, approvals
-# automatic) into _generated/notebooks; myst-nb renders what they saved.
+# automatic; the workspace notebook on a Jupyter server, its approvals given through the run API)
+# into notebooks/; myst-nb renders what they saved.
 nb_execution_mode = "off"
 # The widget's transcript (markdown) stands for the widget: the page then needs no JavaScript
 # from a CDN, and shows the run as a saved notebook does on GitHub.

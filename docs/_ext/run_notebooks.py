@@ -1,5 +1,7 @@
 """Execute the demo notebooks for the docs: offline demo model, approvals automatic, no server.
 
+The workspace notebook is the exception: ``run_workspace.py`` runs it on a server.
+
 Each notebook in ``notebooks/`` is copied to a scratch folder and executed there with nbclient,
 as ``tests/notebooks/test_demo_notebooks.py`` does; the executed copy is written to
 ``docs/notebooks/`` (ignored by git), so the tracked notebooks are never modified. Without a
@@ -22,6 +24,7 @@ from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
+from run_workspace import render_workspace
 
 WAIT_FOR_RUNS = """\
 import asyncio
@@ -30,7 +33,7 @@ _ctx = _neta.current_context()
 await asyncio.gather(*(h.wait(180) for h in _ctx.launched))
 """
 
-# Notebooks whose tools need a Jupyter server: rendered as stored, with a note on the page.
+# Notebooks whose tools need a Jupyter server: run on one, in a thread of their own.
 NEEDS_SERVER = frozenset({"workspace.ipynb"})
 # The demo model streams at full speed: the pages show what it wrote, not how fast.
 ENVIRONMENT = {"NETA_APPROVE": "auto", "MPLBACKEND": "agg", "NETA_DEMO_PACE": "0"}
@@ -57,10 +60,10 @@ def demo_environment() -> Iterator[None]:
 
 async def execute(source: Path, target: Path) -> None:
     """Run ``source`` in a scratch folder and save the executed copy as ``target``."""
-    nb = nbformat.read(source, as_version=4)
     if source.name in NEEDS_SERVER:
-        nbformat.write(nb, target)
+        await asyncio.to_thread(render_workspace, source, target)
         return
+    nb = nbformat.read(source, as_version=4)
     wait = nbformat.v4.new_code_cell(WAIT_FOR_RUNS)
     wait.metadata["tags"] = ["remove-cell"]
     nb.cells.append(wait)
@@ -79,8 +82,12 @@ async def execute(source: Path, target: Path) -> None:
 
 
 async def execute_some(jobs: list[tuple[Path, Path]], log: Any) -> None:
-    """The notebooks a few at a time: most of each one's time is waiting for its kernel."""
+    """The notebooks a few at a time: most of each one's time is waiting for its kernel.
+
+    Those that run on a server go first: they take longest (the server starts, then they run).
+    """
     slots = asyncio.Semaphore(CONCURRENCY)
+    jobs = sorted(jobs, key=lambda job: job[0].name not in NEEDS_SERVER)
 
     async def one(source: Path, target: Path) -> None:
         async with slots:
