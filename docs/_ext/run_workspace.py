@@ -84,9 +84,9 @@ def new_run(server: DocsServer, known: list[str]) -> str:
     deadline = time.monotonic() + RUN_SECONDS
     while True:
         with server.client() as http:
-            newest = str(http.get("neta/api/agent/runs").json()["runs"][0]["requestId"])
-        if newest not in known:
-            return newest
+            found = http.get("neta/api/agent/runs").json()["runs"]  # the newest first
+        if found and found[0]["requestId"] not in known:
+            return str(found[0]["requestId"])
         if time.monotonic() > deadline:
             raise RuntimeError("a prompt of the workspace notebook never started its run")
         time.sleep(0.1)

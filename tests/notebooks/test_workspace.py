@@ -61,9 +61,9 @@ def new_run(server: ServerProcess, known: list[str]) -> str:
     deadline = time.monotonic() + 60
     while True:
         with server.client() as http:
-            newest = str(http.get("neta/api/agent/runs").json()["runs"][0]["requestId"])
-        if newest not in known:
-            return newest
+            found = http.get("neta/api/agent/runs").json()["runs"]  # the newest first
+        if found and found[0]["requestId"] not in known:
+            return str(found[0]["requestId"])
         assert time.monotonic() < deadline, "the prompt's run never started"
         time.sleep(0.1)
 
