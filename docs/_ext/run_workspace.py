@@ -35,6 +35,13 @@ await asyncio.gather(*(h.wait(120) for h in _neta.current_context().launched))
 """A cell run after each prompt's run ended, not shown: the kernel, which follows the run on its
 own, has seen it end, and sends the run's output once more as of its end (a cell that came
 before, such as ``%neta undo``, would otherwise find the run still going)."""
+HOW_IT_RAN = """\
+*On this page: the notebook as it ran on a Jupyter server while these pages were built. Nothing
+was approved automatically: each approval the widget asked for was given through the run API, as
+its Approve button does, and before the comment was approved its cell was changed as described
+below. See [the demo notebooks](index.md).*
+"""
+"""What the page says of its run, after the notebook's introduction."""
 SAFE_DATA = ("text/plain", "image/png", "image/jpeg")
 RUN_SECONDS = 180.0
 """Only catches a hang (of one prompt's run)."""
@@ -46,7 +53,9 @@ def render_workspace(source: Path, target: Path) -> None:
         tempfile.TemporaryDirectory(prefix="neta-docs-server-") as workdir,
         jupyter_server(Path(workdir)) as server,
     ):
-        target.write_text(nbformat.writes(run_on_server(server, source)))
+        nb = run_on_server(server, source)
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell(HOW_IT_RAN, id="neta-docs-how-it-ran"))
+    target.write_text(nbformat.writes(nb))
 
 
 def run_on_server(server: DocsServer, source: Path) -> Any:
