@@ -30,6 +30,27 @@ KernelFactory = Callable[[Run], KernelBridge | None]
 NotebookFactory = Callable[[Run], RunNotebook | None]
 
 
+class LiveAsk(Protocol):
+    """Answers the asks of a run that waits for them live (an MCP session, whose call waits).
+
+    Such a run is not suspended: its ask's answer goes to the call waiting for it, through the
+    same ``resume`` as any other, and is checked the same way.
+    """
+
+    async def __call__(
+        self,
+        principal: str,
+        *,
+        approved: bool | None,
+        ask_id: str | None,
+        always: bool,
+        answer: str | None,
+        digest: str | None,
+    ) -> Run:
+        """Decide a pending ask of the run; the run as it is then."""
+        ...
+
+
 class Claims(Protocol):
     """Runs being resumed or stopped right now (one claim at a time per run)."""
 

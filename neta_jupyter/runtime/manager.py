@@ -28,7 +28,7 @@ from .data.runs import Run, Runs, events_expired
 from .data.state import RunState, new_options
 from .data.steps import first_step
 from .errors import BadRunRequest, RunConflict
-from .host import CancelReason, KernelFactory, NotebookFactory
+from .host import CancelReason, KernelFactory, LiveAsk, NotebookFactory
 from .imports import ImportedCalls, import_run
 from .log.emitter import RunEmitter
 from .log.tree import SessionTree
@@ -94,6 +94,8 @@ class Runtime(RunQueries):
         """Runs other servers may hold: lost ones, a dead server's ones, stopping them."""
         self.background = BackgroundJobs(self)
         """Work runs wait for in the background (ASYNC_TOOL_PENDING)."""
+        self.live_asks: dict[str, LiveAsk] = {}
+        """Runs whose asks a live call waits for (MCP sessions), by requestId."""
         self.register_secrets()
 
     def register_secrets(self) -> None:
@@ -178,6 +180,15 @@ class Runtime(RunQueries):
 
         ``digest``: of what the decider was shown (a permission ask's ``digest``).
         """
+        if (live := self.live_asks.get(request_id)) is not None:
+            return await live(
+                principal,
+                approved=approved,
+                ask_id=ask_id,
+                always=always,
+                answer=answer,
+                digest=digest,
+            )
         with self.waiting.claim(request_id):  # not reclaimed meanwhile
             run = await self.get_run(principal, request_id)
             refused = f"run {request_id} is {run.status}, not suspended"

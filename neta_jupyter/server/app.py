@@ -17,6 +17,7 @@ from traitlets import Dict, Enum, Float, Int, List, Unicode, default
 from ..crews.manager import Crews
 from ..extras import COLLABORATION
 from ..mcp import McpServers, servers_of
+from ..notebook_mcp.server import McpDoor
 from ..runtime import Runtime
 from ..runtime.context.attachments import UPLOADS
 from ..runtime.context.uploads import sweep as sweep_uploads
@@ -27,6 +28,8 @@ from .activity import RunActivity
 from .compression import POLICIES
 from .datadir import DataDirInUse, lock_data_dir, network_filesystem
 from .kernels import ServerKernels, kernels_for
+from .mcp_endpoint import DoorKeeper
+from .mcp_workspace import ServerWorkspace
 from .notebooks import YDOC_EXTENSION, ServerNotebooks, ydoc_extension
 from .openapi import document
 from .principals import KernelOwners
@@ -141,6 +144,16 @@ class NetaApp(ExtensionApp, NetaSettings):
         "with a secret the body is signed (X-Neta-Signature-256: sha256=<HMAC-SHA256 hex>). "
         "Failed calls are retried with backoff; runs never wait for them.",
     ).tag(config=True)
+    mcp_ask_timeout = Float(
+        600.0,
+        help="Seconds a call of an outside agent through neta's MCP server ({base_url}neta/mcp) "
+        "waits for the user's approval before it fails saying nobody answered.",
+    ).tag(config=True)
+    mcp_idle_timeout = Float(
+        3600.0,
+        help="Seconds an MCP session with no request in flight is kept before it ends (and its "
+        "run completes).",
+    ).tag(config=True)
     webhook_retries = Int(6, help="Times a failed webhook call is sent again.").tag(config=True)
     webhook_retry_delay = Float(
         1.0, help="Seconds before a failed webhook call is sent again; doubles each time."
@@ -155,6 +168,8 @@ class NetaApp(ExtensionApp, NetaSettings):
     _data_lock: IO[str] | None = None
     notebooks: ServerNotebooks | None = None
     mcp: McpServers | None = None
+    door: DoorKeeper | None = None
+    """neta's own MCP server, for outside agents (``{base_url}neta/mcp``)."""
     store_failure: StorageError | None = None
     """Why the store could not be opened (then every route answers 503)."""
 
@@ -246,6 +261,7 @@ class NetaApp(ExtensionApp, NetaSettings):
         if self.serverapp is not None:
             owners.install(self.serverapp.kernel_manager)
         self.mcp = servers_of(self.runtime.tools)
+        self._open_door(owners)
         # Started once the event loop runs (servers that are slow to start delay no request).
         IOLoop.current().add_callback(self._start_mcp)
         self.settings.update(
@@ -255,6 +271,19 @@ class NetaApp(ExtensionApp, NetaSettings):
             neta_kernel_owners=owners,
             neta_redactor=self.store.redactor,
         )
+
+    def _open_door(self, owners: KernelOwners) -> None:
+        if self.serverapp is None or self.notebooks is None or self.kernels is None:
+            return
+        workspace = ServerWorkspace(self.serverapp, self.notebooks, self.kernels, owners)
+        door = McpDoor(
+            self.runtime,
+            workspace,
+            ask_timeout=self.mcp_ask_timeout,
+            idle_timeout=self.mcp_idle_timeout,
+        )
+        self.door = DoorKeeper(door)
+        self.settings["neta_mcp"] = self.door
 
     def _host_kernels(self) -> None:
         """Runs bound to this server's kernels go on here, wherever they are resumed."""
@@ -307,6 +336,8 @@ class NetaApp(ExtensionApp, NetaSettings):
 
     async def _start_jupyter_server_extension(self, serverapp: object) -> None:
         """Once the event loop runs: timers for the runs that wait for a person."""
+        if self.door is not None:
+            self.door.start()
         if self.store_failure is None:
             self.runtime.waiting.watch_stored()
             self.runtime.takeover.sweep_interval = self.sweep_interval
@@ -329,6 +360,8 @@ class NetaApp(ExtensionApp, NetaSettings):
         """Suspend executing runs (SHUTDOWN_INTERRUPT) and close the store."""
         if self.activity is not None:
             self.activity.stop()
+        if self.door is not None:
+            await self.door.stop()  # its sessions' runs complete
         if self.store_failure is None:
             await self.crews.shutdown()
             await self.runtime.shutdown()  # and the MCP servers

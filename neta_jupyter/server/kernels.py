@@ -322,10 +322,13 @@ class ServerKernels:
 
     def __call__(self, run: Run) -> KernelBridge | None:
         """The bridge for the run's kernel; None without one or once it has shut down."""
+        return self.bridge(run.options.kernel_id)
+
+    def bridge(self, kernel_id: str | None) -> KernelBridge | None:
+        """The bridge to a kernel of the server; None without one or once it has shut down."""
         running = set(self._km.list_kernel_ids())
         for gone in [kid for kid in self._bridges if kid not in running]:
             _close_later(self._bridges.pop(gone))
-        kernel_id = run.options.kernel_id
         if kernel_id is None or kernel_id not in running:
             return None
         bridge = self._bridges.get(kernel_id)

@@ -53,6 +53,16 @@ class KernelOwners:
         self._owner = owner
         self._by_digest: dict[bytes, str] = {}
         """Digest of a kernel token → principal (digests: a lookup leaks no timing of the token)."""
+        self._by_kernel: dict[str, str] = {}
+        """Kernel id → the user who started it."""
+
+    def owner_of(self, kernel_id: str) -> str:
+        """The user who started the kernel (the server's owner for one started otherwise)."""
+        return self._by_kernel.get(kernel_id, self._owner)
+
+    def own(self, kernel_id: str, principal: str) -> None:
+        """The kernel was started for ``principal`` (outside a request of theirs)."""
+        self._by_kernel[kernel_id] = principal
 
     def principal(self, token: str) -> str | None:
         """The user whose kernel holds ``token``; None for a token no kernel was given."""
@@ -69,12 +79,14 @@ class KernelOwners:
             kwargs["env"] = {**(kwargs.get("env") or os.environ), "NETA_KERNEL_TOKEN": token}
             # Registered before the kernel runs a line: a startup script may start a run at once.
             digest = _digest(token)
-            self._by_digest[digest] = self._starter()
+            starter = self._by_digest[digest] = self._starter()
             try:
-                return await start(*args, **kwargs)
+                kernel_id = await start(*args, **kwargs)
             except BaseException:
                 del self._by_digest[digest]
                 raise
+            self._by_kernel.setdefault(kernel_id, starter)
+            return kernel_id
 
         kernel_manager.start_kernel = start_kernel
 

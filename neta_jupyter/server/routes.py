@@ -21,6 +21,7 @@ from ..runtime.actions import ACTIONS, Action
 from ..runtime.queries import QUERIES, Query
 from ..runtime.requests import RevertRequest
 from . import crew, handlers
+from .mcp_endpoint import McpHandler
 from .notebook_api import EditsHandler, RevertHandler
 from .sse import SessionStreamHandler, StreamHandler
 from .ws import RunSocket
@@ -189,6 +190,7 @@ ROUTES: tuple[Route, ...] = (
     Route("crews", crew.CrewListHandler, _get("The caller's crews")),
     Route("ws", RunSocket, socket=True),
     Route("crew", crew.CrewSocket, socket=True),
+    Route("mcp", McpHandler, socket=True),  # MCP's streamable HTTP, not the run API's
 )
 """Every route of the server."""
 

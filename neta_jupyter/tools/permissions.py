@@ -17,7 +17,8 @@ class PermissionRule(BaseModel):
     """One rule; the first rule that matches a call decides it.
 
     ``tool`` is a glob on the tool name; ``args`` maps argument names to globs matched against the
-    argument's value (non-strings are matched on their JSON text).
+    argument's value (non-strings are matched on their JSON text); ``client``, a glob on the name
+    of the outside agent calling through the MCP server, confines the rule to its calls.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -26,16 +27,23 @@ class PermissionRule(BaseModel):
     args: dict[str, str] = Field(default_factory=dict, description="argument name → glob")
     action: Action
     description: str | None = None
+    client: str | None = Field(
+        default=None, description="glob on the MCP client's name; the rule applies to it only"
+    )
 
     @property
     def pattern(self) -> str:
         """The rule as one line, shown in the permission prompt."""
         parts = [self.tool] + [f"{k}={v}" for k, v in sorted(self.args.items())]
+        if self.client is not None:
+            parts.append(f"client={self.client}")
         return " ".join(parts)
 
-    def matches(self, tool_name: str, arguments: dict[str, Any]) -> bool:
-        """Whether this rule applies to the call."""
+    def matches(self, tool_name: str, arguments: dict[str, Any], client: str | None = None) -> bool:
+        """Whether this rule applies to the call (``client``: the MCP client making it)."""
         if not fnmatchcase(tool_name, self.tool):
+            return False
+        if self.client is not None and (client is None or not fnmatchcase(client, self.client)):
             return False
         for key, glob in self.args.items():
             if key not in arguments:
@@ -70,10 +78,14 @@ def decide(
     *,
     readonly: bool,
     always_allowed: frozenset[str] = frozenset(),
+    client: str | None = None,
 ) -> Decision:
-    """Apply the rules; then "always allow" remembered for the session; then the tool's nature."""
+    """Apply the rules; then "always allow" remembered for the session; then the tool's nature.
+
+    ``client``: the outside agent making the call through the MCP server, for rules naming one.
+    """
     for rule in rules:
-        if rule.matches(tool_name, arguments):
+        if rule.matches(tool_name, arguments, client):
             if rule.action == "ask" and tool_name in always_allowed:
                 return Decision("allow", "always allowed in this session", tool_name)
             return Decision(rule.action, rule.description or f"rule {rule.pattern}", rule.pattern)

@@ -22,8 +22,9 @@ VERBS = ("get", "post", "put", "patch", "delete")
 def registered_routes(jp_serverapp: Any) -> dict[str, type[RequestHandler]]:
     app = jp_serverapp.extension_manager.extension_apps["neta_jupyter"]
     ext = next(iter(app))
-    sockets = (r"/neta/ws", r"/neta/crew")
-    return {pattern: handler for pattern, handler, *_ in ext.handlers if pattern not in sockets}
+    # The WebSockets and the MCP server's endpoint speak protocols of their own.
+    elsewhere = (r"/neta/ws", r"/neta/crew", r"/neta/mcp")
+    return {pattern: handler for pattern, handler, *_ in ext.handlers if pattern not in elsewhere}
 
 
 async def test_every_route_is_documented_and_every_documented_route_exists(
