@@ -10,6 +10,7 @@ the session does.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -64,6 +65,9 @@ class Workspace(Protocol):
         A :class:`ToolError` for a path outside the root, or a kernel another user started.
         """
         ...
+
+
+CANCELLED = "cancelled by the MCP client"
 
 
 def session_prompt(client: McpClient) -> str:
@@ -160,6 +164,10 @@ class McpSession:
         except RunSuspended as exc:  # tools that suspend a run are not offered; never hang here
             self._runner.fail_without_running(call, str(exc))
             raise ToolError(f"{call.name} cannot wait for a person over MCP") from exc
+        except asyncio.CancelledError:
+            # The client cancelled the call (the kernel was interrupted): its card ends too.
+            self._runner.fail_without_running(call, CANCELLED)
+            raise
         finally:
             self._runner.take_meta(call.id)
             await self._emitter.flush()

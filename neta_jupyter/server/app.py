@@ -149,6 +149,11 @@ class NetaApp(ExtensionApp, NetaSettings):
         help="Seconds a call of an outside agent through neta's MCP server ({base_url}neta/mcp) "
         "waits for the user's approval before it fails saying nobody answered.",
     ).tag(config=True)
+    mcp_progress_interval = Float(
+        5.0,
+        help="Seconds between the progress notifications an MCP call sends while it runs or "
+        "waits for an approval (clients that asked for progress keep waiting on them).",
+    ).tag(config=True)
     mcp_idle_timeout = Float(
         3600.0,
         help="Seconds an MCP session with no request in flight is kept before it ends (and its "
@@ -280,6 +285,7 @@ class NetaApp(ExtensionApp, NetaSettings):
             self.runtime,
             workspace,
             ask_timeout=self.mcp_ask_timeout,
+            keepalive=self.mcp_progress_interval,
             idle_timeout=self.mcp_idle_timeout,
         )
         self.door = DoorKeeper(door)
