@@ -7,6 +7,7 @@ tools and a shorter prompt), then the runtime's configuration.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Protocol
 
 from ..providers import ModelProfile
@@ -43,6 +44,8 @@ def assemble_loop(runtime: LoopHost, run: Run, emitter: RunEmitter) -> RunLoop:
         raise SnapshotInvalid(problem)
     kernel = runtime.kernels(run) if runtime.kernels is not None else None
     notebook = runtime.notebooks(run) if runtime.notebooks is not None else None
+    if notebook is not None:  # what the run saw of the notebook, kept across activations
+        notebook = dataclasses.replace(notebook, seen=run.state.cells_seen)
     profile = runtime.models.profile(run.model)
     config = runtime.config
     base = config.compact_system_prompt if profile.compact else config.system_prompt

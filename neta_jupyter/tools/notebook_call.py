@@ -9,7 +9,9 @@ from pydantic import Field
 from .registry import RunNotebook, ToolContext
 from .values import ToolError
 
-CellId = Annotated[str, Field(description="the cell's id, as read_notebook shows it")]
+CellId = Annotated[
+    str, Field(description="the cell's id, as the notebook map or read_notebook shows it")
+]
 
 
 def notebook_of(ctx: ToolContext) -> RunNotebook:

@@ -10,7 +10,8 @@ Exceptions (who raises → who catches)::
 
     CellChanged     raised by Notebook.edit/delete/move/revert when the cell is not as expected,
                     caught by the tools (→ TOOL_FAILED with the current source) and the revert
-                    endpoint (→ 409)
+                    endpoint (→ 409); NotSeen: an edit naming no hash of a cell the run has not
+                    seen as it is now
     NotebookError   a cell id that is not there, a bad position; tools → TOOL_FAILED, endpoint → 4xx
 """
 
@@ -30,6 +31,8 @@ Via = Literal["shared", "file"]
 """``shared``: the live document of an open collaboration room; ``file``: the .ipynb on disk."""
 MAX_SHOWN_DIFF = 24_000
 """Characters of a diff an event carries (events stay under the wire's size limit)."""
+MAX_IDS_LISTED = 40
+"""Cell ids a "no such cell" message lists."""
 
 
 class NotebookError(Exception):
@@ -49,6 +52,19 @@ class CellChanged(NotebookError):
             f"cell changed since you read it: cell {cell_id} now has hash {source_hash(source)} "
             f"and this source:\n{source}"
         )
+
+
+class NotSeen(CellChanged):
+    """The caller named no hash and has not seen the cell as it is now."""
+
+    def __init__(self, cell_id: str, source: str) -> None:
+        NotebookError.__init__(
+            self,
+            f"you have not seen cell {cell_id} as it is now: it has hash {source_hash(source)} "
+            f"and this source:\n{source}",
+        )
+        self.cell_id = cell_id
+        self.source = source
 
 
 def source_text(value: Any) -> str:
@@ -136,6 +152,8 @@ class NotebookEdit:
     """The whole cell (an insert or delete: what a revert removes or puts back)."""
     index_before: int | None = None
     index_after: int | None = None
+    cell_type: str | None = None
+    """Of the cell changed, when it is known (what to do next depends on it)."""
     via: Via = "shared"
     note: str = ""
     """Why the edit went to the file, when it did (for the model and the user)."""
@@ -199,10 +217,13 @@ class NotebookHost(Protocol):
 
 def find(cells: CellList, cell_id: str) -> int:
     """The index of the cell with ``cell_id``."""
-    for index in range(len(cells)):
-        if cells.cell(index).get("id") == cell_id:
-            return index
-    raise NotebookError(f"no cell with id {cell_id!r} in the notebook (read_notebook lists them)")
+    ids = [str(cells.cell(index).get("id")) for index in range(len(cells))]
+    if cell_id in ids:
+        return ids.index(cell_id)
+    listed = ", ".join(ids[:MAX_IDS_LISTED]) + (" …" if len(ids) > MAX_IDS_LISTED else "")
+    raise NotebookError(
+        f"no cell with id {cell_id!r} in the notebook; its cell ids are: {listed or 'none'}"
+    )
 
 
 def new_cell(cell_type: CellType, source: str, metadata: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 Every change opens the notebook once: the check (the cell is as the agent read it) and the
 change happen in the same opening, so nothing the user types in between can be overwritten.
+The check is against the hash the caller names, or else against the version of the cell the run
+last saw (``seen``), which every read, refusal and change keeps current.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from .notebook_doc import (
     NotebookEdit,
     NotebookError,
     NotebookHost,
+    NotSeen,
     find,
     new_cell,
     new_edit_id,
@@ -59,12 +62,36 @@ def _position(cells: CellList, after: str | None, where: str) -> int:
     raise NotebookError("say where the cell goes: after_cell_id, or position 'top' or 'end'")
 
 
+def _checked_seen(
+    cells: CellList, cell_id: str, expected: str | None, seen: dict[str, str]
+) -> tuple[int, str]:
+    """The cell's index and source, if it is as ``expected`` or, without a hash, as last seen.
+
+    A refusal shows the cell's current source, so that version counts as seen from then on.
+    """
+    index = find(cells, cell_id)
+    source = str(cells.cell(index).get("source", ""))
+    now = source_hash(source)
+    if expected is not None and expected.strip():
+        if now != expected.strip():
+            seen[cell_id] = now
+            raise CellChanged(cell_id, source)
+    elif (last := seen.get(cell_id)) != now:
+        seen[cell_id] = now
+        raise NotSeen(cell_id, source) if last is None else CellChanged(cell_id, source)
+    return index, source
+
+
 class NotebookEditor:
     """Applies the tools' changes to one notebook and keeps a record of each."""
 
-    def __init__(self, host: NotebookHost, origin: EditOrigin) -> None:
+    def __init__(
+        self, host: NotebookHost, origin: EditOrigin, seen: dict[str, str] | None = None
+    ) -> None:
         self.host = host
         self.origin = origin
+        self.seen: dict[str, str] = {} if seen is None else seen
+        """By cell id, the hash of the version the run last saw (kept current here)."""
 
     def _edit(
         self, kind: EditKind, cell_id: str, before: str | None, after: str | None
@@ -94,17 +121,21 @@ class NotebookEditor:
             index = _position(cells, after, where)
             cells.insert(index, cell)
         edit = self._edit("insert", cell["id"], None, source)
-        edit.cell, edit.index_after = cell, index
+        edit.cell, edit.index_after, edit.cell_type = cell, index, cell_type
+        self.seen[cell["id"]] = source_hash(source)
         await self.host.record(edit)
         return edit
 
-    async def edit(self, cell_id: str, source: str, expected: str) -> NotebookEdit:
+    async def edit(self, cell_id: str, source: str, expected: str | None) -> NotebookEdit:
         """Replace the cell's source, if it still has the source the agent read."""
         async with self.host.open() as cells:
-            index, before = _check(cells, cell_id, expected)
+            index, before = _checked_seen(cells, cell_id, expected, self.seen)
             cells.set_source(index, source)
             cells.set_metadata(index, "neta", self.origin.provenance())
+            kind = str(cells.cell(index).get("cell_type", "code"))
+        self.seen[cell_id] = source_hash(source)
         edit = self._edit("edit", cell_id, before, source)
+        edit.cell_type = kind
         edit.index_before = edit.index_after = index
         await self.host.record(edit)
         return edit
@@ -112,9 +143,10 @@ class NotebookEditor:
     async def delete(self, cell_id: str, expected: str | None) -> NotebookEdit:
         """Remove the cell, if it still has the source the agent read."""
         async with self.host.open() as cells:
-            index, before = _check(cells, cell_id, expected)
+            index, before = _checked_seen(cells, cell_id, expected, self.seen)
             cell = cells.cell(index)
             cells.delete(index)
+        self.seen.pop(cell_id, None)
         edit = self._edit("delete", cell_id, before, None)
         edit.cell, edit.index_before = cell, index
         await self.host.record(edit)

@@ -58,9 +58,17 @@ def cell_text(cell: dict[str, Any], number: int, total: int) -> str:
 
 
 def read_cells(
-    cells: CellList, path: str, cell_id: str | None, start: int | None, end: int | None
+    cells: CellList,
+    path: str,
+    cell_id: str | None,
+    start: int | None,
+    end: int | None,
+    seen: dict[str, str] | None = None,
 ) -> str:
-    """The notebook (or a range of its cells, or one cell) as text with totals."""
+    """The notebook (or a range of its cells, or one cell) as text with totals.
+
+    ``seen`` gets the hash of each cell shown whole: the reader has seen that version.
+    """
     total = len(cells)
     if cell_id is not None:
         first = find(cells, cell_id)
@@ -81,6 +89,9 @@ def read_cells(
             break
         shown.append(text)
         size += len(text)
+        if seen is not None:
+            cell = cells.cell(index)
+            seen[str(cell.get("id", ""))] = source_hash(source_text(cell.get("source")))
     if not total:
         shown.append("(the notebook has no cells)")
     return "\n".join(shown)

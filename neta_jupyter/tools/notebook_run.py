@@ -163,7 +163,12 @@ async def run_cell(
         return await in_background(
             ctx, message, lambda limit: _execute(ctx, kernel, cell_id, code, limit, None)
         )
-    code = await _approved_source(ctx, host, cell_id)
+    return await run_code(ctx, cell_id, await _approved_source(ctx, host, cell_id))
+
+
+async def run_code(ctx: ToolContext, cell_id: str, code: str) -> ToolResult:
+    """Run ``code``, the source of the cell ``cell_id``, in the kernel, its outputs in the cell."""
+    kernel = _kernel_of(ctx)
     await _wait_for_kernel(ctx, kernel, None)
     title = f"Running cell {cell_id}"
     ctx.report(title)

@@ -1,10 +1,12 @@
 """The notebook tools: read the run's notebook, and insert, edit, delete and move its cells.
 
-Cells are addressed by id, never by position. ``edit_cell`` and ``delete_cell`` carry the hash of
-the source the agent read and are refused when the cell changed since (the message holds the
-current source and its hash, so the model can retry). Each applied change is published as a
-``TOOL_EVENT`` of category ``notebook_edit`` with a unified diff, and kept in the store so it can
-be reverted. ``run_cell`` is in :mod:`.notebook_run`.
+Cells are addressed by id, never by position. ``edit_cell`` and ``delete_cell`` are refused when
+the cell is not the version the caller knows: the hash it names (``source_hash``, for clients
+that keep them), or else the version the run last saw — in the notebook when the prompt was
+sent, read, or written by the run — so a model need not copy hashes. The refusal holds the
+current source and says how to retry. Each applied change is published as a ``TOOL_EVENT`` of
+category ``notebook_edit`` with a unified diff, and kept in the store so it can be reverted.
+``run_cell`` is in :mod:`.notebook_run`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import Field
 from ..events import EventType, ToolSideData
 from .notebook_call import CellId, notebook_of
 from .notebook_doc import (
+    CellChanged,
     CellType,
     NotebookEdit,
     NotebookError,
@@ -28,14 +31,21 @@ from .notebook_doc import (
 )
 from .notebook_ops import EditOrigin, NotebookEditor
 from .notebook_read import read_cells
+from .notebook_run import run_cell, run_code, run_preview
 from .registry import Tool, ToolContext, tool
-from .values import ToolError
+from .values import ToolError, ToolResult
 
 EDIT_CATEGORY = "notebook_edit"
 """The ``TOOL_EVENT`` category of an applied edit."""
 Position = Literal["top", "end"]
 
-Hash = Annotated[str, Field(description="the cell's hash, as read_notebook last showed it")]
+Hash = Annotated[
+    str | None,
+    Field(
+        description="optional: the cell's hash as read_notebook showed it; leave it out to "
+        "check against the version this run last saw"
+    ),
+]
 After = Annotated[
     str | None, Field(description="put it after the cell with this id (instead of position)")
 ]
@@ -46,7 +56,7 @@ def editor(ctx: ToolContext) -> NotebookEditor:
     """The editor of the run's notebook for this call."""
     notebook = notebook_of(ctx)
     origin = EditOrigin(ctx.request_id, ctx.tool_call_id, notebook.prompt)
-    return NotebookEditor(notebook.host, origin)
+    return NotebookEditor(notebook.host, origin, notebook.seen)
 
 
 def publish(ctx: ToolContext, name: str, edit: NotebookEdit) -> str:
@@ -64,12 +74,36 @@ def publish(ctx: ToolContext, name: str, edit: NotebookEdit) -> str:
             ),
         )
     new_hash = f", new hash {edit.after_hash}" if edit.after_hash else ""
-    return f"{edit.kind} of cell {edit.cell_id} applied{new_hash}{where}."
+    return f"{edit.kind} of cell {edit.cell_id} applied{new_hash}{where}.{_next(edit)}"
+
+
+def _next(edit: NotebookEdit) -> str:
+    """What the model may want to do after the edit."""
+    if edit.cell_type != "code" or edit.kind not in ("insert", "edit"):
+        return ""
+    return f' Run it with run_cell {{"cell_id": "{edit.cell_id}"}} to see its output.'
+
+
+def _retry(name: str, exc: CellChanged) -> str:
+    """The refusal, and how to try again."""
+    if exc.source is None:
+        return str(exc)
+    again = (
+        "and the whole new source, written from the source above"
+        if name == "edit_cell"
+        else "if it should still go"
+    )
+    return (
+        f"{exc}\nNothing was changed. Call {name} again with cell_id {exc.cell_id!r} {again} "
+        "(no source_hash needed)."
+    )
 
 
 async def _attempt(ctx: ToolContext, name: str, change: Awaitable[NotebookEdit]) -> str:
     try:
         edit: NotebookEdit = await change
+    except CellChanged as exc:
+        raise ToolError(_retry(name, exc)) from exc
     except NotebookError as exc:
         raise ToolError(str(exc)) from exc
     return publish(ctx, name, edit)
@@ -82,16 +116,15 @@ async def read_notebook(
     start: Annotated[int | None, Field(description="first cell to read (1-based)", ge=1)] = None,
     end: Annotated[int | None, Field(description="last cell to read (1-based)", ge=1)] = None,
 ) -> str:
-    """Read the user's notebook: each cell's id, type, hash, source and outputs.
+    """Read the user's notebook: each cell's id, type, hash, whole source and outputs.
 
-    Use it before changing cells: edit_cell and delete_cell need the id and the hash shown
-    here. Outputs are summarised (text cut, images referenced).
+    Outputs are summarised (text cut, images referenced).
     """
     notebook = notebook_of(ctx)
     ctx.report(f"Reading {notebook.host.path}")
     try:
         async with notebook.host.open() as cells:
-            return read_cells(cells, notebook.host.path, cell_id, start, end)
+            return read_cells(cells, notebook.host.path, cell_id, start, end, notebook.seen)
     except NotebookError as exc:
         raise ToolError(str(exc)) from exc
 
@@ -103,15 +136,36 @@ async def insert_cell(
     cell_type: Annotated[CellType, Field(description="code or markdown")] = "code",
     after_cell_id: After = None,
     position: Where = "end",
-) -> str:
+    run: Annotated[
+        bool, Field(description="true to also run the new code cell now (its output comes back)")
+    ] = False,
+) -> str | ToolResult:
     """Add a cell to the user's notebook (after a cell, or at the top or the end).
 
-    The answer gives the new cell's id; run it with run_cell.
+    The answer gives the new cell's id. With run=true a code cell also runs at once, as
+    run_cell would run it.
     """
     ctx.report("Inserting a cell")
-    return await _attempt(
-        ctx, "insert_cell", editor(ctx).insert(source, cell_type, after_cell_id, position)
-    )
+    try:
+        edit = await editor(ctx).insert(source, cell_type, after_cell_id, position)
+    except NotebookError as exc:
+        raise ToolError(str(exc)) from exc
+    if not run or cell_type != "code":
+        return publish(ctx, "insert_cell", edit)
+    edit.cell_type = None  # no "run it" advice: it runs now
+    inserted = publish(ctx, "insert_cell", edit)
+    try:
+        result = await run_code(ctx, edit.cell_id, source)
+    except ToolError as exc:
+        return f"{inserted} It was not run: {exc}"
+    result.output = f"{inserted} It ran; its output:\n{result.output}"
+    return result
+
+
+def _runs(arguments: dict[str, Any]) -> str | None:
+    """An insert that runs its code cell is also a ``run_cell``."""
+    runs = arguments.get("run") is True and arguments.get("cell_type", "code") == "code"
+    return "run_cell" if runs else None
 
 
 @tool(host="notebook")
@@ -119,18 +173,19 @@ async def edit_cell(
     ctx: ToolContext,
     cell_id: CellId,
     source: Annotated[str, Field(description="the cell's whole new source")],
-    source_hash: Hash,
+    source_hash: Hash = None,
 ) -> str:
-    """Replace a cell's source with ``source``.
+    """Replace a cell's whole source with ``source``.
 
-    Refused when the cell changed since you read it: read it again and retry with its new hash.
+    Refused, with the cell's current source, when it changed since you last saw it: then call
+    edit_cell again with a source written from that one.
     """
     ctx.report(f"Editing cell {cell_id}")
     return await _attempt(ctx, "edit_cell", editor(ctx).edit(cell_id, source, source_hash))
 
 
 @tool(host="notebook")
-async def delete_cell(ctx: ToolContext, cell_id: CellId, source_hash: Hash) -> str:
+async def delete_cell(ctx: ToolContext, cell_id: CellId, source_hash: Hash = None) -> str:
     """Delete a cell from the user's notebook (refused when it changed since you read it)."""
     ctx.report(f"Deleting cell {cell_id}")
     return await _attempt(ctx, "delete_cell", editor(ctx).delete(cell_id, source_hash))
@@ -155,7 +210,8 @@ async def _edit_preview(ctx: ToolContext, arguments: dict[str, Any]) -> dict[str
     cell = await _current(ctx, cell_id)
     before = str((cell or {}).get("source", ""))
     after = str(arguments.get("source", "")) if "source" in arguments else ""
-    stale = source_hash(before) != str(arguments.get("source_hash", "")).strip()
+    known = str(arguments.get("source_hash") or "").strip()
+    stale = source_hash(before) != (known or notebook_of(ctx).seen.get(cell_id))
     diff = shown(unified_diff(before, after, cell_id))
     preview = {"kind": "diff", "cellId": cell_id, "text": diff}
     return preview | ({"stale": True} if stale else {})
@@ -180,11 +236,9 @@ async def _insert_preview(ctx: ToolContext, arguments: dict[str, Any]) -> dict[s
 
 def notebook_tools() -> list[Tool]:
     """The tools that read and change the run's notebook (``run_cell`` included)."""
-    from .notebook_run import run_cell, run_preview
-
     return [
         read_notebook,
-        dataclasses.replace(insert_cell, preview=_insert_preview),
+        dataclasses.replace(insert_cell, preview=_insert_preview, also_does=_runs),
         # An edit or a delete carries the hash of the source it acts on and is refused when the
         # cell changed, which binds it to what its prompt showed; asking again first would only
         # add a prompt before that refusal. A move does not depend on the source.

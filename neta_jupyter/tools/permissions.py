@@ -94,6 +94,14 @@ def decide(
     return Decision("ask", "tools that change things need approval", "*")
 
 
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def stricter(one: Decision, other: Decision) -> Decision:
+    """Of two decisions about one call, the one that lets it through less."""
+    return other if _STRICTNESS[other.action] > _STRICTNESS[one.action] else one
+
+
 def approval_digest(tool_name: str, arguments: str, state: str | None) -> str:
     """What an approval binds to, as hex SHA-256.
 

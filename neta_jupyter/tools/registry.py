@@ -118,6 +118,9 @@ class RunNotebook:
     host: NotebookHost
     prompt: str = ""
     """The run's prompt (its first line is the provenance of the cells the run writes)."""
+    seen: dict[str, str] = field(default_factory=dict)
+    """By cell id, the hash of the source the run last saw: in the notebook when the prompt was
+    sent, read, or written. An edit that names no hash is checked against it."""
 
 
 @dataclass(slots=True)
@@ -183,6 +186,9 @@ class Tool:
     """Its name on that server (the name the model sees may be cut to fit, see ``mcp.tools``)."""
     path_arguments: tuple[str, ...] = ()
     """Arguments that name a file under the root: permission rules match them resolved there."""
+    also_does: Callable[[dict[str, Any]], str | None] | None = None
+    """The other tool a call also does, by its arguments (an insert that runs its cell:
+    ``run_cell``): the permission rules of both apply, the stricter decides."""
 
     @property
     def definition(self) -> ToolDefinition:

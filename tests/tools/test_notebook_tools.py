@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from neta_jupyter.providers import ScriptedToolCall, ScriptedTurn
+from neta_jupyter.providers import ScriptedModel, ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.tools.notebook_doc import source_hash
 from tests.helpers import ApiClient, script, types
@@ -218,22 +218,17 @@ async def test_two_notebooks_with_runs_at_once_never_touch_each_others_cells(
     (left,) = write_notebook(jp_root_dir / "left.ipynb", ("code", "side = 'left'"))
     (right,) = write_notebook(jp_root_dir / "right.ipynb", ("code", "side = 'right'"))
     # Each run is told to edit the other notebook's cell: it is not in its notebook.
-    script(
-        runtime,
-        call(
-            "edit_cell", cell_id=right, source="hijacked", source_hash=source_hash("side = 'right'")
-        ),
-        call(
-            "edit_cell", cell_id=left, source="hijacked", source_hash=source_hash("side = 'left'")
-        ),
-        ScriptedTurn(text="done"),
-        ScriptedTurn(text="done"),
-    )
-    one = await api.start("a", model="scripted", notebookPath="left.ipynb", approve="auto")
-    two = await api.start("b", model="scripted", notebookPath="right.ipynb", approve="auto")
+    for name, other, source in (
+        ("left", right, "side = 'right'"),
+        ("right", left, "side = 'left'"),
+    ):
+        edit = call("edit_cell", cell_id=other, source="hijacked", source_hash=source_hash(source))
+        runtime.models.register(f"scripted-{name}", ScriptedModel([edit, ScriptedTurn("done")]))
+    one = await api.start("a", model="scripted-left", notebookPath="left.ipynb", approve="auto")
+    two = await api.start("b", model="scripted-right", notebookPath="right.ipynb", approve="auto")
     for started in (one, two):
         events = await api.segment(started["requestId"])
-        assert any("no cell with id" in o for o in outputs_of(events))
+        assert any("no cell with id" in o for o in outputs_of(events)), outputs_of(events)
         assert not edits_of(events)
     assert saved_cells(jp_root_dir / "left.ipynb")[0]["source"] == "side = 'left'"
     assert saved_cells(jp_root_dir / "right.ipynb")[0]["source"] == "side = 'right'"

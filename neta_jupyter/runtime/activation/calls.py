@@ -24,7 +24,7 @@ from ...providers.base import ToolCall
 from ...store import Entry, new_id
 from ...tools import Decision, RunSuspended, Tool, ToolContext, decide
 from ...tools.files import rule_arguments
-from ...tools.permissions import approval_digest
+from ...tools.permissions import approval_digest, stricter
 from ...tools.registry import KernelBridge, RunNotebook
 from ...tools.values import ToolError
 from ..config import TOOL_FAILURE_REMINDER
@@ -289,13 +289,12 @@ class ToolStep:
             seen = await rule_arguments(turn.config.root_dir, arguments, tool.path_arguments)
         except ToolError as exc:
             return self._runner.fail_without_running(call, str(exc))
-        decision = decide(
-            turn.config.permission_rules,
-            call.name,
-            seen,
-            readonly=tool.readonly,
-            always_allowed=frozenset(session.always_allow if session else []),
-        )
+        allowed = frozenset(session.always_allow if session else [])
+        rules = turn.config.permission_rules
+        decision = decide(rules, call.name, seen, readonly=tool.readonly, always_allowed=allowed)
+        if tool.also_does is not None and (other := tool.also_does(arguments)) is not None:
+            also = decide(rules, other, seen, readonly=False, always_allowed=allowed)
+            decision = stricter(decision, also)
         action = decision.action
         approve = turn.run.options.approve
         if action == "ask" and approve in ("auto", "deny"):

@@ -18,6 +18,7 @@ from ...providers.base import ContextTooLong, Message, Model, ModelRequest, as_t
 from ...store import Store
 from ...tools import Tool, ToolContext
 from ...tools.introspection import variables_as_of_prompt
+from ...tools.notebook_map import mapped
 from ...tools.registry import KernelBridge, RunNotebook
 from ..config import MAX_STEPS_TEXT, REPLY_TOO_LONG_TEXT, RuntimeConfig
 from ..context import builder as context
@@ -86,6 +87,7 @@ class RunLoop:
         self._model = model
         self._tools = {t.name: t for t in tools}
         self._kernel = kernel
+        self._notebook = notebook
         self._emitter = emitter
         self._system_prompt = system_prompt or config.system_prompt
         self._kernel_summary: str | None = None
@@ -202,6 +204,8 @@ class RunLoop:
         if not (step.compacted or step.reactive_compacted):
             await self._consume_inputs()  # once per model step, not again after compacting it
         await self._summarise_kernel()
+        if self._notebook is not None and self.state.notebook_map is None:
+            self.state.notebook_map = await mapped(self._notebook)  # once: as the prompt saw it
         self._emitter.step = self.state.step + 1
         budget = self._config.prompt_budget
         request = await self._request()
@@ -258,6 +262,7 @@ class RunLoop:
             if self._config.skill_catalogue and "run_skill" in self._tools
             else [],
             kernel_summary=self._kernel_summary,
+            notebook_map=self.state.notebook_map if self._notebook is not None else None,
         )
         thinking = self.run.options.thinking_level or (session and session.thinking_level)
         return ModelRequest(

@@ -1,7 +1,8 @@
 """The context builder: what the model sees besides the conversation itself (seed 004).
 
 System prompt, ``AGENTS.md`` files from the notebook's folder up to the root, the todo list,
-available skills, a memo, a summary of the kernel's variables; and read-time trimming of huge
+available skills, a memo, a summary of the kernel's variables, the map of a notebook-bound run's
+notebook; and read-time trimming of huge
 tool outputs (the stored transcript keeps them whole).
 """
 
@@ -34,6 +35,7 @@ def system_prompt(
     session: SessionRecord | None,
     skills: list[tuple[str, str]],
     kernel_summary: str | None,
+    notebook_map: str | None = None,
 ) -> str:
     """The system prompt with every section that has content."""
     sections = [base_prompt]
@@ -50,6 +52,8 @@ def system_prompt(
         sections.append(f"## Memo\n{notes.memo}")
     if kernel_summary:
         sections.append(f"## Variables in the user's kernel\n{kernel_summary[:MAX_SECTION_CHARS]}")
+    if notebook_map:
+        sections.append(f"## The user's notebook\n{notebook_map[:MAX_SECTION_CHARS]}")
     return "\n\n".join(sections)
 
 

@@ -200,6 +200,10 @@ class RunState(BaseModel):
     suspend_deadline: float | None = None
     """While it is suspended waiting for a person: when it is reclaimed with USER_NO_RESPONSE
     (seconds since the epoch; kept here so a restarted server still reclaims it)."""
+    notebook_map: str | None = None
+    """A notebook-bound run's map of its notebook, as it was when the prompt was sent."""
+    cells_seen: dict[str, str] = Field(default_factory=dict)
+    """By cell id, the hash of the version of the cell the run last saw (``RunNotebook.seen``)."""
 
     def to_document(self) -> dict[str, Any]:
         """As stored."""

@@ -1,0 +1,77 @@
+"""The map of a run's notebook in its context: each cell's id, type, state and first line.
+
+A notebook-bound run is shown it once, as the notebook was when the prompt was sent, so that
+"the cell with id fix-me" or "the failing cell" needs no read first; the versions it shows are
+the ones the run has seen (its edits are checked against them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .kernel_tools import strip_ansi
+from .notebook_doc import CellList, NotebookError, source_hash, source_text
+from .registry import RunNotebook
+
+MAX_MAPPED_CELLS = 80
+"""Cells the map lists; the rest are counted (read_notebook shows them)."""
+FIRST_LINE = 80
+"""Characters of a cell's first line the map shows."""
+
+
+def _state(cell: dict[str, Any]) -> str:
+    if cell.get("cell_type") != "code":
+        return str(cell.get("cell_type", "code"))
+    outputs = cell.get("outputs") or []
+    error = next((o for o in outputs if o.get("output_type") == "error"), None)
+    if error is not None:
+        evalue = strip_ansi(str(error.get("evalue", "")))[:FIRST_LINE]
+        return f"code, failed: {error.get('ename')}: {evalue}"
+    if cell.get("execution_count") is None and not outputs:
+        return "code, not run"
+    return "code, ran"
+
+
+def _first_line(source: str) -> str:
+    lines = [line for line in source.splitlines() if line.strip()]
+    if not lines:
+        return "(empty)"
+    first = lines[0] if len(lines[0]) <= FIRST_LINE else lines[0][: FIRST_LINE - 1] + "…"
+    more = f"  (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
+    return first + more
+
+
+def notebook_map(cells: CellList, path: str) -> tuple[str, dict[str, str]]:
+    """The map as text, and by cell id the hash of each cell's source as it is now."""
+    total = len(cells)
+    hashes: dict[str, str] = {}
+    lines = [f"{path}: {total} cells, in order (id · type · first line):"]
+    for index in range(total):
+        cell = cells.cell(index)
+        cell_id, source = str(cell.get("id", "")), source_text(cell.get("source"))
+        hashes[cell_id] = source_hash(source)
+        if index < MAX_MAPPED_CELLS:
+            lines.append(f"- {cell_id} · {_state(cell)} · {_first_line(source)}")
+    if total > MAX_MAPPED_CELLS:
+        lines.append(f"… {total - MAX_MAPPED_CELLS} more cells (read_notebook with start)")
+    return "\n".join(lines), hashes
+
+
+HOW_TO = (
+    "Name cells by these ids. read_notebook shows cells whole with their outputs; edit_cell "
+    "replaces a cell's whole source; insert_cell adds a cell (run=true also runs it); run_cell "
+    "runs a code cell. No hashes are needed: an edit of a cell that changed since you saw it is "
+    "refused with its current source."
+)
+
+
+async def mapped(notebook: RunNotebook) -> str:
+    """The map of the run's notebook as it is now; its cells' versions become ones the run saw."""
+    try:
+        async with notebook.host.open() as cells:
+            text, hashes = notebook_map(cells, notebook.host.path)
+    except NotebookError as exc:
+        return f"(the notebook could not be read: {exc})"
+    for cell_id, digest in hashes.items():
+        notebook.seen.setdefault(cell_id, digest)
+    return f"{text}\n{HOW_TO}"

@@ -1,0 +1,69 @@
+"""``insert_cell`` with ``run``: the new cell runs in the notebook's kernel in the same call, under
+the permission rules of running a cell as well as those of inserting one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neta_jupyter.providers import ScriptedTurn
+from neta_jupyter.runtime import Runtime
+from neta_jupyter.tools import PermissionRule
+from tests.helpers import ApiClient, script, types
+from tests.notebook_room import collaboration_config, saved_cells, write_notebook
+from tests.tools.test_notebook_tools import call, outputs_of, run_to_end
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def jp_server_config(jp_root_dir: Path, tmp_path: Path) -> dict[str, Any]:
+    return collaboration_config(jp_root_dir, tmp_path)
+
+
+async def test_an_inserted_cell_runs_in_the_same_call_and_keeps_its_outputs(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    write_notebook(jp_root_dir / "add.ipynb", ("code", "x = 1"))
+    km = jp_serverapp.kernel_manager
+    kernel_id = await km.start_kernel()
+    try:
+        script(
+            runtime,
+            call("insert_cell", source="print('answer', 6 * 7)", run=True),
+            ScriptedTurn(text="done"),
+        )
+        events = await run_to_end(api, "add it", "add.ipynb", kernelId=kernel_id)
+    finally:
+        await km.shutdown_kernel(kernel_id, now=True)
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    (result,) = outputs_of(events)
+    assert "insert of cell" in result and "answer 42" in result
+    added = saved_cells(jp_root_dir / "add.ipynb")[-1]
+    assert added["source"] == "print('answer', 6 * 7)"
+    assert "answer 42" in str([o.get("text") for o in added["outputs"]])
+    assert added["execution_count"] is not None
+
+
+async def test_an_insert_that_runs_is_asked_about_where_running_a_cell_is(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notebook(jp_root_dir / "ask.ipynb", ("code", "x = 1"))
+    rules = [
+        PermissionRule(tool="insert_cell", action="allow"),
+        PermissionRule(tool="run_cell", action="ask"),
+    ]
+    monkeypatch.setattr(runtime.config, "permission_rules", rules)
+    script(
+        runtime,
+        call("insert_cell", source="y = 2"),
+        call("insert_cell", source="import os", run=True),
+    )
+    started = await api.start("add two", model="scripted", notebookPath="ask.ipynb")
+    events = await api.segment(started["requestId"])
+    asks = [e["data"] for e in events if e["eventType"] == "PERMISSION_ASK"]
+    assert len(asks) == 1 and asks[0]["toolName"] == "insert_cell", types(events)
+    assert '"run": true' in asks[0]["arguments"].replace('"run":true', '"run": true')
+    assert [c["source"] for c in saved_cells(jp_root_dir / "ask.ipynb")] == ["x = 1", "y = 2"]
