@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import urlparse
 
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.utils import origin_matches_pat
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -42,7 +44,7 @@ class McpHandler(NetaHandler):
                 "(c.ServerApp.allow_remote_access, c.ServerApp.local_hostnames)",
             )
         origin = self.request.headers.get("Origin")
-        if origin and not self.check_origin():
+        if origin and not self._same_or_allowed(origin):
             raise ApiError(
                 403,
                 "ORIGIN_NOT_ALLOWED",
@@ -59,6 +61,19 @@ class McpHandler(NetaHandler):
                     "'Authorization: token <token>' (neta-jupyter mcp config prints it)",
                 ) from exc
             raise
+
+    def _same_or_allowed(self, origin: str) -> bool:
+        """A browser's request from this server's pages or an allowed origin.
+
+        Stricter than the run API's check, which a token lets pass: an MCP endpoint answers no
+        page of another origin, token or not (DNS rebinding, a leaked token).
+        """
+        if self.allow_origin == "*" or urlparse(origin.lower()).netloc == self.request.host:
+            return True
+        if self.allow_origin:
+            return bool(self.allow_origin == origin)
+        pattern = self.allow_origin_pat
+        return bool(pattern) and origin_matches_pat(pattern, origin)
 
     async def _door(self) -> McpDoor:
         keeper: DoorKeeper | None = self.settings.get("neta_mcp")
