@@ -73,7 +73,7 @@ class McpHandler(NetaHandler):
         if self.allow_origin:
             return bool(self.allow_origin == origin)
         pattern = self.allow_origin_pat
-        return bool(pattern) and origin_matches_pat(pattern, origin)
+        return pattern is not None and bool(pattern) and origin_matches_pat(pattern, origin)
 
     async def _door(self) -> McpDoor:
         keeper: DoorKeeper | None = self.settings.get("neta_mcp")
