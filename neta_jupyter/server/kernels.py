@@ -20,7 +20,7 @@ from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
 
 from ..runtime.data.runs import Run
-from ..tools.kernel_tools import KernelOutput, next_wait
+from ..tools.kernel_tools import KernelBusy, KernelOutput, next_wait
 from ..tools.registry import KernelBridge
 from ..tools.values import ToolError, ToolResult
 
@@ -32,6 +32,9 @@ STOP_PATIENCE = 10.0
 """Seconds a stopped request that was sent but not yet running is waited for, to interrupt it."""
 _POLL = 2.0
 """Seconds between liveness checks while waiting for a kernel."""
+
+
+_BUSY = "the kernel is busy running a cell, so its variables cannot be read right now"
 
 
 class _Restarted:
@@ -94,10 +97,8 @@ class ServerKernelBridge:
         it back (the tools wait for the cell first, with ``until_idle``).
         """
         if not await self._idle_within(BUSY_PATIENCE):
-            raise ToolError(
-                "the kernel is busy running a cell, so its variables cannot be read right now"
-            )
-        return await self._run(code, timeout=timeout, silent=True)
+            raise KernelBusy(_BUSY)
+        return await self._run(code, timeout=timeout, silent=True, start_within=BUSY_PATIENCE)
 
     def is_busy(self) -> bool:
         """Whether a cell is running in the kernel, by the server's account."""
@@ -197,7 +198,14 @@ class ServerKernelBridge:
         silent: bool,
         on_output: Callable[[str], None] | None = None,
         on_message: Callable[[str, dict[str, Any]], None] | None = None,
+        start_within: float | None = None,
     ) -> ToolResult:
+        """Send ``code`` and collect what it does.
+
+        With ``start_within``, a request that has not started running by then (a cell sent by
+        the user's front end reached the kernel first) is given up with :class:`KernelBusy`; it
+        stays queued, which only silent, read-only code may.
+        """
         client = await self._open()
         pid = self._pid()
         queue: asyncio.Queue[dict[str, Any] | _Restarted] = asyncio.Queue()
@@ -207,10 +215,13 @@ class ServerKernelBridge:
         self._waiting[msg_id] = queue
         output = KernelOutput(on_stream=on_output)
         started: float | None = None
+        sent = time.monotonic()
         try:
             while True:
                 msg = await self._next(queue, started, timeout, pid)
                 if msg is None:
+                    if started is None and self._overtaken(sent, start_within):
+                        raise KernelBusy(_BUSY)
                     continue
                 match msg.get("msg_type"), msg.get("content", {}):
                     case "status", {"execution_state": "busy"}:
@@ -235,6 +246,11 @@ class ServerKernelBridge:
             raise
         finally:
             del self._waiting[msg_id]
+
+    def _overtaken(self, sent: float, patience: float | None) -> bool:
+        """Whether another cell holds the kernel ``patience`` seconds after our request was sent."""
+        late = patience is not None and time.monotonic() - sent > patience
+        return late and self.is_busy()
 
     async def _next(
         self,

@@ -58,6 +58,10 @@ def _settle_carriage_returns(text: str) -> str:
     return "\n".join(line.rsplit("\r", 1)[-1] for line in text.replace("\r\n", "\n").split("\n"))
 
 
+class KernelBusy(ToolError):
+    """The kernel ran a cell of the user's before our quiet request could start."""
+
+
 @runtime_checkable
 class QuietKernel(Protocol):
     """A bridge that can also run code without side effects the user would see (no history)."""
@@ -317,18 +321,29 @@ async def list_variables(ctx: ToolContext) -> str:
     list is the one taken when the prompt ran.
     """
     kernel = _kernel_of(ctx)
-    if ctx.variables_at_prompt is not None and isinstance(kernel, BusyKernel) and kernel.is_busy():
+    at_prompt = ctx.variables_at_prompt
+    if at_prompt is not None and isinstance(kernel, BusyKernel) and kernel.is_busy():
         # Reading the kernel would wait for the cell; the variables the prompt refers to are the
         # ones its own cell saw.
-        ctx.report("Listing your variables " + AS_OF_PROMPT)
-        lead = f"A cell is running in the kernel, so these are your variables {AS_OF_PROMPT}:"
-        return f"{lead}\n{listed(ctx.variables_at_prompt)}"
+        return _as_of_prompt(ctx, at_prompt)
     ctx.report("Listing your variables")
-    answer = await _introspect(ctx, None)
+    try:
+        answer = await _introspect(ctx, None)
+    except KernelBusy:
+        # A cell the user queued (Run All) reached the kernel just before our request.
+        if at_prompt is None:
+            raise
+        return _as_of_prompt(ctx, at_prompt)
     rows: list[str] = answer.get("rows", [])
     if not rows:
         return "(no user variables defined in the kernel yet)"
     return "\n".join([f"Variables in the kernel ({len(rows)}):", *rows])
+
+
+def _as_of_prompt(ctx: ToolContext, rows: list[str]) -> str:
+    ctx.report("Listing your variables " + AS_OF_PROMPT)
+    lead = f"A cell is running in the kernel, so these are your variables {AS_OF_PROMPT}:"
+    return f"{lead}\n{listed(rows)}"
 
 
 @tool(readonly=True, host="kernel")

@@ -17,7 +17,7 @@ from neta_jupyter.providers import ScriptedToolCall, ScriptedTurn
 from neta_jupyter.runtime import Runtime
 from neta_jupyter.server.kernels import ServerKernelBridge
 from neta_jupyter.tools import ToolContext
-from neta_jupyter.tools.kernel_tools import python
+from neta_jupyter.tools.kernel_tools import list_variables, python
 from neta_jupyter.tools.values import ToolError
 from tests.helpers import ApiClient, script, types
 
@@ -265,3 +265,41 @@ async def test_code_waiting_behind_a_busy_cell_never_runs_once_the_run_is_stoppe
         await asyncio.sleep(0.5)
         probe = await bridge.execute_quietly("print('late_marker' in globals())")
         assert probe.output == "False\n"
+
+
+async def test_variables_come_from_the_prompt_when_a_queued_cell_gets_the_kernel_first(
+    jp_serverapp: Any, tmp_path: Path
+) -> None:
+    """Run All: the cell after ``%neta`` reaches the kernel before the agent's first read."""
+    release = tmp_path / "release"
+    async with kernel_of(jp_serverapp) as (kernel_id, bridge):
+        await bridge.execute_quietly("sales = 1")  # the bridge is open: nothing delays the read
+        kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id)
+        front_end = kernel.client(
+            session=Session(
+                key=kernel.session.key, signature_scheme=kernel.session.signature_scheme
+            )
+        )
+        front_end.start_channels()
+        ctx = ToolContext(
+            root_dir=tmp_path,
+            session_id="s",
+            request_id="r",
+            tool_call_id="c",
+            kernel=bridge,
+            variables_at_prompt=["sales: int = 1"],
+        )
+        try:
+            # Sent before the server has seen the kernel go busy, as a front end's Run All does.
+            front_end.execute(
+                f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
+            )
+            listing = await list_variables.run("{}", ctx)
+            assert "as of when the prompt ran" in listing.output
+            assert "sales: int = 1" in listing.output
+            assert kernel.execution_state == "busy", "the user's cell must still be running"
+        finally:
+            release.touch()
+            front_end.stop_channels()
+        # The read that was left queued ran once the cell ended, harmlessly.
+        assert (await bridge.execute_quietly("print(sales)")).output == "1\n"
