@@ -11,6 +11,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..runtime import Runtime, reads
+from ..runtime.data.runs import Run
 from ..runtime.requests import RevertRequest
 from ..tools.notebook_doc import CellChanged, NotebookEdit, NotebookError, source_hash
 from ..tools.notebook_ops import revert
@@ -24,14 +25,30 @@ async def _latest_edit(
 ) -> NotebookEdit:
     """The last edit not yet reverted of the principal's latest run from the notebook ``path``."""
     for run in await runtime.list_runs(principal):
-        notebook = run.options.notebook_path
-        if notebook is None or notebooks.under_root(notebook).replace("\\", "/").strip("/") != path:
+        edits = await _edits_of(runtime, run, path, notebooks)
+        if edits is None:
             continue
-        pending = [e for e in await reads.notebook_edits(runtime, run) if not e.reverted]
+        pending = [e for e in edits if not e.reverted]
         if not pending:
             break
         return pending[-1]
     raise ApiError(404, "NOTHING_TO_UNDO", f"the latest run of {path} left no edit to revert")
+
+
+async def _edits_of(
+    runtime: Runtime, run: Run, path: str, notebooks: ServerNotebooks
+) -> list[NotebookEdit] | None:
+    """The run's edits when it is a run from the notebook ``path`` (``None``: it is not).
+
+    An MCP session's run works on the notebooks its calls name: it is from each it edited.
+    """
+    if run.options.kind == "mcp":
+        edits = [e for e in await reads.notebook_edits(runtime, run) if e.path == path]
+        return edits or None
+    notebook = run.options.notebook_path
+    if notebook is None or notebooks.under_root(notebook).replace("\\", "/").strip("/") != path:
+        return None
+    return await reads.notebook_edits(runtime, run)
 
 
 async def find_edit(

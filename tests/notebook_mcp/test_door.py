@@ -67,6 +67,9 @@ async def test_an_agent_reads_inserts_and_has_a_stale_edit_refused_then_edits(
         cell = cells_of(path)[0]
         assert cell["source"] == "x = 3"
         assert cell["metadata"]["neta"]["prompt"] == "MCP client test-agent 1.0"
+    undone = await api.http.post("neta/api/notebook/revert", json={"notebookPath": "work.ipynb"})
+    assert undone.status_code == 200, undone.text  # as `%neta undo` asks it
+    assert cells_of(path)[0]["source"] == "x = 10"
     runs = (await api.http.get("neta/api/agent/runs")).json()["runs"]
     run = next(r for r in runs if r["prompt"] == "MCP client test-agent 1.0")
     events = await api.segment(run["requestId"])
