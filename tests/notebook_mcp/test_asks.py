@@ -66,6 +66,27 @@ async def test_an_ask_is_answered_through_the_run_api_and_the_run_replays_in_ord
         denied = await asyncio.wait_for(move, 60)
         assert denied.is_error and "denied" in text_of(denied)
         assert [c["id"] for c in cells_of(path)] == ["c1"]
+
+        again = asyncio.ensure_future(
+            session.call_tool("insert_cell", {"notebook": "asks.ipynb", "source": "b = 1"})
+        )
+        request_id, ask = await pending_ask(api, prompt)
+        always = await api.resume(request_id, approved=True, askId=ask["askId"], always=True)
+        assert always.status_code == 200, always.text
+        assert not (await asyncio.wait_for(again, 60)).is_error
+        once_more = await session.call_tool(
+            "insert_cell", {"notebook": "asks.ipynb", "source": "c = 1"}
+        )
+        assert not once_more.is_error  # "always allow" holds for the rest of the session
+        assert [c["source"] for c in cells_of(path)] == ["a = 2", "b = 1", "c = 1"]
+    async with agent(server_url, jp_auth_header, "asking-agent", "2.0") as session:
+        fresh = asyncio.ensure_future(
+            session.call_tool("insert_cell", {"notebook": "asks.ipynb", "source": "d = 1"})
+        )
+        later_id, ask = await pending_ask(api, prompt)  # a new session asks again
+        assert later_id != request_id
+        await api.resume(later_id, approved=False, askId=ask["askId"])
+        assert (await asyncio.wait_for(fresh, 60)).is_error
     events = await api.segment(request_id)
     calls = [
         (e["eventType"], e["data"].get("toolName") or e["data"].get("approved"))
@@ -82,6 +103,12 @@ async def test_an_ask_is_answered_through_the_run_api_and_the_run_replays_in_ord
         ("PERMISSION_ASK", "delete_cell"),
         ("PERMISSION_ASK_RESOLVED", False),
         ("TOOL_FAILED", "delete_cell"),
+        ("PERMISSION_ASK", "insert_cell"),
+        ("PERMISSION_ASK_RESOLVED", True),
+        ("TOOL_START", "insert_cell"),
+        ("TOOL_COMPLETED", "insert_cell"),
+        ("TOOL_START", "insert_cell"),
+        ("TOOL_COMPLETED", "insert_cell"),
     ]
     assert types(events)[0] == "SESSION_CREATED" and types(events)[-1] == "MESSAGE_COMPLETED"
     assert [e["seq"] for e in events] == list(range(len(events)))
