@@ -183,9 +183,12 @@ def _gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    # A child that has exited but is not yet reaped still answers: look at its state.
-    status = Path(f"/proc/{pid}/status")
-    return status.exists() and "\nState:\tZ" in status.read_text()
+    # A child that has exited but is not yet reaped still answers: look at its state (reaped
+    # meanwhile, it has no status left).
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
 
 
 def _pid(path: Path) -> int:
