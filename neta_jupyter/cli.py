@@ -20,7 +20,7 @@ from typing import Any
 from ._version import __version__
 from .cli_render import JsonRenderer, TerminalRenderer, color_enabled
 from .client.mistakes import MAX_STEPS_TOO_LOW, unknown_option
-from .terminal import doctor
+from .terminal import doctor, mcp_config
 from .terminal.backends import Backend, CliError, EmbeddedBackend, ServerBackend, default_data_dir
 from .terminal.crew import crew_command
 from .terminal.follow import EXIT_ERROR, EXIT_INTERRUPTED, Renderer, RunFollower
@@ -114,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(run)
     _add_crew_command(commands)
     doctor.add_command(commands)
+    mcp_config.add_command(commands)
     return parser
 
 
@@ -276,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(_unknown_arguments(parser, args.command, unknown))
     if args.command == "doctor":
         return doctor.command(args)
+    if args.command == "mcp":
+        return mcp_config.command(args)
     _check(parser, args)
     # Cards use a few symbols (▸ ✓ ✗); a terminal that cannot show them gets '?' instead.
     with contextlib.suppress(AttributeError, ValueError):
