@@ -1,7 +1,13 @@
-"""The demo model in a notebook: asked to add a cell, it reads the notebook, inserts, runs."""
+"""The demo model in a notebook: it adds a cell and runs it in one call, and edits without hashes.
+
+The map of the notebook is in its context, so adding a cell needs no read first. Asked to comment
+a cell, it reads the cell and edits it without copying a hash; when the edit is refused because
+the user changed the cell, it redoes it on the source the refusal shows.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 
@@ -13,6 +19,8 @@ _NOTEBOOK = re.compile(
     re.I,
 )
 _INSERTED = re.compile(r"insert of cell (\S+) applied")
+_RAN = "It ran; its output:\n"
+"""Where an insert that ran its cell says what the cell printed."""
 _UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 
 
@@ -30,15 +38,13 @@ def wants_cells(turn: _Turn) -> bool:
 
 
 def notebook_calls(turn: _Turn, python: _Call | None) -> Iterator[_Call]:
-    """Read the notebook, add a cell with the code ``python`` would run, then run that cell."""
-    yield _Call("read_notebook", {}, "read the notebook to see its cells")
+    """Add a cell with the code ``python`` would run at the end, and run it in the same call."""
     code = str(python.args["code"]) if python is not None else _HELLO
     yield _Call(
-        "insert_cell", {"source": code, "position": "end"}, "add a cell with the code at the end"
+        "insert_cell",
+        {"source": code, "position": "end", "run": True},
+        "add a cell with the code at the end and run it",
     )
-    inserted = turn.results("insert_cell")
-    if inserted and (found := _INSERTED.search(inserted[-1].output)):
-        yield _Call("run_cell", {"cell_id": found[1]}, f"run the new cell `{found[1]}`")
 
 
 def _code(text: str) -> list[str]:
@@ -66,7 +72,9 @@ def facts(done: _Done) -> list[str] | None:
             found = _INSERTED.search(done.output)
             cell = f"`{found[1]}`" if found else "a new cell"
             code = str(done.args.get("source", ""))
-            return [f"- I added cell {cell} to the notebook:", "", "```python", code, "```", ""]
+            added = [f"- I added cell {cell} to the notebook:", "", "```python", code, "```", ""]
+            _, ran, printed = done.output.partition(_RAN)
+            return [*added, *_ran(dataclasses.replace(done, output=printed))] if ran else added
         case "edit_cell":
             code, cell = str(done.args.get("source", "")), short(done.args.get("cell_id"))
             return [f"- I put the comment on cell `{cell}`:", *_code(code)]
@@ -127,8 +135,8 @@ def refused(done: _Done) -> bool:
 def comment_calls(turn: _Turn) -> Iterator[_Call]:
     """Read the notebook and put a comment on top of its last code cell (not a magic).
 
-    When that edit is refused because the cell changed since the read, read the cell again and
-    put the comment on top of what it holds now.
+    When that edit is refused because the cell changed since the read, put the comment on top of
+    the source the refusal shows.
     """
     yield _Call("read_notebook", {}, "read the notebook to find its last code cell")
     reads = turn.results("read_notebook")
@@ -136,19 +144,22 @@ def comment_calls(turn: _Turn) -> Iterator[_Call]:
     ours = [c for c in cells if not c[2].startswith(("%", "(empty)"))]
     if not ours:
         return
-    cell_id, digest, source = ours[-1]
+    cell_id, _, source = ours[-1]
     note = _note(turn.prompt)
-    edit = {"cell_id": cell_id, "source": f"{note}\n{source}", "source_hash": digest}
+    edit = {"cell_id": cell_id, "source": f"{note}\n{source}"}
     yield _Call("edit_cell", edit, f"put a comment on top of cell `{short(cell_id)}`")
-    if not any(refused(d) for d in turn.done):
-        return
-    yield _Call("read_notebook", {"cell_id": cell_id}, f"read cell `{short(cell_id)}` again")
-    again = [d for d in reads[1:] if d.args.get("cell_id") == cell_id]
-    if again and (now := _code_cells(again[-1].output)):
-        _, digest, source = now[0]
-        edit = {"cell_id": cell_id, "source": f"{note}\n{source}", "source_hash": digest}
+    refusals = [d for d in turn.done if refused(d)]
+    if refusals and (now := _refused_source(refusals[-1].output)) is not None:
+        edit = {"cell_id": cell_id, "source": f"{note}\n{now}"}
         purpose = f"put the comment on top of cell `{short(cell_id)}` as it is now"
         yield _Call("edit_cell", edit, purpose)
+
+
+def _refused_source(output: str) -> str | None:
+    """The cell's current source, as a refused edit's result shows it."""
+    _, found, rest = output.partition(" and this source:\n")
+    source, _, _ = rest.rpartition("\nNothing was changed.")
+    return source if found and source else None
 
 
 # --- running a cell the user wrote, in the background when asked ----------------------------

@@ -157,6 +157,9 @@ class _Frame:
     missing: dict[str, int] = field(default_factory=dict)
 
 
+_INSERTED_CELL = re.compile(r"insert of cell (\S+) applied")
+
+
 def _read_turn(request: ModelRequest) -> _Turn:
     messages = request.messages
     start = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
@@ -170,7 +173,9 @@ def _read_turn(request: ModelRequest) -> _Turn:
             if reply is not None:
                 replies.remove(reply)
             args = _loads(call.arguments)
-            made_by = (call.id, str(args.get("cell_id", "")))
+            # A cell is named by the call's argument, or, inserted, by the call's result.
+            inserted = _INSERTED_CELL.match(reply.content) if reply else None
+            made_by = (call.id, str(args.get("cell_id", "") or (inserted and inserted[1]) or ""))
             output, pictures = (reply.content, _pictures(reply, made_by)) if reply else ("", ())
             done.append(_Done(call.name, args, output, pictures))
     # A picture it is shown is no file to read: its label is not part of the question.

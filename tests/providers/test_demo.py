@@ -495,31 +495,30 @@ def png(width: int, height: int) -> bytes:
 
 async def test_names_a_cells_figure_as_the_person_knows_it_not_by_its_placeholder() -> None:
     chat = Conversation("add a cell that plots the qty column of df", NOTEBOOK_TOOLS)
-    results = {
-        "list_variables": VARIABLES,
-        "inspect_variable": INSPECTION,
-        "read_notebook": "Notebook work.ipynb: 1 cell",
-        "insert_cell": "insert of cell 02528e50 applied, new hash 36895b1edd.",
-    }
-    for _ in range(4):
+    results = {"list_variables": VARIABLES, "inspect_variable": INSPECTION}
+    for _ in range(2):
         call = await chat.call()
         chat.reply(call, results[call.name])
-    run = await chat.call()
-    assert run.name == "run_cell" and json.loads(run.arguments) == {"cell_id": "02528e50"}
-    label = f"{run.id}-02528e50-figure-1.png (4x3 PNG)"
+    insert = await chat.call()
+    arguments = json.loads(insert.arguments)
+    assert insert.name == "insert_cell" and arguments["run"] is True, "added and run in one call"
+    assert "plot" in arguments["source"]
+    label = f"{insert.id}-02528e50-figure-1.png (4x3 PNG)"
     chat.messages.append(
         Message(
             "tool",
+            "insert of cell 02528e50 applied, new hash 36895b1edd. It ran; its output:\n"
             "[image: figure-1.png]\n",
-            tool_call_id=run.id,
-            name="run_cell",
+            tool_call_id=insert.id,
+            name="insert_cell",
             images=[Image("image/png", png(4, 3), label)],
         )
     )
     answer = await chat.answer()
+    assert "- I added cell `02528e50` to the notebook:" in answer
     assert "- I ran it; it drew a figure, now in the notebook under the cell." in answer
     assert "I was shown the picture it made: figure-1.png (4x3 PNG), received as a 4x3" in answer
-    assert "[image:" not in answer and f"{run.id}-" not in answer
+    assert "[image:" not in answer and f"{insert.id}-" not in answer
 
 
 async def test_names_a_notebook_cell_by_the_short_form_of_its_uuid() -> None:

@@ -63,7 +63,9 @@ async def test_an_edit_stale_by_the_users_change_is_refused_and_redone_on_it(
     assert len(failed) == 1 and "cell changed since you read it" in failed[0]["errorMessage"]
     assert "print(total)" in failed[0]["errorMessage"]  # the current source comes with it
     calls = [e["data"]["toolName"] for e in events if e["eventType"] == "TOOL_START"]
-    assert calls == ["read_notebook", "edit_cell", "read_notebook", "edit_cell"]
+    assert calls == ["read_notebook", "edit_cell", "edit_cell"]  # redone on the refusal's source
+    edits = [e["data"]["arguments"] for e in events if e["eventType"] == "TOOL_START"][1:]
+    assert not [a for a in edits if "source_hash" in a]
     answer = "".join(e["data"]["text"] for e in events if e["eventType"] == "TEXT_DELTA")
     assert "refused" in answer and "your version" in answer, answer
     (saved,) = saved_cells(path)
