@@ -1,4 +1,4 @@
-"""``neta-jupyter mcp config CLIENT``: the snippet that connects an outside agent to neta's MCP server.
+"""``neta-jupyter mcp config CLIENT``: the snippet that connects an outside agent to neta.
 
 The server is at ``{server URL}neta/mcp`` (the server URL includes its base URL); the Jupyter
 token goes in the ``Authorization: Bearer <token>`` header, read from ``$JUPYTER_TOKEN`` where the
