@@ -39,6 +39,12 @@ TOOL_FAILURE_REMINDER = (
     "error messages, try a different approach, or explain the problem to the user."
 )
 
+ANSWER_AFTER_FAILURE_REMINDER = (
+    "Your last tool call failed, and you answered without trying again. Its error message says "
+    "what would succeed: make that call now, or, if it cannot succeed, tell the user plainly that "
+    "it failed and why. Do not state results you did not get from a tool."
+)
+
 MAX_STEPS_TEXT = (
     "I stopped here because this run reached its limit of {max_steps} steps. "
     "Send a follow-up message to let me continue."
@@ -107,6 +113,10 @@ class RuntimeConfig:
     """Input tokens one request may use; over it the conversation is compacted first."""
     max_failed_tool_steps: int = 3
     """Consecutive steps whose tool calls all failed before the model gets a reminder."""
+    recover_after_failure: bool = False
+    """A model that answers right after a step whose calls all failed is asked, once per run, to
+    retry as the failure says or to say plainly that it failed (a help for small models, at the
+    cost of one more model step when the answer already said so)."""
     max_tool_calls_per_step: int = 16
     """Distinct tool calls one reply may run; the rest are answered as refused."""
     max_repeated_calls: int = 3

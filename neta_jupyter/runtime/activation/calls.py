@@ -66,6 +66,8 @@ class ToolStep:
         """When the activation's time runs out (the event loop's clock; ``None``: never)."""
         self.results: list[bool] = []
         """Whether each call answered by the latest step succeeded (refusals count as failed)."""
+        self._denied = False
+        """A call of the latest step was denied (by the user or a rule)."""
 
     @property
     def offered(self) -> list[str]:
@@ -82,7 +84,7 @@ class ToolStep:
         answered = await self._answered(reply)
         verdict = step.verdict or screen_step(state, turn.config, step.calls)
         outcomes: list[bool] = []
-        self.results = []
+        self.results, self._denied = [], False
         for call in step.calls:
             if call.id in answered:
                 continue
@@ -133,12 +135,15 @@ class ToolStep:
     async def _track_failures(self, outcomes: list[bool]) -> bool:
         """Count steps whose calls all failed; past the threshold, remind the model (once)."""
         state, limit = self._turn.run.state, self._turn.config.max_failed_tool_steps
-        failed = state.failed_tool_steps + 1 if outcomes and not any(outcomes) else 0
+        # A call the user or a rule denied is no failure to retry.
+        state.last_step_failed = bool(outcomes) and not any(outcomes) and not self._denied
+        failed = state.failed_tool_steps + 1 if state.last_step_failed else 0
         state.failed_tool_steps = failed
         if failed < limit:
             return False
         state.failed_tool_steps = 0
         state.remind = TOOL_FAILURE_REMINDER
+        state.recovery_asked = True  # told to explain the problem: its answer is not asked again
         await status(
             self._turn.emitter,
             StatusCode.TOOL_CONSECUTIVE_FAILURES,
@@ -166,6 +171,7 @@ class ToolStep:
         approved: str | None = None
         match resumed:
             case Approval(approved=False):
+                self._denied = True
                 return self._runner.fail_without_running(
                     call, "the user denied permission to run this tool call"
                 )
@@ -302,6 +308,7 @@ class ToolStep:
         if action == "allow":
             return None
         if action == "deny":
+            self._denied = True
             return self._runner.fail_without_running(
                 call, f"not allowed: {decision.rule_description} ({decision.rule_pattern})"
             )

@@ -8,6 +8,10 @@ are not run and the run ends instead of burning its remaining steps.
 
 The verdict on a step is kept with its ``RunTools`` step, so resuming the step after a permission
 ask refuses and reminds exactly as the first activation decided.
+
+A model that answers right after a step whose calls all failed (a refused edit, say) is asked
+once per run to make the call the failure says would succeed, or to say plainly that it failed:
+small models otherwise tend to answer with a result they never got.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ...events import StatusCode
 from ...providers.base import ToolCall
-from ..config import RuntimeConfig
+from ..config import ANSWER_AFTER_FAILURE_REMINDER, RuntimeConfig
 from ..data.values import RepeatedCalls, StepVerdict
 from ..log.emitter import RunEmitter, status
 
@@ -57,6 +61,22 @@ async def announce_repeats(emitter: RunEmitter, verdict: StepVerdict, limit: int
         repeats=verdict.repeats,
         maxRepeats=limit,
     )
+
+
+async def recover(state: RunState, config: RuntimeConfig, emitter: RunEmitter) -> bool:
+    """Whether the run goes on after an answer given right after a failed step (once per run)."""
+    if not config.recover_after_failure or not state.last_step_failed or state.recovery_asked:
+        return False
+    state.recovery_asked, state.remind = True, ANSWER_AFTER_FAILURE_REMINDER
+    await status(
+        emitter,
+        StatusCode.TOOL_CONSECUTIVE_FAILURES,
+        "The model answered right after a failed tool call; asking it once to retry or to say "
+        "that it failed",
+        failedSteps=max(1, state.failed_tool_steps),
+        maxFailedSteps=config.max_failed_tool_steps,
+    )
+    return True
 
 
 def _refusals(calls: list[ToolCall], cap: int) -> dict[str, str]:

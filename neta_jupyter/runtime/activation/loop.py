@@ -43,7 +43,7 @@ from ..log.tree import SessionTree
 from .budget import BudgetExceeded, estimate, publish_decision, reconcile
 from .calls import ToolStep
 from .decisions import decide_stop, enter, evaluate
-from .guards import screen_step
+from .guards import recover, screen_step
 from .ports import Delegation, Jobs
 from .retries import stream_with_retries
 from .streaming import kept_across_activations
@@ -301,7 +301,7 @@ class RunLoop:
 
     # --- CallModel
 
-    async def _call_model(self, step: CallModel) -> RunTools | Compact | Finish:
+    async def _call_model(self, step: CallModel) -> RunTools | Compact | BuildRequest | Finish:
         number = self.state.step + 1
         self._emitter.step = number
         prefix = f"call_{self.run.request_id[-6:]}_{number}"
@@ -325,7 +325,8 @@ class RunLoop:
             text = REPLY_TOO_LONG_TEXT.format(limit=reply.cut)
             return await self._turn.finish_with_notice(FinishReason.REPLY_TOO_LONG, text)
         if not reply.tool_calls:
-            return Finish(FinishReason.STOP)
+            retry = await recover(self.state, self._config, self._emitter)
+            return BuildRequest() if retry else Finish(FinishReason.STOP)
         verdict = screen_step(self.state, self._config, reply.tool_calls)
         return RunTools(reply_id=entry.entry_id, calls=reply.tool_calls, verdict=verdict)
 

@@ -186,6 +186,10 @@ class RunState(BaseModel):
     """A nudge added to the next request only."""
     failed_tool_steps: int = 0
     """Steps in a row whose tool calls all failed."""
+    last_step_failed: bool = False
+    """The latest step's tool calls all failed."""
+    recovery_asked: bool = False
+    """The model was asked once to retry after answering right after a failed step."""
     no_progress_steps: int = 0
     """Steps in a row without answer text or a tool result that did not fail."""
     repeat: RepeatedCalls | None = None
