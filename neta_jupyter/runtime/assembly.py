@@ -13,7 +13,7 @@ from typing import Protocol
 from ..providers import ModelProfile
 from .activation.loop import RunLoop
 from .activation.process import ProcessLog, ProcessReporter
-from .config import COMPACT_TOOLS
+from .config import COMPACT_NOTEBOOK_TOOLS, COMPACT_TOOLS
 from .data.runs import Run, snapshot_problem
 from .data.snapshots import SnapshotInvalid
 from .host import NotebookFactory, RunHost
@@ -78,7 +78,8 @@ def tool_names(run: Run, profile: ModelProfile) -> list[str] | None:
         return run.options.tools
     if profile.tools is not None:
         return list(profile.tools)
-    return list(COMPACT_TOOLS) if profile.compact else None
+    # Notebook tools are offered only to a run bound to a notebook (ToolRegistry.select).
+    return [*COMPACT_TOOLS, *COMPACT_NOTEBOOK_TOOLS] if profile.compact else None
 
 
 async def prepare_tools(runtime: LoopHost, run: Run, emitter: RunEmitter) -> None:

@@ -33,6 +33,15 @@ plt.show()"}"""
 
 COMPACT_TOOLS = ("list_files", "read_file", "list_variables", "inspect_variable", "python")
 """The tools a compact endpoint's models are offered."""
+COMPACT_NOTEBOOK_TOOLS = (
+    "read_notebook",
+    "insert_cell",
+    "edit_cell",
+    "delete_cell",
+    "move_cell",
+    "run_cell",
+)
+"""And, in a run bound to a notebook, the notebook tools (the work it is started for)."""
 
 TOOL_FAILURE_REMINDER = (
     "Several steps in a row had only failing tool calls. Do not repeat the same call: read the "

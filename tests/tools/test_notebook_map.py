@@ -10,8 +10,9 @@ from typing import Any
 import nbformat
 import pytest
 
-from neta_jupyter.providers import ScriptedTurn
+from neta_jupyter.providers import ModelProfile, ScriptedTurn
 from neta_jupyter.runtime import Runtime
+from neta_jupyter.runtime.config import COMPACT_SYSTEM_PROMPT
 from tests.helpers import ApiClient, script, types
 from tests.notebook_room import collaboration_config, saved_cells, write_notebook
 from tests.tools.test_notebook_tools import call, edits_of, outputs_of, run_to_end
@@ -161,3 +162,20 @@ async def test_a_notebook_bound_run_has_the_map_of_its_notebook_in_its_context(
     assert f"- {load} · code, ran · import pandas as pd  (+1 more lines)" in bound
     assert f"- {failing} · code, failed: KeyError: 'revenu' · sales['revenu'].sum()" in bound
     assert "## The user's notebook" not in unbound and intro not in unbound
+
+
+async def test_a_compact_endpoints_run_in_a_notebook_is_offered_the_notebook_tools(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notebook(jp_root_dir / "small.ipynb", ("code", "x = 1"))
+    monkeypatch.setattr(runtime.models, "profile", lambda _spec: ModelProfile(compact=True))
+    model = script(runtime, ScriptedTurn(text="bound"), ScriptedTurn(text="unbound"))
+    events = await run_to_end(api, "look", "small.ipynb")
+    assert types(events)[-1] == "MESSAGE_COMPLETED"
+    started = await api.start("look", model="scripted", approve="auto")
+    assert types(await api.segment(started["requestId"]))[-1] == "MESSAGE_COMPLETED"
+    bound, unbound = ([t.name for t in r.tools] for r in model.requests)
+    notebook = ["read_notebook", "insert_cell", "edit_cell", "delete_cell", "move_cell", "run_cell"]
+    assert bound == ["list_files", "read_file", *notebook]  # no kernel: no kernel tools (python)
+    assert unbound == ["list_files", "read_file"]
+    assert model.requests[0].system.startswith(COMPACT_SYSTEM_PROMPT)
