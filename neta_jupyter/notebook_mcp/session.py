@@ -16,14 +16,15 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..events import FinishReason
+from ..events import ErrorCode, FinishReason
 from ..providers.base import ToolCall
-from ..runtime.activation.endings import end_run
+from ..runtime.activation.endings import end_run, fail_run
 from ..runtime.activation.scope import CallScope
 from ..runtime.activation.tooling import ToolRunner
 from ..runtime.birth import FirstEntry, begin_run, top_level_run
 from ..runtime.data.state import McpClient, RunOptions, RunState
 from ..runtime.data.steps import Finish
+from ..runtime.errors import RunConflict, RunNotFound
 from ..runtime.session_ops import own_session
 from ..store import new_id
 from ..tools import RunSuspended, Tool, ToolContext, ToolError, ToolResult
@@ -89,6 +90,9 @@ class McpSession:
         self._bindings: dict[str, Binding] = {}
         self._told: set[str] = set()
         """Notebooks whose binding's note a result has given."""
+        self._calls: set[asyncio.Task[Any]] = set()
+        """The calls under way."""
+        self._ending = ""
         config = runtime.config
         self._runner = ToolRunner(
             run,
@@ -123,11 +127,27 @@ class McpSession:
         emitter = await begin_run(runtime, run, FirstEntry(session.leaf_entry_id), hold=True)
         await emitter.flush()
         mcp = cls(runtime, workspace, run, emitter, ask_timeout)
-        runtime.live_asks[run.request_id] = mcp.asks.answer
+        runtime.live[run.request_id] = mcp
         return mcp
 
     async def call(self, name: str, arguments: dict[str, Any], progress: Progress) -> ToolResult:
         """Run one tool call of the client; a :class:`ToolError` says why it failed."""
+        if self.ended:
+            raise ToolError(f"this session's run has ended ({self._ending}); start a new session")
+        # Its own task, so that stopping the run cancels the call and not the client's session.
+        task = asyncio.ensure_future(self._call(name, arguments, progress))
+        self._calls.add(task)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            caller = asyncio.current_task()
+            if caller is not None and caller.cancelling():
+                raise  # the client cancelled the call
+            raise ToolError(f"the call was cancelled: {self._ending}") from None
+        finally:
+            self._calls.discard(task)
+
+    async def _call(self, name: str, arguments: dict[str, Any], progress: Progress) -> ToolResult:
         tool, binding = await self._resolve(name, arguments)
         call = ToolCall(new_id("call"), name, json.dumps(arguments, ensure_ascii=False))
         ctx = self._context(call, binding)
@@ -216,13 +236,53 @@ class McpSession:
             scope=CallScope(run, call, emitter=self._emitter, records=records),
         )
 
+    async def answer(
+        self,
+        principal: str,
+        *,
+        approved: bool | None,
+        ask_id: str | None,
+        always: bool,
+        answer: str | None,
+        digest: str | None,
+    ) -> Run:
+        """The run API's decision on one of the session's asks."""
+        return await self.asks.answer(
+            principal, approved=approved, ask_id=ask_id, always=always, answer=answer, digest=digest
+        )
+
+    async def stop(self, principal: str) -> Run:
+        """The user stops the session's run: its calls are cancelled, it ends USER_CANCELLED."""
+        if principal != self.run.principal:
+            raise RunNotFound(f"no run with requestId {self.run.request_id!r}")
+        if self.ended:
+            raise RunConflict(f"run {self.run.request_id} has ended", code="RUN_NOT_ACTIVE")
+        self._close("stopped by the user")
+        calls = list(self._calls)
+        for task in calls:
+            task.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        await fail_run(
+            self._runtime.runs,
+            self.run,
+            self._emitter,
+            ErrorCode.USER_CANCELLED,
+            "the user stopped the MCP session's run",
+            recoverable=False,
+        )
+        await self._emitter.flush()
+        return self.run
+
+    def _close(self, why: str) -> None:
+        self.ended, self._ending = True, why
+        self._runtime.live.pop(self.run.request_id, None)
+        self.asks.close()
+
     async def end(self, message: str = "the MCP session ended") -> None:
         """``MESSAGE_COMPLETED``: the session is over (the client closed it, or the server)."""
         if self.ended:
             return
-        self.ended = True
-        self._runtime.live_asks.pop(self.run.request_id, None)
-        self.asks.close()
+        self._close(message)
         await end_run(
             self._runtime.runs, self.run, self._emitter, Finish(FinishReason.STOP, message)
         )

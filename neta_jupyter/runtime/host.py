@@ -30,14 +30,14 @@ KernelFactory = Callable[[Run], KernelBridge | None]
 NotebookFactory = Callable[[Run], RunNotebook | None]
 
 
-class LiveAsk(Protocol):
-    """Answers the asks of a run that waits for them live (an MCP session, whose call waits).
+class LiveRun(Protocol):
+    """A run that a live client drives (an MCP session, whose calls wait while it asks).
 
-    Such a run is not suspended: its ask's answer goes to the call waiting for it, through the
-    same ``resume`` as any other, and is checked the same way.
+    Such a run is never suspended: its asks' answers go to the calls waiting for them, through the
+    same ``resume`` as any other and checked the same way, and ``terminate`` ends it.
     """
 
-    async def __call__(
+    async def answer(
         self,
         principal: str,
         *,
@@ -48,6 +48,10 @@ class LiveAsk(Protocol):
         digest: str | None,
     ) -> Run:
         """Decide a pending ask of the run; the run as it is then."""
+        ...
+
+    async def stop(self, principal: str) -> Run:
+        """End the run (USER_CANCELLED), its calls under way cancelled first."""
         ...
 
 

@@ -28,7 +28,7 @@ from .data.runs import Run, Runs, events_expired
 from .data.state import RunState, new_options
 from .data.steps import first_step
 from .errors import BadRunRequest, RunConflict
-from .host import CancelReason, KernelFactory, LiveAsk, NotebookFactory
+from .host import CancelReason, KernelFactory, LiveRun, NotebookFactory
 from .imports import ImportedCalls, import_run
 from .log.emitter import RunEmitter
 from .log.tree import SessionTree
@@ -94,8 +94,8 @@ class Runtime(RunQueries):
         """Runs other servers may hold: lost ones, a dead server's ones, stopping them."""
         self.background = BackgroundJobs(self)
         """Work runs wait for in the background (ASYNC_TOOL_PENDING)."""
-        self.live_asks: dict[str, LiveAsk] = {}
-        """Runs whose asks a live call waits for (MCP sessions), by requestId."""
+        self.live: dict[str, LiveRun] = {}
+        """Runs a live client drives (MCP sessions), by requestId."""
         self.register_secrets()
 
     def register_secrets(self) -> None:
@@ -180,8 +180,8 @@ class Runtime(RunQueries):
 
         ``digest``: of what the decider was shown (a permission ask's ``digest``).
         """
-        if (live := self.live_asks.get(request_id)) is not None:
-            return await live(
+        if (live := self.live.get(request_id)) is not None:
+            return await live.answer(
                 principal,
                 approved=approved,
                 ask_id=ask_id,
@@ -225,7 +225,9 @@ class Runtime(RunQueries):
         run = await self.get_run(principal, request_id)
         await self._active.refuse_invalid(run, self.tools.known(), retrying=True)
         refused = f"run {request_id} is {run.status} and cannot be retried"
-        if run.status != "failed" or not run.state.recoverable:
+        if run.options.kind == "mcp":  # its client is gone: it starts a new session instead
+            refused = f"run {request_id} was an MCP client's session and cannot be retried"
+        if run.status != "failed" or not run.state.recoverable or run.options.kind == "mcp":
             raise RunConflict(refused, code="RUN_NOT_RETRYABLE")
         if await events_expired(self.store.events, run):  # its stream would start again with a gap
             raise RunConflict(
@@ -246,6 +248,8 @@ class Runtime(RunQueries):
 
     async def terminate(self, principal: str, request_id: str) -> Run:
         """Cancel a running or suspended run (USER_CANCELLED), and the children it started."""
+        if (live := self.live.get(request_id)) is not None:
+            return await live.stop(principal)
         run = await self.get_run(principal, request_id)
         await self.background.cancel(request_id)  # the kernel is interrupted
         if await self._active.cancel(request_id, "user"):
