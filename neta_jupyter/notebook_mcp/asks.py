@@ -20,7 +20,7 @@ from ..providers.base import ToolCall
 from ..runtime.data.state import Ask
 from ..runtime.errors import BadRunRequest, RunConflict, RunNotFound
 from ..store import new_id
-from ..tools import Tool, ToolContext, decide
+from ..tools import Decision, Tool, ToolContext, decide
 from ..tools.files import rule_arguments
 from ..tools.permissions import approval_digest
 from ..tools.values import ToolError
@@ -73,24 +73,12 @@ class Asks:
 
         ``approved`` checks the state the user was shown (``None``: the rules allowed the call).
         """
-        config, run = self._runtime.config, self._run
-        try:
-            seen = await rule_arguments(config.root_dir, arguments, tool.path_arguments)
-        except ToolError as exc:
-            return str(exc), None
-        session = await self._runtime.store.records.get_session(run.session_id)
-        decision = decide(
-            config.permission_rules,
-            call.name,
-            seen,
-            readonly=tool.readonly,
-            always_allowed=frozenset(session.always_allow if session else []),
-            client=self._client,
-        )
+        decision = await self._decide(call, tool, arguments)
+        if isinstance(decision, str) or decision.action == "deny":
+            why = decision if isinstance(decision, str) else _denied(decision)
+            return why, None
         if decision.action == "allow":
             return None, None
-        if decision.action == "deny":
-            return f"not allowed: {decision.rule_description} ({decision.rule_pattern})", None
         state = await _binding(tool, ctx, arguments)
         digest = approval_digest(call.name, call.arguments, state)
         ask = Ask(
@@ -105,6 +93,25 @@ class Asks:
         if not await self._decided(ask):
             return "the user denied permission to run this tool call", None
         return None, lambda now: approval_digest(call.name, call.arguments, now) == digest
+
+    async def _decide(
+        self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
+    ) -> Decision | str:
+        """What the rules say of the call (a refusal for a path outside the root)."""
+        config = self._runtime.config
+        try:
+            seen = await rule_arguments(config.root_dir, arguments, tool.path_arguments)
+        except ToolError as exc:
+            return str(exc)
+        session = await self._runtime.store.records.get_session(self._run.session_id)
+        return decide(
+            config.permission_rules,
+            call.name,
+            seen,
+            readonly=tool.readonly,
+            always_allowed=frozenset(session.always_allow if session else []),
+            client=self._client,
+        )
 
     async def _announce(
         self, ask: Ask, call: ToolCall, tool: Tool, why: str, pattern: str, ctx: ToolContext
@@ -208,6 +215,10 @@ class Asks:
                 pending.decided.set_exception(ToolError("the MCP session ended"))
         self._pending.clear()
         self._run.state.ask = None
+
+
+def _denied(decision: Decision) -> str:
+    return f"not allowed: {decision.rule_description} ({decision.rule_pattern})"
 
 
 async def _binding(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> str | None:

@@ -217,3 +217,17 @@ async def test_idle_stream_gets_heartbeats_without_ids(api: ApiClient, runtime: 
     assert all(f.json["data"]["type"] == "heartbeat" and "seq" not in f.json for f in beats)
     ids = [int(f.id) for f in frames if f.event != "HEARTBEAT"]
     assert ids == list(range(len(ids)))
+
+
+def test_a_rule_naming_a_client_decides_only_that_mcp_clients_calls() -> None:
+    rules = [
+        PermissionRule(tool="*_cell", action="allow", client="claude*"),
+        PermissionRule(tool="python", action="deny", client="cursor"),
+    ]
+    edit = {"cell_id": "c1"}
+    assert decide(rules, "edit_cell", edit, readonly=False, client="claude-code").action == "allow"
+    assert decide(rules, "edit_cell", edit, readonly=False, client="codex").action == "ask"
+    assert decide(rules, "edit_cell", edit, readonly=False).action == "ask"  # a neta run's call
+    assert decide(rules, "python", {}, readonly=False, client="cursor").action == "deny"
+    assert decide(rules, "python", {}, readonly=False, client="claude-code").action == "ask"
+    assert rules[1].pattern == "python client=cursor"
