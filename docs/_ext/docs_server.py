@@ -148,7 +148,12 @@ def jupyter_server(workdir: Path) -> Iterator[DocsServer]:
     root, runtime = workdir / "root", workdir / "runtime"
     root.mkdir(parents=True, exist_ok=True)
     token = os.urandom(16).hex()
-    config = {"NetaApp": {"data_dir": str(workdir / "neta-data"), "demo_pace": 0.0}}
+    config = {
+        "NetaApp": {"data_dir": str(workdir / "neta-data"), "demo_pace": 0.0},
+        # The collaboration stack's file ids, kept with the rest of this server's data rather
+        # than in the user's data folder.
+        "BaseFileIdManager": {"root_dir": str(root), "db_path": str(workdir / "file-ids.db")},
+    }
     (workdir / "config.json").write_text(json.dumps(config))
     log = workdir / "server.log"
     with log.open("wb") as out:
