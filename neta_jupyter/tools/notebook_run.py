@@ -173,7 +173,24 @@ async def run_code(ctx: ToolContext, cell_id: str, code: str) -> ToolResult:
     title = f"Running cell {cell_id}"
     ctx.report(title)
     async with ExecutionProgress(ctx, title) as progress:
-        return await _execute(ctx, kernel, cell_id, code, ctx.execution_timeout, progress.output)
+        try:
+            return await _execute(
+                ctx, kernel, cell_id, code, ctx.execution_timeout, progress.output
+            )
+        except ToolError as exc:
+            raise CellFailed(f"{exc}\n{_fix_hint(cell_id)}") from exc
+
+
+class CellFailed(ToolError):
+    """The cell ran and raised (the error is in the notebook under it too)."""
+
+
+def _fix_hint(cell_id: str) -> str:
+    return (
+        f"Cell {cell_id} failed; its error is under it in the notebook. To fix it, call "
+        f'edit_cell {{"cell_id": "{cell_id}", "source": <the corrected whole source>}}, then '
+        "run_cell again."
+    )
 
 
 async def _execute(

@@ -31,7 +31,7 @@ from .notebook_doc import (
 )
 from .notebook_ops import EditOrigin, NotebookEditor
 from .notebook_read import read_cells
-from .notebook_run import run_cell, run_code, run_preview
+from .notebook_run import CellFailed, run_cell, run_code, run_preview
 from .registry import Tool, ToolContext, tool
 from .values import ToolError, ToolResult
 
@@ -156,6 +156,8 @@ async def insert_cell(
     inserted = publish(ctx, "insert_cell", edit)
     try:
         result = await run_code(ctx, edit.cell_id, source)
+    except CellFailed as exc:
+        raise ToolError(f"{inserted} It ran and failed:\n{exc}") from exc
     except ToolError as exc:
         return f"{inserted} It was not run: {exc}"
     result.output = f"{inserted} It ran; its output:\n{result.output}"

@@ -67,3 +67,28 @@ async def test_an_insert_that_runs_is_asked_about_where_running_a_cell_is(
     assert len(asks) == 1 and asks[0]["toolName"] == "insert_cell", types(events)
     assert '"run": true' in asks[0]["arguments"].replace('"run":true', '"run": true')
     assert [c["source"] for c in saved_cells(jp_root_dir / "ask.ipynb")] == ["x = 1", "y = 2"]
+
+
+async def test_a_cell_that_fails_says_how_to_fix_it_and_the_inserted_cell_stays(
+    api: ApiClient, runtime: Runtime, jp_root_dir: Path, jp_serverapp: Any
+) -> None:
+    (user_cell,) = write_notebook(jp_root_dir / "fail.ipynb", ("code", "1 / 0"))
+    km = jp_serverapp.kernel_manager
+    kernel_id = await km.start_kernel()
+    try:
+        script(
+            runtime,
+            call("run_cell", cell_id=user_cell),
+            call("insert_cell", source="{}['missing']", run=True),
+            ScriptedTurn(text="done"),
+        )
+        events = await run_to_end(api, "run and add", "fail.ipynb", kernelId=kernel_id)
+    finally:
+        await km.shutdown_kernel(kernel_id, now=True)
+    ran, inserted = outputs_of(events)
+    assert types(events).count("TOOL_FAILED") == 2
+    assert "ZeroDivisionError" in ran and f'edit_cell {{"cell_id": "{user_cell}"' in ran
+    assert "insert of cell" in inserted and "It ran and failed" in inserted
+    assert "KeyError" in inserted and "then run_cell again" in inserted
+    added = saved_cells(jp_root_dir / "fail.ipynb")[-1]
+    assert added["source"] == "{}['missing']" and added["outputs"][0]["ename"] == "KeyError"
