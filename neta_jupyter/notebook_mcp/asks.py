@@ -22,7 +22,7 @@ from ..runtime.errors import BadRunRequest, RunConflict, RunNotFound
 from ..store import new_id
 from ..tools import Decision, Tool, ToolContext, decide
 from ..tools.files import rule_arguments
-from ..tools.permissions import approval_digest
+from ..tools.permissions import approval_digest, stricter
 from ..tools.values import ToolError
 
 if TYPE_CHECKING:
@@ -104,14 +104,16 @@ class Asks:
         except ToolError as exc:
             return str(exc)
         session = await self._runtime.store.records.get_session(self._run.session_id)
-        return decide(
-            config.permission_rules,
-            call.name,
-            seen,
-            readonly=tool.readonly,
-            always_allowed=frozenset(session.always_allow if session else []),
-            client=self._client,
+        allowed = frozenset(session.always_allow if session else [])
+        rules, client = config.permission_rules, self._client
+        decision = decide(
+            rules, call.name, seen, readonly=tool.readonly, always_allowed=allowed, client=client
         )
+        if tool.also_does is not None and (other := tool.also_does(arguments)) is not None:
+            # An insert that runs its cell is a run_cell too: the stricter decision holds.
+            also = decide(rules, other, seen, readonly=False, always_allowed=allowed, client=client)
+            decision = stricter(decision, also)
+        return decision
 
     async def _announce(
         self, ask: Ask, call: ToolCall, tool: Tool, why: str, pattern: str, ctx: ToolContext

@@ -88,6 +88,8 @@ class McpSession:
         self.run = run
         self._emitter = emitter
         self._bindings: dict[str, Binding] = {}
+        self._seen: dict[str, dict[str, str]] = {}
+        """By notebook, the hash of the version of each cell the client last saw."""
         self._told: set[str] = set()
         """Notebooks whose binding's note a result has given."""
         self._calls: set[asyncio.Task[Any]] = set()
@@ -208,7 +210,8 @@ class McpSession:
         path = arguments.get(NOTEBOOK_ARGUMENT)
         if not isinstance(path, str) or not path.strip():
             raise ToolError(f"{name} needs `notebook`: the notebook's path under the server root")
-        kernel = reach == "kernel" or tool.name in KERNEL_NOTEBOOK_TOOLS
+        also = tool.also_does(arguments) if tool.also_does is not None else None
+        kernel = reach == "kernel" or bool({tool.name, also} & KERNEL_NOTEBOOK_TOOLS)
         return with_notebook(tool), await self.bind(path, kernel=kernel)
 
     async def bind(self, path: str, *, kernel: bool) -> Binding:
@@ -222,7 +225,11 @@ class McpSession:
 
     def _context(self, call: ToolCall, binding: Binding | None) -> ToolContext:
         config, run = self._runtime.config, self.run
-        notebook = RunNotebook(binding.notebook, run.prompt) if binding is not None else None
+        notebook = None
+        if binding is not None:
+            # One per notebook for the session: the versions of its cells the client last saw.
+            seen = self._seen.setdefault(binding.path, {})
+            notebook = RunNotebook(binding.notebook, run.prompt, seen)
         records = self._runtime.store.records
         return ToolContext(
             root_dir=config.root_dir,

@@ -24,7 +24,10 @@ AFTER = "print('finished' in globals(), 6 * 7)"
 @pytest.fixture
 def neta_config() -> dict[str, Any]:
     return {
-        "permission_rules": [{"tool": "run_cell", "action": "allow", "client": "test-agent"}],
+        "permission_rules": [
+            {"tool": "run_cell", "action": "allow", "client": "test-agent"},
+            {"tool": "insert_cell", "action": "allow", "client": "test-agent"},
+        ],
         "mcp_progress_interval": 0.5,
     }
 
@@ -44,6 +47,10 @@ async def test_a_cell_draws_a_figure_and_a_cancelled_long_cell_interrupts_the_ke
         assert images and images[0].mime_type == "image/png"
         assert base64.b64decode(images[0].data).startswith(b"\x89PNG")
         assert "cells.ipynb" in text_of(await session.call_tool("list_notebooks", {}))
+        inserted = await session.call_tool(
+            "insert_cell", {"notebook": "cells.ipynb", "source": "print(6 * 7)", "run": True}
+        )
+        assert not inserted.is_error and "42" in text_of(inserted), text_of(inserted)
 
         progressed = asyncio.Event()
 

@@ -64,6 +64,12 @@ async def test_an_agent_reads_inserts_and_has_a_stale_edit_refused_then_edits(
             },
         )
         assert not edited.is_error, text_of(edited)
+        unhashed = {"notebook": "work.ipynb", "cell_id": "c1", "source": "x = 4"}
+        path.write_text(path.read_text().replace('"x = 3"', '"x = 30"'))  # the user again
+        refused = await session.call_tool("edit_cell", unhashed)  # no hash: as last seen
+        assert refused.is_error and "x = 30" in text_of(refused)
+        assert cells_of(path)[0]["source"] == "x = 30"
+        path.write_text(path.read_text().replace('"x = 30"', '"x = 3"'))
         cell = cells_of(path)[0]
         assert cell["source"] == "x = 3"
         assert cell["metadata"]["neta"]["prompt"] == "MCP client test-agent 1.0"
