@@ -179,5 +179,8 @@ def jupyter_server(workdir: Path) -> Iterator[DocsServer]:
     try:
         url = _answering(proc, runtime, log)
         yield DocsServer(url=url, token=token, root=root, runtime=runtime)
+    except Exception as exc:
+        exc.add_note(f"The end of the docs' Jupyter server's log:\n{log.read_text()[-4000:]}")
+        raise
     finally:
         _stop(proc, url, token)

@@ -61,6 +61,9 @@ def render_workspace(source: Path, target: Path) -> None:
 def run_on_server(server: DocsServer, source: Path) -> Any:
     """The notebook as the server keeps it after its cells ran, with the kernel's outputs."""
     name = source.name
+    with server.client() as http:
+        if http.get("neta/api/agent/runs").status_code != 200:
+            raise RuntimeError("the docs' Jupyter server did not load the neta_jupyter extension")
     (server.root / name).write_text(source.read_text())
     nb = nbformat.read(server.root / name, as_version=4)
     client = NotebookClient(nb, km=session_kernel(server, name), timeout=240)

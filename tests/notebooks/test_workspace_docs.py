@@ -110,3 +110,25 @@ def test_outputs_of_code_the_agent_wrote_keep_only_text_and_pictures(
         {},
     ]
     assert merged.cells[0].outputs[1].text == "saved to out.csv\n"
+
+
+def test_the_docs_server_is_stopped_when_the_rendering_fails(
+    docs_ext: ModuleType, tmp_path: Path
+) -> None:
+    from docs_server import DocsServer, jupyter_server
+
+    started: list[DocsServer] = []
+
+    def render_that_fails() -> None:
+        with jupyter_server(tmp_path) as server:
+            started.append(server)
+            with server.client() as http:
+                assert http.get("neta/api/agent/runs").status_code == 200
+            raise ValueError("a cell failed")
+
+    with pytest.raises(ValueError, match="a cell failed") as failed:
+        render_that_fails()
+    with pytest.raises(httpx.TransportError):
+        httpx.get(started[0].url + "api/status", timeout=5, trust_env=False)
+    # What went wrong comes with the end of the server's log.
+    assert "neta_jupyter" in "\n".join(failed.value.__notes__)
