@@ -285,7 +285,9 @@ async def test_the_demo_model_adds_a_plot_cell_runs_it_and_answers_from_its_outp
         events = await api.segment(started["requestId"])
     assert types(events)[-1] == "MESSAGE_COMPLETED"
     calls = [e["data"]["toolName"] for e in events if e["eventType"] == "TOOL_START"]
-    assert calls[-3:] == ["read_notebook", "insert_cell", "run_cell"]
+    assert calls[-1] == "insert_cell" and "read_notebook" not in calls  # the map suffices
+    insert = [e["data"] for e in events if e["eventType"] == "TOOL_START"][-1]
+    assert '"run": true' in insert["arguments"].replace('"run":true', '"run": true')
     answer = "".join(e["data"]["text"] for e in events if e["eventType"] == "TEXT_DELTA")
     assert "I added cell" in answer and "I ran it" in answer
     assert "I was shown the picture it made" in answer
