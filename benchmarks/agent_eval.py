@@ -81,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-steps", type=int, default=10, help="model calls per task")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per task")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--recover",
+        action="store_true",
+        help="ask a model that answers right after a failed step to retry (recover_after_failure)",
+    )
     return parser
 
 
@@ -116,7 +121,12 @@ async def evaluate(args: argparse.Namespace) -> list[tuple[Task, bool, Outcome]]
         store = Store(data / "neta.sqlite3")
         runtime = Runtime(
             store,
-            RuntimeConfig(root_dir=root, data_dir=data, max_steps=args.max_steps),
+            RuntimeConfig(
+                root_dir=root,
+                data_dir=data,
+                max_steps=args.max_steps,
+                recover_after_failure=args.recover,
+            ),
             models=ModelRegistry(endpoints=endpoints_from(args.config)),
             tools=ToolRegistry(builtin_tools() + kernel_tools() + notebook_tools()),
             kernels=lambda _run: kernel,
