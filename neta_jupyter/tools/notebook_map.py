@@ -1,5 +1,6 @@
-"""The map of a run's notebook in its context: each cell's id, type, state and first line.
+"""The map of a run's notebook in its context: each cell's id, type, state and source.
 
+Short cells are shown whole (an edit needs the whole source), longer ones by their first line.
 A notebook-bound run is shown it once, as the notebook was when the prompt was sent, so that
 "the cell with id fix-me" or "the failing cell" needs no read first; the versions it shows are
 the ones the run has seen (its edits are checked against them).
@@ -17,6 +18,9 @@ MAX_MAPPED_CELLS = 80
 """Cells the map lists; the rest are counted (read_notebook shows them)."""
 FIRST_LINE = 80
 """Characters of a cell's first line the map shows."""
+WHOLE_LINES = 4
+WHOLE_CHARS = 240
+"""A cell of at most so many lines and characters is shown whole."""
 
 
 def _state(cell: dict[str, Any]) -> str:
@@ -32,26 +36,30 @@ def _state(cell: dict[str, Any]) -> str:
     return "code, ran"
 
 
-def _first_line(source: str) -> str:
+def _source(source: str) -> str:
+    """A short cell whole (indented below its entry), else its first line and a count."""
     lines = [line for line in source.splitlines() if line.strip()]
     if not lines:
-        return "(empty)"
+        return " · (empty)"
+    if len(lines) == 1 and len(lines[0]) <= FIRST_LINE:
+        return f" · {lines[0]}"
+    if len(lines) <= WHOLE_LINES and len(source) <= WHOLE_CHARS:
+        return ":\n" + "\n".join(f"    {line}" for line in source.rstrip("\n").splitlines())
     first = lines[0] if len(lines[0]) <= FIRST_LINE else lines[0][: FIRST_LINE - 1] + "…"
-    more = f"  (+{len(lines) - 1} more lines)" if len(lines) > 1 else ""
-    return first + more
+    return f" · {first}  (+{len(lines) - 1} more lines)" if len(lines) > 1 else f" · {first}"
 
 
 def notebook_map(cells: CellList, path: str) -> tuple[str, dict[str, str]]:
     """The map as text, and by cell id the hash of each cell's source as it is now."""
     total = len(cells)
     hashes: dict[str, str] = {}
-    lines = [f"{path}: {total} cells, in order (id · type · first line):"]
+    lines = [f"{path}: {total} cells, in order (id · type · source, or its first line):"]
     for index in range(total):
         cell = cells.cell(index)
         cell_id, source = str(cell.get("id", "")), source_text(cell.get("source"))
         hashes[cell_id] = source_hash(source)
         if index < MAX_MAPPED_CELLS:
-            lines.append(f"- {cell_id} · {_state(cell)} · {_first_line(source)}")
+            lines.append(f"- {cell_id} · {_state(cell)}{_source(source)}")
     if total > MAX_MAPPED_CELLS:
         lines.append(f"… {total - MAX_MAPPED_CELLS} more cells (read_notebook with start)")
     return "\n".join(lines), hashes

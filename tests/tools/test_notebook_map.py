@@ -157,9 +157,10 @@ async def test_a_notebook_bound_run_has_the_map_of_its_notebook_in_its_context(
     started = await api.start("what fails?", model="scripted", approve="auto")
     assert types(await api.segment(started["requestId"]))[-1] == "MESSAGE_COMPLETED"
     bound, unbound = (r.system for r in model.requests)
-    assert "## The user's notebook\nmap.ipynb: 3 cells" in bound
+    assert "## The user's notebook\nmap.ipynb: 3 cells, in order" in bound
     assert f"- {intro} · markdown · # Sales by region" in bound
-    assert f"- {load} · code, ran · import pandas as pd  (+1 more lines)" in bound
+    load_shown = f"- {load} · code, ran:\n    import pandas as pd\n    sales = pd.read_csv("
+    assert load_shown in bound, "a short cell is shown whole"
     assert f"- {failing} · code, failed: KeyError: 'revenu' · sales['revenu'].sum()" in bound
     assert "## The user's notebook" not in unbound and intro not in unbound
 
