@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import websockets
 
 from neta_jupyter.tools.notebook_doc import source_hash
 from tests.helpers import ApiClient, types
@@ -118,3 +119,13 @@ async def test_an_ask_is_answered_through_the_run_api_and_the_run_replays_in_ord
     assert json.loads(started["data"]["arguments"]) == edit
     summary = await api.status(request_id)
     assert summary["status"] == "completed"
+    assert summary["origin"] == {"kind": "mcp", "notebookPath": None, "client": "asking-agent"}
+    url = server_url.replace("http://", "ws://") + "neta/ws"
+    async with websockets.connect(url, additional_headers=jp_auth_header, max_size=None) as ws:
+        await ws.send(json.dumps({"type": "subscribe", "requestId": request_id}))
+        followed: list[dict[str, Any]] = []
+        while not followed or followed[-1]["eventType"] != "MESSAGE_COMPLETED":
+            frame = json.loads(await ws.recv())
+            if isinstance(frame, list):
+                followed += [e for e in frame if e["eventType"] != "HEARTBEAT"]
+    assert followed == events  # over the WebSocket as over SSE
