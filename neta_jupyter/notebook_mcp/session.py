@@ -24,7 +24,7 @@ from ..runtime.activation.tooling import ToolRunner
 from ..runtime.birth import FirstEntry, begin_run, top_level_run
 from ..runtime.data.state import McpClient, RunOptions, RunState
 from ..runtime.data.steps import Finish
-from ..runtime.errors import RunConflict, RunNotFound
+from ..runtime.errors import RunApiError, RunConflict, RunNotFound
 from ..runtime.session_ops import own_session
 from ..store import new_id
 from ..tools import RunSuspended, Tool, ToolContext, ToolError, ToolResult
@@ -119,14 +119,12 @@ class McpSession:
         ask_timeout: float,
     ) -> McpSession:
         """A new session's run, in a session of its own, born like any run."""
-        records = runtime.store.records
-        prompt = session_prompt(client)
-        session = await own_session(records, principal, None, f"{prompt} · {new_id('mcp')}")
-        options = RunOptions(kind="mcp", mcp_client=client, approve="ask")
-        state = RunState(assistant_message_id=new_id("e"))
-        model = f"mcp:{client.name}"
-        run = top_level_run(principal, session.session_id, model, prompt, options, state)
-        emitter = await begin_run(runtime, run, FirstEntry(session.leaf_entry_id), hold=True)
+        try:
+            # A session is a run going: it counts towards the user's quota of them.
+            async with runtime.quota.starting(principal, await runtime.running_count(principal)):
+                run, emitter = await _birth(runtime, principal, client)
+        except RunApiError as exc:
+            raise ToolError(exc.message) from exc
         await emitter.flush()
         mcp = cls(runtime, workspace, run, emitter, ask_timeout)
         runtime.live[run.request_id] = mcp
@@ -294,3 +292,15 @@ class McpSession:
             self._runtime.runs, self.run, self._emitter, Finish(FinishReason.STOP, message)
         )
         await self._emitter.flush()
+
+
+async def _birth(runtime: Runtime, principal: str, client: McpClient) -> tuple[Run, RunEmitter]:
+    prompt = session_prompt(client)
+    records = runtime.store.records
+    session = await own_session(records, principal, None, f"{prompt} · {new_id('mcp')}")
+    options = RunOptions(kind="mcp", mcp_client=client, approve="ask")
+    state = RunState(assistant_message_id=new_id("e"))
+    model = f"mcp:{client.name}"
+    run = top_level_run(principal, session.session_id, model, prompt, options, state)
+    emitter = await begin_run(runtime, run, FirstEntry(session.leaf_entry_id), hold=True)
+    return run, emitter
