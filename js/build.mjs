@@ -1,4 +1,7 @@
-// Bundles the anywidget modules: ../neta_jupyter/static/widget.js (+ widget.css), crew_board.js.
+// Bundles the anywidget modules, ../neta_jupyter/static/widget.js (+ widget.css) and crew_board.js,
+// and the side panel's code, lib/lab.js (+ lab.css), which `jupyter labextension build` then
+// turns into the prebuilt JupyterLab extension (package.json: `jupyterlab.outputDir`). JupyterLab's
+// own packages stay imports in lib/lab.js: the page shares its copies of them with the extension.
 import * as esbuild from "esbuild";
 import { fileURLToPath } from "node:url";
 
@@ -6,10 +9,8 @@ const here = fileURLToPath(new URL(".", import.meta.url));
 const watch = process.argv.includes("--watch");
 
 /** @type {import("esbuild").BuildOptions} */
-const options = {
+const common = {
   absWorkingDir: here,
-  entryPoints: { widget: "src/index.ts", crew_board: "src/crew-board.ts" },
-  outdir: "../neta_jupyter/static",
   bundle: true,
   format: "esm",
   target: ["es2020"],
@@ -19,9 +20,14 @@ const options = {
   logLevel: "info",
 };
 
+/** @type {import("esbuild").BuildOptions[]} */
+const builds = [
+  { ...common, entryPoints: { widget: "src/index.ts", crew_board: "src/crew-board.ts" }, outdir: "../neta_jupyter/static" },
+  { ...common, entryPoints: { lab: "src/lab/index.ts" }, outdir: "lib", external: ["@jupyterlab/*", "@lumino/*"] },
+];
+
 if (watch) {
-  const ctx = await esbuild.context(options);
-  await ctx.watch();
+  for (const options of builds) await (await esbuild.context(options)).watch();
 } else {
-  await esbuild.build(options);
+  await Promise.all(builds.map((options) => esbuild.build(options)));
 }

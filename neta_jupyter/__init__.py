@@ -19,6 +19,11 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     return [{"module": "neta_jupyter.server.app", "app": NetaApp}]
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The side panel's prebuilt extension (``jupyter labextension develop`` links it)."""
+    return [{"src": "labextension", "dest": "neta-jupyter"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext neta_jupyter``: the ``%neta`` and ``%%neta`` magics."""
     from .kernel import load_ipython_extension as load

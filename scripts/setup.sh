@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything from scratch into the project's own virtualenv (.venv/ at the repo root, reused
-# when present): the JS widget bundle, then the package with its test extras. Nothing is installed
-# outside .venv/ except, with --test as root, Debian's chromium and redis-server.
+# when present): the JS widget bundle and the side panel, then the package with its test extras.
+# Nothing is installed outside .venv/ except, with --test as root, Debian's chromium and redis-server.
 # Usage: scripts/setup.sh [--test]   (--test also installs Chromium and Redis for their tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +26,15 @@ if [[ ! -x .venv/bin/python ]]; then
   "${PYTHON:-python3}" -m venv .venv
 fi
 
-echo "==> building the widget (npm ci && npm run build)"
-(cd js && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+echo "==> building the widget and the side panel (npm ci && npm run build)"
+(cd js && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent >/dev/null)
 
 echo "==> installing neta_jupyter into .venv (pip install -e .[dev])"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+
+# The wheel installs the panel's prebuilt extension into share/jupyter/labextensions; an editable
+# install links it there instead (as `jupyter labextension develop` does), so a rebuild shows.
+labextensions=".venv/share/jupyter/labextensions"
+mkdir -p "$labextensions"
+rm -rf "$labextensions/neta-jupyter"
+ln -s "$PWD/neta_jupyter/labextension" "$labextensions/neta-jupyter"

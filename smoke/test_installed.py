@@ -35,6 +35,19 @@ def test_jupyter_lists_the_extension_as_enabled_and_valid(tmp_path: Path) -> Non
     assert "could not be found" not in said, said
 
 
+def test_jupyterlab_lists_the_side_panel_as_a_prebuilt_extension(tmp_path: Path) -> None:
+    listed = subprocess.run(
+        [str(BIN / "jupyter"), "labextension", "list"],
+        capture_output=True,
+        text=True,
+        env=clean_env(tmp_path),
+        timeout=300,
+        check=True,
+    )
+    said = ANSI.sub("", listed.stdout + listed.stderr)
+    assert re.search(r"neta-jupyter v[\d.]+ enabled OK \(python, neta_jupyter\)", said), said
+
+
 def test_the_run_api_answers(server: Server) -> None:
     with server.client() as http:
         assert http.get("neta/api/agent/runs").status_code == 200

@@ -1,7 +1,7 @@
 /**
  * Following a run live in a view of its own: how a view reaches runs (its page's server, or its
  * widget's comm) and the live view of one run by its id. The run widget opens its sub-agents'
- * runs with it; the crew board opens its tasks' runs with it.
+ * runs with it; the crew board opens its tasks' runs with it; the side panel every run it shows.
  */
 import { serverNotebookEdits, type NotebookEdits } from "./notebook";
 import { reduceAll } from "./reducer";
@@ -84,14 +84,24 @@ export function send(transport: Transport | null, action: RunAction): Promise<vo
   return transport ? transport.send(action) : Promise.reject(new Error("Not connected to the run"));
 }
 
+/** What a view opened by its id may show and tell besides the run (the side panel's). */
+export interface ShownRun {
+  /** The run's prompt, in the view's header. */
+  readonly prompt?: string;
+  /** Called with each state the view shows. */
+  readonly onState?: (state: RunState) => void;
+}
+
 /**
- * A live view of run `requestId` in `container` (a sub-agent row or a crew task opened): the run
- * widget's view, following the run's own stream, until `signal` aborts.
+ * A live view of run `requestId` in `container` (a sub-agent row or a crew task opened, a run
+ * the side panel shows): the run widget's view, following the run's own stream, until `signal`
+ * aborts.
  */
-export function showRun(connections: Connections, requestId: string, container: HTMLElement, signal: AbortSignal): void {
+export function showRun(connections: Connections, requestId: string, container: HTMLElement, signal: AbortSignal, shown: ShownRun = {}): void {
   let state = startState(requestId);
   let transport: Transport | null = null;
   const view = new RunView(container, {
+    prompt: shown.prompt,
     onAction: (action) => send(transport, action),
     resolveUrl: connections.resolveUrl,
     notebook: connections.notebook,
@@ -99,6 +109,7 @@ export function showRun(connections: Connections, requestId: string, container: 
     signal,
     initial: state,
   });
+  shown.onState?.(state);
   if (hasEnded(state)) return;
   transport = connections.transport(() => state.lastSeq, signal, requestId);
   transport?.start(
@@ -108,6 +119,7 @@ export function showRun(connections: Connections, requestId: string, container: 
       state = next;
       remember(next);
       view.update(next);
+      shown.onState?.(next);
     },
     (message) => view.setNotice(message),
   );

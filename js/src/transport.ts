@@ -133,7 +133,8 @@ export async function postAction(fetchImpl: Fetch, config: PageConfig, action: R
   await api.send(action.action, actionBody(action) as unknown as ActionBodies[RunAction["action"]]);
 }
 
-async function postJson(fetchImpl: Fetch, config: PageConfig, route: string, body: unknown, cookies?: string): Promise<unknown> {
+/** POST `body` to a route of the run API; resolves with the answer, rejects with its message. */
+export async function postJson(fetchImpl: Fetch, config: PageConfig, route: string, body: unknown, cookies?: string): Promise<unknown> {
   const headers: Record<string, string> = { "Content-Type": "application/json" };
   const xsrf = cookie("_xsrf", cookies);
   if (xsrf) headers["X-XSRFToken"] = xsrf;
