@@ -176,3 +176,36 @@ def test_an_ask_of_a_cells_run_is_approved_from_the_panel_and_the_cell_goes_on(
         timeout=60_000,
     )
     shot(page, "browser-panel-approved")
+
+
+def test_in_notebook_7_a_run_from_the_panel_reads_the_notebooks_kernel_and_answers(
+    lab: ServerProcess, browser: Any
+) -> None:
+    write_notebook(
+        lab.root / "vars.ipynb",
+        "import pandas as pd\nsales = pd.DataFrame({'units': [3, 5, 7], 'price': [2.0, 4.0, 6.0]})",
+    )
+    lab.start()
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.goto(f"{lab.url}notebooks/vars.ipynb?token={lab.token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    run_cells(page, 1)
+    page.wait_for_selector(".jp-InputPrompt:has-text('[1]')", timeout=90_000)
+
+    panel = open_panel(page)
+    assert "vars.ipynb" in panel.locator("[data-testid=neta-panel-target]").inner_text()
+    panel.locator("[data-testid=neta-panel-model]").select_option("demo")
+    page.keyboard.type("which variables do I have?")
+    panel.locator("[data-testid=neta-panel-send]").click()
+
+    followed = panel.locator("[data-testid=neta-panel-followed-view]")
+    card = followed.locator("[data-testid=neta-tool-card][data-tool-name=list_variables]")
+    card.wait_for(timeout=90_000)
+    page.wait_for_function(followed_status("completed"), timeout=120_000)
+    assert "sales: DataFrame (3, 2)" in card.inner_text()
+    answer = followed.locator("[data-testid=neta-answer]").inner_text()
+    assert "sales" in answer, answer
+    row = run_row(page, "panel", "which variables do I have?")
+    row.wait_for(timeout=60_000)
+    assert "vars.ipynb" in row.inner_text()
+    shot(page, "browser-panel-notebook7-ask")
