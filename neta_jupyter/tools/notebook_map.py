@@ -66,10 +66,13 @@ def notebook_map(cells: CellList, path: str) -> tuple[str, dict[str, str]]:
 
 
 HOW_TO = (
-    "Name cells by these ids. read_notebook shows cells whole with their outputs; edit_cell "
-    "replaces a cell's whole source; insert_cell adds a cell (run=true also runs it); run_cell "
-    "runs a code cell. No hashes are needed: an edit of a cell that changed since you saw it is "
-    "refused with its current source."
+    "To add, change, run or remove cells of this notebook use the notebook tools with these "
+    "ids, not python (python runs code without putting it in the notebook): insert_cell adds a "
+    "cell (run=true also runs it and gives its output), edit_cell replaces a cell's whole "
+    "source, run_cell runs a code cell, delete_cell and move_cell remove or move one, "
+    "read_notebook shows cells whole with their outputs. No hashes are needed: an edit of a cell "
+    "that changed since you saw it is refused with its current source; then call edit_cell "
+    "again with a source written from that one."
 )
 
 
