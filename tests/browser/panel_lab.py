@@ -28,6 +28,12 @@ def panel_server(tmp_path: Path, neta_config: dict[str, Any] | None = None) -> S
     (path / "labextensions" / "neta-jupyter").symlink_to(LABEXTENSION)
     server = ServerProcess(tmp_path, neta_config, app="jupyterlab")
     server.env["JUPYTER_PATH"] = str(path)
+    # JupyterLab's question about its news is a toast over the bottom of the side panel.
+    settings = tmp_path / "lab-settings"
+    news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text('{"fetchNews": "false"}')
+    server.env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
     return server
 
 
