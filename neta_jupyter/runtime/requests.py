@@ -9,7 +9,7 @@ documented, with no other change.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
@@ -31,6 +31,7 @@ __all__ = [
     "CompactRequest",
     "ImportRequest",
     "InputRequest",
+    "InsertRequest",
     "LeafRequest",
     "RequestRef",
     "ResumeRequest",
@@ -148,6 +149,21 @@ class RevertRequest(_Body):
         if (self.edit_id is None) == (self.notebook_path is None):
             raise ValueError("give exactly one of editId and notebookPath")
         return self
+
+
+class InsertRequest(_Body):
+    """``POST /neta/api/notebook/insert``: a run's answer, or its code, as a new cell.
+
+    The cell goes at the end of the notebook, with the run in its ``metadata.neta`` as the cells
+    its notebook tools write, and is one of the run's edits (listed, and reverted like them).
+    """
+
+    request_id: str = Field(min_length=1, max_length=200)
+    """The run the cell comes from (the caller's)."""
+    notebook_path: str = Field(min_length=1, max_length=4096, pattern=_PRINTABLE)
+    """A notebook under the server root."""
+    cell_type: Literal["markdown", "code"]
+    source: str = Field(min_length=1, max_length=1_000_000)
 
 
 class ThinkingLevelRequest(_Body):

@@ -2,7 +2,8 @@
 
 An edit is reverted after its run may have ended, so its state lives in the store (not the run's
 closed event log): ``GET …/notebook/edits?requestId=`` shows each edit with whether it was
-reverted, and ``POST …/notebook/revert`` undoes one.
+reverted, and ``POST …/notebook/revert`` undoes one. ``POST …/notebook/insert`` adds a run's
+answer or code as a cell (the side panel's buttons), as one more edit of the run.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from tornado import web
 
 from ..runtime import Runtime, reads
 from ..runtime.data.runs import Run
-from ..runtime.requests import RevertRequest
+from ..runtime.requests import InsertRequest, RevertRequest
 from ..tools.notebook_doc import CellChanged, NotebookEdit, NotebookError, source_hash
-from ..tools.notebook_ops import revert
+from ..tools.notebook_ops import EditOrigin, NotebookEditor, revert
 from .base import NetaHandler
 from .errors import ApiError
 from .notebooks import ServerNotebooks, checked_path
@@ -117,3 +118,26 @@ class EditsHandler(NotebookHandler):
         run = await self.runtime.get_run(self.principal, request_id)
         edits = await reads.notebook_edits(self.runtime, run)
         self.reply({"edits": [e.payload() for e in edits]})
+
+
+INSERTED_BY = "neta-panel"
+"""The ``toolCallId`` of a cell inserted from the side panel: no call of the run wrote it."""
+
+
+class InsertHandler(NotebookHandler):
+    """``POST /neta/api/notebook/insert``: a run's answer or code as a new cell at the end."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.parse_body(InsertRequest)
+        run = await self.runtime.get_run(self.principal, body.request_id)
+        try:
+            host = self.notebooks.host(checked_path(self.notebooks.under_root(body.notebook_path)))
+            origin = EditOrigin(run.request_id, INSERTED_BY, run.prompt)
+            edit = await NotebookEditor(host, origin).insert(
+                body.source, body.cell_type, None, "end"
+            )
+        except NotebookError as exc:
+            raise ApiError(400, "INVALID_FIELDS", str(exc)) from exc
+        self.reply({"edit": edit.payload()})

@@ -19,10 +19,10 @@ from ..crews.requests import CrewControlRequest, CrewRunRequest
 from ..events import AttachmentData
 from ..runtime.actions import ACTIONS, Action
 from ..runtime.queries import QUERIES, Query
-from ..runtime.requests import RevertRequest
+from ..runtime.requests import InsertRequest, RevertRequest
 from . import crew, handlers
 from .mcp_endpoint import McpHandler
-from .notebook_api import EditsHandler, RevertHandler
+from .notebook_api import EditsHandler, InsertHandler, RevertHandler
 from .sse import SessionStreamHandler, StreamHandler
 from .ws import RunSocket
 
@@ -144,6 +144,18 @@ ROUTES: tuple[Route, ...] = (
                 "from a notebook (notebookPath); 409 when the cell changed after the edit",
                 RevertRequest,
                 extra_errors=(409,),
+            ),
+        ),
+    ),
+    Route(
+        "notebook/insert",
+        InsertHandler,
+        (
+            Operation(
+                "post",
+                "Insert a run's answer (markdown) or code as a new cell at the end of a "
+                "notebook, with the run as its provenance; one of the run's edits",
+                InsertRequest,
             ),
         ),
     ),
