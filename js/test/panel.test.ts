@@ -1,5 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { PanelClient } from "../src/panel/client";
+import { InsertActions, codeOf } from "../src/panel/insert";
+import { initialState, type RunState } from "../src/state";
 import { RunListView } from "../src/panel/list-view";
 import { ago, listed, matches, originLabel, parseRuns, tokenLabel, waiting, type RunRow } from "../src/panel/runs";
 import { askNotice, badgeLabel, readSettings } from "../src/lab/settings";
@@ -155,5 +157,34 @@ describe("the panel's settings and badge", () => {
     expect(askNotice([])).toBeNull();
     expect(askNotice(asks)).toBe("A neta run asks to run python (and 1 more).");
     expect(askNotice(asks.slice(1))).toBe("A neta run has a question.");
+  });
+});
+
+describe("inserting a followed run's answer", () => {
+  it("takes the code blocks of an answer, in order, and nothing else", () => {
+    const answer = "Try this:\n\n```python\nprint(1)\n```\n\nthen\n\n~~~\nx = 2\n~~~\n\n```\n\n```\n";
+    expect(codeOf(answer)).toBe("print(1)\n\nx = 2");
+    expect(codeOf("no code here, only `inline`")).toBe("");
+  });
+
+  it("offers the buttons once the run has ended with an answer, and posts the cell to the server", async () => {
+    const posted: unknown[] = [];
+    const actions = new InsertActions({ baseUrl: "/" }, () => "work.ipynb", async (url, init) => {
+      posted.push([url, JSON.parse(String(init.body))]);
+      return new Response(JSON.stringify({ edit: {} }), { status: 200 });
+    });
+    const running: RunState = { ...initialState("r1"), status: "running", answer: [{ text: "Partial", open: true, synthetic: false }] };
+    actions.show(running);
+    expect(actions.element.hidden).toBe(true);
+    const done: RunState = { ...running, status: "completed", answer: [{ text: "Here:\n\n```python\nprint(2)\n```", open: false, synthetic: false }] };
+    actions.show(done);
+    expect(actions.element.hidden).toBe(false);
+    actions.element.querySelector<HTMLButtonElement>("[data-testid=neta-panel-insert-code]")!.click();
+    await vi.waitFor(() => expect(posted).toHaveLength(1));
+    expect(posted[0]).toEqual(["/neta/api/notebook/insert", { requestId: "r1", notebookPath: "work.ipynb", cellType: "code", source: "print(2)" }]);
+    actions.element.querySelector<HTMLButtonElement>("[data-testid=neta-panel-insert-markdown]")!.click();
+    await vi.waitFor(() => expect(posted).toHaveLength(2));
+    expect((posted[1] as [string, { source: string }])[1].source).toBe("Here:\n\n```python\nprint(2)\n```");
+    await vi.waitFor(() => expect(actions.element.textContent).toContain("Inserted at the end of work.ipynb."));
   });
 });

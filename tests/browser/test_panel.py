@@ -209,3 +209,12 @@ def test_in_notebook_7_a_run_from_the_panel_reads_the_notebooks_kernel_and_answe
     row.wait_for(timeout=60_000)
     assert "vars.ipynb" in row.inner_text()
     shot(page, "browser-panel-notebook7-ask")
+
+    # The answer goes into the open notebook as a markdown cell, with the run as its provenance.
+    panel.locator("[data-testid=neta-panel-insert-markdown]").click()
+    page.wait_for_selector(".jp-Notebook .jp-MarkdownCell", timeout=60_000)
+    assert "Inserted at the end of vars.ipynb." in panel.inner_text()
+    page.wait_for_function(
+        "(document.querySelector('.jp-Notebook .jp-MarkdownCell')?.innerText || '').includes('sales')",
+        timeout=30_000,
+    )

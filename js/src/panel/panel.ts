@@ -6,11 +6,13 @@
  */
 import { childLifetime } from "../lifetime";
 import { Connections, showRun } from "../live-run";
+import type { RunState } from "../state";
 import type { PageConfig } from "../transport";
 import { button, h, setText } from "../view/dom";
 import { AskBox, type Ask, type NotebookTarget } from "./ask-box";
 import { ApprovalsView } from "./approvals";
 import { PanelClient } from "./client";
+import { InsertActions } from "./insert";
 import { RunListView } from "./list-view";
 import { waiting, type RunRow } from "./runs";
 
@@ -37,6 +39,7 @@ export class NetaPanel {
   private readonly followedTitle: HTMLElement;
   private readonly followedView: HTMLElement;
   private readonly notice: HTMLElement;
+  private readonly inserts: InsertActions;
   private following: { id: string; lifetime: AbortController } | null = null;
   private sessionId: string | null = null;
   private runs: readonly RunRow[] = [];
@@ -57,7 +60,9 @@ export class NetaPanel {
     const close = button("Close", "neta-panel-unfollow", "neta-button");
     close.addEventListener("click", () => this.follow(null));
     this.followedView = h("div", { className: "neta-panel-followed-view", testid: "neta-panel-followed-view" });
-    this.followed = h("section", { className: "neta-panel-followed", testid: "neta-panel-followed" }, [h("div", { className: "neta-panel-followed-head" }, [this.followedTitle, close]), this.followedView]);
+    this.inserts = new InsertActions(host.config, () => host.activeNotebook()?.path ?? null);
+    const head = h("div", { className: "neta-panel-followed-head" }, [this.followedTitle, close]);
+    this.followed = h("section", { className: "neta-panel-followed", testid: "neta-panel-followed" }, [head, this.followedView, this.inserts.element]);
     this.followed.hidden = true;
     this.notice = h("p", { className: "neta-panel-notice", testid: "neta-panel-notice" });
     this.notice.hidden = true;
@@ -87,6 +92,7 @@ export class NetaPanel {
     this.following?.lifetime.abort();
     this.followedView.replaceChildren();
     this.following = null;
+    this.inserts.show(null);
     this.followed.hidden = requestId === null;
     this.list.setFollowed(requestId);
     this.host.followedChanged(requestId);
@@ -96,7 +102,10 @@ export class NetaPanel {
     this.followed.dataset["requestId"] = requestId;
     const row = this.runs.find((run) => run.requestId === requestId);
     this.continueFrom(row);
-    showRun(this.connections, requestId, this.followedView, lifetime.signal, { prompt: prompt ?? row?.prompt });
+    const onState = (state: RunState): void => {
+      if (!lifetime.signal.aborted) this.inserts.show(state);
+    };
+    showRun(this.connections, requestId, this.followedView, lifetime.signal, { prompt: prompt ?? row?.prompt, onState });
   }
 
   /** Asking while a run of the panel is followed continues its conversation. */
