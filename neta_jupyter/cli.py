@@ -17,14 +17,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from ._version import __version__
 from .cli_render import JsonRenderer, TerminalRenderer, color_enabled
+from .client import HttpTransport, RunClient
 from .client.mistakes import MAX_STEPS_TOO_LOW, unknown_option
 from .terminal import doctor, mcp_config
 from .terminal.backends import Backend, CliError, EmbeddedBackend, ServerBackend, default_data_dir
 from .terminal.crew import crew_command
 from .terminal.follow import EXIT_ERROR, EXIT_INTERRUPTED, Renderer, RunFollower
 from .terminal.live import LiveRenderer
+from .terminal.mcp_asks import answer_asks
 from .terminal.prompts import TerminalAsker
 
 _EPILOG = """\
@@ -89,6 +93,23 @@ async def run_command(args: argparse.Namespace) -> int:
     finally:
         renderer.close()
         await backend.aclose()
+
+
+async def mcp_asks_command(args: argparse.Namespace) -> int:
+    """``neta-jupyter mcp asks``: the exit status."""
+    token = args.token if args.token is not None else os.environ.get("JUPYTER_TOKEN", "")
+    headers = {"Authorization": f"token {token}"} if token else {}
+    transport = HttpTransport(
+        mcp_config.server_url(args.server), headers=headers, timeout=httpx.Timeout(30.0, read=60.0)
+    )
+    client = RunClient(transport)
+    renderer = TerminalRenderer(sys.stdout, color=color_enabled(sys.stdout))
+    asker = TerminalAsker(renderer, sys.stdin, assume_yes=args.yes)
+    try:
+        return await answer_asks(client, asker, renderer, once=args.once)
+    finally:
+        renderer.close()
+        await client.aclose()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -277,9 +298,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(_unknown_arguments(parser, args.command, unknown))
     if args.command == "doctor":
         return doctor.command(args)
-    if args.command == "mcp":
+    if args.command == "mcp" and args.mcp_command == "config":
         return mcp_config.command(args)
-    _check(parser, args)
+    if args.command != "mcp":
+        _check(parser, args)
     # Cards use a few symbols (▸ ✓ ✗); a terminal that cannot show them gets '?' instead.
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(errors="replace")  # type: ignore[union-attr]
@@ -289,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return asyncio.run(run_command(args))
             case "crew":
                 return asyncio.run(crew_command(args))
+            case "mcp":
+                return asyncio.run(mcp_asks_command(args))
         parser.error(f"unknown command {args.command!r}")
     except CliError as exc:
         print(f"neta-jupyter: error: {exc}", file=sys.stderr)

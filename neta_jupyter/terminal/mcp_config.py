@@ -39,13 +39,33 @@ def add_command(commands: Any) -> None:
         help=f"the Jupyter server's URL (default: $JUPYTER_SERVER_URL, else {DEFAULT_SERVER})",
     )
     config.add_argument("--token", metavar="T", help="write this token into the snippet")
+    asks = actions.add_parser(
+        "asks",
+        help="answer the approvals outside agents' calls wait for",
+        description="Answer, here, what the MCP calls of outside agents (Claude Code, Codex,\n"
+        "...) ask before they change a notebook or run code: each waiting ask is shown with\n"
+        "its tool and arguments and answered [y]es / [a]lways / [n]o, until Ctrl-C.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    asks.add_argument(
+        "--server",
+        metavar="URL",
+        help=f"the Jupyter server's URL (default: $JUPYTER_SERVER_URL, else {DEFAULT_SERVER})",
+    )
+    asks.add_argument("--token", metavar="T", help="the server's token (default: $JUPYTER_TOKEN)")
+    asks.add_argument("--yes", "-y", action="store_true", help="approve every ask without asking")
+    asks.add_argument("--once", action="store_true", help="answer the asks waiting now, then end")
+
+
+def server_url(server: str | None) -> str:
+    """The Jupyter server's URL, ending in ``/`` (its base URL kept, no query)."""
+    base = server or os.environ.get("JUPYTER_SERVER_URL") or DEFAULT_SERVER
+    return base.split("?", 1)[0].rstrip("/") + "/"
 
 
 def endpoint(server: str | None) -> str:
     """The MCP endpoint of the server at ``server`` (its base URL kept)."""
-    base = server or os.environ.get("JUPYTER_SERVER_URL") or DEFAULT_SERVER
-    base = base.split("?", 1)[0]
-    return f"{base.rstrip('/')}/neta/mcp"
+    return f"{server_url(server)}neta/mcp"
 
 
 def snippet(client: str, url: str, token: str | None) -> tuple[str, str]:
