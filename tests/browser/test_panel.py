@@ -16,7 +16,7 @@ import pytest
 
 import tests.browser_lab  # noqa: F401 (skips the module without Chromium)
 from benchmarks.b6_lab import open_notebook, run_cells, write_notebook
-from tests.browser.panel_lab import FOLLOWED, open_panel, panel_server, run_row
+from tests.browser.panel_lab import FOLLOWED, PANEL, open_panel, panel_server, run_row
 from tests.browser_lab import shot
 from tests.cli_helpers import cli
 from tests.server_process import ServerProcess
@@ -53,12 +53,24 @@ def gated_script(tmp_path: Path) -> Path:
     return script
 
 
+def open_in(browser: Any, lab: ServerProcess, app: str, name: str) -> Any:
+    """The notebook open in JupyterLab or in Notebook 7, its kernel ready."""
+    if app == "lab":
+        return open_notebook(browser, lab, name)
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.goto(f"{lab.url}notebooks/{name}?token={lab.token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status=idle]", timeout=90_000)
+    return page
+
+
 def followed_status(status: str) -> str:
     return f"document.querySelector({FOLLOWED!r})?.dataset.status === {status!r}"
 
 
+@pytest.mark.parametrize("app", ["lab", "notebook"])
 def test_the_panel_lists_runs_from_a_cell_the_terminal_and_the_api_and_follows_one_live(
-    lab: ServerProcess, browser: Any, tmp_path: Path
+    lab: ServerProcess, browser: Any, tmp_path: Path, app: str
 ) -> None:
     write_notebook(
         lab.root / "panel.ipynb", "%load_ext neta_jupyter", "%neta --model demo hello from a cell"
@@ -83,7 +95,7 @@ def test_the_panel_lists_runs_from_a_cell_the_terminal_and_the_api_and_follows_o
     assert started.status_code == 200, started.text
     api_run = started.json()["requestId"]
 
-    page = open_notebook(browser, lab, "panel.ipynb")
+    page = open_in(browser, lab, app, "panel.ipynb")
     run_cells(page, 2)
     panel = open_panel(page)
     for origin, text in (("cell", "hello from a cell"), ("terminal", "hello from the terminal")):
@@ -112,10 +124,12 @@ def test_the_panel_lists_runs_from_a_cell_the_terminal_and_the_api_and_follows_o
         f"[data-testid=neta-panel-run][data-request-id={api_run}][data-status=completed]",
         timeout=60_000,
     )
-    shot(page, "browser-panel-followed")
+    shot(page, f"browser-panel-followed-{app}")
 
     # A reload shows the panel again, following the same run.
-    page.goto(f"{lab.url}lab/tree/panel.ipynb?token={lab.token}")
+    page.goto(
+        f"{lab.url}{'lab/tree' if app == 'lab' else 'notebooks'}/panel.ipynb?token={lab.token}"
+    )
     page.wait_for_selector("[data-testid=neta-panel]", state="visible", timeout=90_000)
     page.wait_for_function(followed_status("completed"), timeout=90_000)
     followed = page.locator("[data-testid=neta-panel-followed]")
@@ -123,8 +137,9 @@ def test_the_panel_lists_runs_from_a_cell_the_terminal_and_the_api_and_follows_o
     assert "The gate opened." in followed.inner_text()
 
 
+@pytest.mark.parametrize("app", ["lab", "notebook"])
 def test_an_ask_of_a_cells_run_is_approved_from_the_panel_and_the_cell_goes_on(
-    lab: ServerProcess, browser: Any, tmp_path: Path
+    lab: ServerProcess, browser: Any, tmp_path: Path, app: str
 ) -> None:
     call = {"name": "python", "arguments": {"code": "print(6 * 7)"}}
     script = tmp_path / "asks.json"
@@ -135,18 +150,28 @@ def test_an_ask_of_a_cells_run_is_approved_from_the_panel_and_the_cell_goes_on(
         f"%neta --model scripted:{script} multiply for me",
     )
     lab.start()
-    page = open_notebook(browser, lab, "ask.ipynb")
+    page = open_in(browser, lab, app, "ask.ipynb")
     run_cells(page, 2)
     cell_prompt = page.locator(".jp-Cell [data-testid=neta-permission]")
     cell_prompt.wait_for(timeout=90_000)
 
-    panel = open_panel(page)
-    tab = page.locator("li.lm-TabBar-tab[data-id=neta-panel]")
-    page.wait_for_function(
-        "document.querySelector('li.lm-TabBar-tab[data-id=neta-panel]')?.dataset.netaAsks === '1'",
-        timeout=60_000,
+    # The panel is closed: a notification says a run asks, and its button opens the panel.
+    toast = page.locator(".Toastify__toast:has-text('A neta run asks to run python')")
+    toast.wait_for(timeout=60_000)
+    toast.locator("button:has-text('Open neta')").click()
+    panel = page.locator(PANEL)
+    panel.wait_for(state="visible", timeout=30_000)
+    if app == "lab":
+        tab = page.locator("li.lm-TabBar-tab[data-id=neta-panel]")
+        page.wait_for_function(
+            "document.querySelector('li.lm-TabBar-tab[data-id=neta-panel]')"
+            "?.dataset.netaAsks === '1'",
+            timeout=60_000,
+        )
+        assert "neta (1)" in tab.inner_text()
+    assert panel.locator("[data-testid=neta-panel-asks-heading]").inner_text() == (
+        "Waiting for you (1)"
     )
-    assert "neta (1)" in tab.inner_text()
     ask = panel.locator("[data-testid=neta-panel-ask]")
     ask.wait_for(timeout=60_000)
     assert "print(6 * 7)" in ask.inner_text()
@@ -171,11 +196,13 @@ def test_an_ask_of_a_cells_run_is_approved_from_the_panel_and_the_cell_goes_on(
     )
     assert "Six times seven." in page.inner_text(".jp-Cell [data-testid=neta-answer]")
     ask.wait_for(state="detached", timeout=60_000)
-    page.wait_for_function(
-        "document.querySelector('li.lm-TabBar-tab[data-id=neta-panel]')?.dataset.netaAsks === '0'",
-        timeout=60_000,
-    )
-    shot(page, "browser-panel-approved")
+    if app == "lab":
+        page.wait_for_function(
+            "document.querySelector('li.lm-TabBar-tab[data-id=neta-panel]')"
+            "?.dataset.netaAsks === '0'",
+            timeout=60_000,
+        )
+    shot(page, f"browser-panel-approved-{app}")
 
 
 def test_in_notebook_7_a_run_from_the_panel_reads_the_notebooks_kernel_and_answers(

@@ -26,10 +26,21 @@ export const COMMANDS = { open: "neta:open-panel", focus: "neta:focus-prompt" } 
 
 class PanelWidget extends Widget {
   onShown: () => void = () => {};
+  onHidden: () => void = () => {};
 
   protected override onAfterShow(): void {
     this.onShown();
   }
+
+  protected override onAfterHide(): void {
+    this.onHidden();
+  }
+}
+
+/** What the page keeps of the panel for its next load (JupyterLab's layout keeps the rest). */
+interface SavedPanel {
+  followed: string | null;
+  open: boolean;
 }
 
 function activeNotebook(tracker: INotebookTracker | null): NotebookTarget | null {
@@ -57,6 +68,13 @@ async function activate(
   widget.addClass("neta-panel-widget");
   const lifetime = new AbortController();
   widget.disposed.connect(() => lifetime.abort());
+  const saved: SavedPanel = { followed: null, open: false };
+  const store = panelStore(stateDb, config.baseUrl);
+  let restoring = true;
+  const save = (change: Partial<SavedPanel>): void => {
+    Object.assign(saved, change);
+    if (!restoring) store.save({ ...saved });
+  };
   const host: PanelHost = {
     config,
     activeNotebook: () => activeNotebook(tracker),
@@ -68,15 +86,17 @@ async function activate(
         Notification.warning(notice, { autoClose: false, actions: [{ label: "Open neta", callback: () => app.shell.activateById(PANEL_ID) }] });
       }
     },
-    followedChanged: (requestId) => void stateDb?.save(STATE_KEY, { followed: requestId }),
+    followedChanged: (requestId) => save({ followed: requestId }),
   };
   const panel = new NetaPanel(host, lifetime.signal);
   panel.askBox.setBindDefault(current.bindToNotebook);
   widget.node.append(panel.element);
   widget.onShown = () => {
+    save({ open: true });
     panel.askBox.refreshTarget();
     void panel.refresh();
   };
+  widget.onHidden = () => save({ open: false });
   tracker?.currentChanged.connect(() => panel.askBox.refreshTarget());
   settings?.changed.connect(() => {
     current = readSettings(settings.composite);
@@ -87,14 +107,58 @@ async function activate(
   addCommands(app, palette, panel);
   panel.start(current.pollSeconds * 1000);
   // Not awaited: the page is restored only once every plugin has activated, this one included.
-  void app.restored.then(() => restoreFollowed(stateDb, panel));
+  void app.restored
+    .then(() => restore(app, store, panel))
+    .finally(() => {
+      restoring = false;
+      save({ open: widget.isVisible, followed: panel.followedId });
+    });
 }
 
-/** Follow again the run the panel followed before the page was reloaded. */
-async function restoreFollowed(stateDb: IStateDB | null, panel: NetaPanel): Promise<void> {
-  const saved = await stateDb?.fetch(STATE_KEY).catch(() => undefined);
-  const followed = saved && typeof saved === "object" && !Array.isArray(saved) ? (saved as { followed?: unknown }).followed : undefined;
-  if (typeof followed === "string" && panel.followedId === null) panel.follow(followed);
+/**
+ * Open the panel again if it was open, and follow the run it followed, before the page was
+ * reloaded. JupyterLab's layout restorer reopens it too; Notebook 7 has none for side panels.
+ */
+async function restore(app: JupyterFrontEnd, store: PanelStore, panel: NetaPanel): Promise<void> {
+  const fields = await store.fetch();
+  if (fields["open"] === true) app.shell.activateById(PANEL_ID);
+  if (typeof fields["followed"] === "string" && panel.followedId === null) panel.follow(fields["followed"]);
+}
+
+interface PanelStore {
+  save(state: SavedPanel): void;
+  fetch(): Promise<Record<string, unknown>>;
+}
+
+/**
+ * Where the panel's state is kept: JupyterLab's state database, which its workspace keeps across
+ * reloads, and the page's local storage, which Notebook 7 (whose state database is not kept)
+ * reads back.
+ */
+function panelStore(stateDb: IStateDB | null, baseUrl: string): PanelStore {
+  const key = `${STATE_KEY}:${baseUrl}`;
+  const local = (): Record<string, unknown> => {
+    try {
+      const value: unknown = JSON.parse(window.localStorage.getItem(key) ?? "{}");
+      return value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+    } catch {
+      return {};
+    }
+  };
+  return {
+    save(state) {
+      void stateDb?.save(STATE_KEY, { ...state }).catch(() => {});
+      try {
+        window.localStorage.setItem(key, JSON.stringify(state));
+      } catch {
+        // storage full or refused: the workspace's copy is enough in JupyterLab
+      }
+    },
+    async fetch() {
+      const kept = await stateDb?.fetch(STATE_KEY).catch(() => undefined);
+      return kept && typeof kept === "object" && !Array.isArray(kept) ? { ...local(), ...(kept as Record<string, unknown>) } : local();
+    },
+  };
 }
 
 function addCommands(app: JupyterFrontEnd, palette: ICommandPalette | null, panel: NetaPanel): void {
