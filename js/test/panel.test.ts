@@ -47,6 +47,18 @@ describe("the run list as the server sends it", () => {
     expect(moved?.pendingAsk).toBeNull();
   });
 
+  it("keeps the pending ask of an MCP session's run, whose call waits for it while it runs", () => {
+    const ask = { kind: "permission", askId: "a2", toolCallId: "c2", toolName: "edit_cell" };
+    const mcp = { kind: "mcp", client: "claude-code" };
+    const [live, ended] = rows(
+      summary({ status: "running", origin: mcp, pendingAsk: ask }),
+      summary({ requestId: "r2", status: "completed", origin: mcp, pendingAsk: ask }),
+    );
+    expect(live?.pendingAsk).toEqual({ kind: "permission", askId: "a2", toolName: "edit_cell" });
+    expect(ended?.pendingAsk).toBeNull();
+    expect(waiting([live!, ended!]).map((r) => r.requestId)).toEqual(["r1"]);
+  });
+
   it("says where a run came from in a few words", () => {
     const label = (origin: Record<string, unknown>) => originLabel(rows(summary({ origin }))[0]!.origin);
     expect(label({ kind: "cell", notebookPath: "work/analysis.ipynb" })).toBe("cell · analysis.ipynb");

@@ -57,11 +57,21 @@ function readAsk(value: unknown): PendingAsk | null {
   return { kind: value["kind"] === "clarify" ? "clarify" : "permission", askId, toolName: str(value["toolName"]) ?? "" };
 }
 
+/**
+ * A run's pending ask, while it waits on it: a suspended run, or an MCP session's run, whose call
+ * waits live (it is not suspended) for the decision.
+ */
+function waitingAsk(value: Record<string, unknown>, origin: Origin): PendingAsk | null {
+  const waits = value["status"] === "suspended" || (value["status"] === "running" && origin.kind === "mcp");
+  return waits ? readAsk(value["pendingAsk"]) : null;
+}
+
 function readRow(value: unknown): RunRow | null {
   if (!isRecord(value)) return null;
   const requestId = str(value["requestId"]);
   if (!requestId) return null;
   const usage = isRecord(value["usage"]) ? value["usage"] : {};
+  const origin = readOrigin(value["origin"]);
   return {
     requestId,
     sessionId: str(value["sessionId"]) ?? "",
@@ -70,9 +80,9 @@ function readRow(value: unknown): RunRow | null {
     prompt: str(value["prompt"]) ?? "",
     created: num(value["created"]) ?? 0,
     tokens: num(usage["totalTokens"]) ?? 0,
-    origin: readOrigin(value["origin"]),
+    origin,
     parent: str(value["parentRequestId"]) ?? null,
-    pendingAsk: value["status"] === "suspended" ? readAsk(value["pendingAsk"]) : null,
+    pendingAsk: waitingAsk(value, origin),
   };
 }
 
