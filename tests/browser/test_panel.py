@@ -135,6 +135,25 @@ def test_the_panel_lists_runs_from_a_cell_the_terminal_and_the_api_and_follows_o
     followed = page.locator("[data-testid=neta-panel-followed]")
     assert followed.get_attribute("data-request-id") == api_run
     assert "The gate opened." in followed.inner_text()
+    if app == "lab":
+        assert_commands_and_settings(page, lab)
+
+
+def assert_commands_and_settings(page: Any, lab: ServerProcess) -> None:
+    """The palette has the panel's commands; the settings editor has its settings."""
+    page.click(".lm-MenuBar-itemLabel:text-is('View')")
+    page.click(".lm-Menu-itemLabel:text-is('Activate Command Palette')")
+    palette = page.locator(".lm-CommandPalette")
+    palette.locator("input").fill("neta")
+    for label in ("Open the neta panel", "Ask neta (the panel's prompt)"):
+        palette.locator(f".lm-CommandPalette-item:has-text({label!r})").wait_for(timeout=30_000)
+    page.keyboard.press("Escape")
+    with lab.client() as http:
+        settings = http.get("lab/api/settings/neta-jupyter:panel")
+    assert settings.status_code == 200, settings.text
+    schema = settings.json()["schema"]
+    assert schema["title"] == "neta"
+    assert set(schema["properties"]) == {"pollSeconds", "notifyAsks", "bindToNotebook", "area"}
 
 
 @pytest.mark.parametrize("app", ["lab", "notebook"])
