@@ -28,8 +28,14 @@ from tests.helpers import ApiClient
 
 JS = Path(__file__).parents[2] / "js"
 NAMES = [action.name for action in ACTIONS]
-NOT_ACTIONS = {"agent/attachment/upload", "notebook/revert", "crew/run", "crew/control"}
-"""The POST routes that are no action of a run: a file, a notebook edit, and crews."""
+NOT_ACTIONS = {
+    "agent/attachment/upload",
+    "notebook/revert",
+    "notebook/insert",
+    "crew/run",
+    "crew/control",
+}
+"""The POST routes that are no action of a run: a file, notebook edits, and crews."""
 NOT_QUERIES = {
     "agent/run/stream",
     "agent/session/stream",
