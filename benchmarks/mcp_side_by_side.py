@@ -243,6 +243,50 @@ def datalayer_process(binary: str, lab: JupyterProcess, workdir: Path) -> tuple[
     raise RuntimeError((workdir / "datalayer.log").read_text(errors="replace"))
 
 
+Maker = Callable[[JupyterProcess, Path], Side]
+
+
+def _sides(datalayer: str | None, started: list[Any]) -> list[tuple[str, Maker]]:
+    """The servers to run the scenario against (Datalayer's when its command is given)."""
+    sides: list[tuple[str, Maker]] = [("neta", lambda lab, _w: NetaSide(lab.url, lab.headers))]
+    if datalayer:
+        binary = datalayer
+
+        def make(lab: JupyterProcess, work: Path) -> Side:
+            proc, url, token = datalayer_process(binary, lab, work)
+            started.append(proc)
+            return DatalayerSide(url, token, NOTEBOOK)
+
+        sides.append(("datalayer", make))
+    return sides
+
+
+def _one(
+    name: str, make: Maker, tmp: str, browser: Any, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The scenario on a JupyterLab of its own; the row of what the server did."""
+    work = Path(tmp) / name
+    work.mkdir()
+    lab = JupyterProcess(
+        work,
+        {"permission_rules": [{"tool": "*_cell", "action": "allow"}]},
+        app="jupyterlab",
+        args=["--LabApp.expose_app_in_browser=True"],
+    )
+    write_notebook(lab.root)
+    lab.start()
+    try:
+        side = make(lab, work)
+        row = run_side(side, lab, browser, args.cells).row()
+        if args.answers:
+            print("\n".join(side.answers))
+            for log in work.glob("datalayer.log"):
+                print(log.read_text(errors="replace")[-3000:])
+        return row
+    finally:
+        lab.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.mcp_side_by_side")
     parser.add_argument("--datalayer", help="the jupyter-mcp-server command of its virtualenv")
@@ -253,43 +297,17 @@ def main(argv: list[str] | None = None) -> int:
     path = chromium_path()
     if path is None:
         parser.error("Chromium is needed (Debian's chromium package)")
-    rows = []
     started: list[Any] = []
-    with tempfile.TemporaryDirectory() as tmp, chromium(path) as browser:
-        sides: list[tuple[str, Callable[[JupyterProcess, Path], Side]]] = [
-            ("neta", lambda lab, _w: NetaSide(lab.url, lab.headers))
-        ]
-        if args.datalayer:
-            binary = args.datalayer
-
-            def datalayer(lab: JupyterProcess, work: Path) -> Side:
-                proc, url, token = datalayer_process(binary, lab, work)
-                started.append(proc)
-                return DatalayerSide(url, token, NOTEBOOK)
-
-            sides.append(("datalayer", datalayer))
-        for name, make in sides:
-            work = Path(tmp) / name
-            work.mkdir()
-            lab = JupyterProcess(
-                work,
-                {"permission_rules": [{"tool": "*_cell", "action": "allow"}]},
-                app="jupyterlab",
-                args=["--LabApp.expose_app_in_browser=True"],
-            )
-            write_notebook(lab.root)
-            lab.start()
-            try:
-                side = make(lab, work)
-                rows.append(run_side(side, lab, browser, args.cells).row())
-                if args.answers:
-                    print("\n".join(side.answers))
-                    for log in work.glob("datalayer.log"):
-                        print(log.read_text(errors="replace")[-3000:])
-            finally:
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp, chromium(path) as browser:
+            for name, make in _sides(args.datalayer, started):
+                rows.append(_one(name, make, tmp, browser, args))
                 for proc in started:
                     proc.kill()
-                lab.stop()
+    finally:
+        for proc in started:
+            proc.kill()
     for row in rows:
         print(json.dumps(row))
     if args.json:
