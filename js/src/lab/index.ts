@@ -14,7 +14,8 @@ import { INotebookTracker } from "@jupyterlab/notebook";
 import { ISettingRegistry } from "@jupyterlab/settingregistry";
 import { IStateDB } from "@jupyterlab/statedb";
 import { Widget } from "@lumino/widgets";
-import { readPageConfig } from "../transport";
+import { readPageConfig, type PageConfig } from "../transport";
+import type { RunRow } from "../panel/runs";
 import type { NotebookTarget } from "../panel/ask-box";
 import { NetaPanel, type PanelHost } from "../panel/panel";
 import { askNotice, badgeLabel, readSettings, type PanelSettings } from "./settings";
@@ -49,6 +50,79 @@ function activeNotebook(tracker: INotebookTracker | null): NotebookTarget | null
   return { path: current.context.path, kernelId: current.sessionContext.session?.kernel?.id ?? null };
 }
 
+/** The panel in its side area, with what the page keeps of it and its badge and notices. */
+class LabPanel {
+  readonly widget = new PanelWidget();
+  readonly panel: NetaPanel;
+  private readonly saved: SavedPanel = { followed: null, open: false };
+  private restoring = true;
+
+  constructor(
+    private readonly app: JupyterFrontEnd,
+    config: PageConfig,
+    tracker: INotebookTracker | null,
+    private readonly store: PanelStore,
+    private settings: PanelSettings,
+  ) {
+    const widget = this.widget;
+    widget.id = PANEL_ID;
+    widget.title.label = badgeLabel(0);
+    widget.title.caption = "neta: your runs, what waits for you, and a prompt";
+    widget.addClass("neta-panel-widget");
+    const lifetime = new AbortController();
+    widget.disposed.connect(() => lifetime.abort());
+    const host: PanelHost = {
+      config,
+      activeNotebook: () => activeNotebook(tracker),
+      asksChanged: (count, arrived) => this.asksChanged(count, arrived),
+      followedChanged: (requestId) => this.save({ followed: requestId }),
+    };
+    this.panel = new NetaPanel(host, lifetime.signal);
+    this.panel.askBox.setBindDefault(settings.bindToNotebook);
+    widget.node.append(this.panel.element);
+    widget.onShown = () => {
+      this.save({ open: true });
+      this.panel.askBox.refreshTarget();
+      void this.panel.refresh();
+    };
+    widget.onHidden = () => this.save({ open: false });
+    tracker?.currentChanged.connect(() => this.panel.askBox.refreshTarget());
+  }
+
+  setSettings(settings: PanelSettings): void {
+    this.settings = settings;
+    this.panel.setPollMs(settings.pollSeconds * 1000);
+  }
+
+  /** Start polling; once the page is restored, reopen and follow what the last load had. */
+  start(): void {
+    this.panel.start(this.settings.pollSeconds * 1000);
+    // Not awaited: the page is restored only once every plugin has activated, this one included.
+    void this.app.restored
+      .then(() => restore(this.app, this.store, this.panel))
+      .finally(() => {
+        this.restoring = false;
+        this.save({ open: this.widget.isVisible, followed: this.panel.followedId });
+      });
+  }
+
+  private save(change: Partial<SavedPanel>): void {
+    Object.assign(this.saved, change);
+    if (!this.restoring) this.store.save({ ...this.saved });
+  }
+
+  private asksChanged(count: number, arrived: readonly RunRow[]): void {
+    const title = this.widget.title;
+    title.label = badgeLabel(count);
+    title.dataset = { ...title.dataset, "neta-asks": String(count) };
+    const notice = askNotice(arrived);
+    if (notice && this.settings.notifyAsks && !this.widget.isVisible) {
+      const open = { label: "Open neta", callback: () => this.app.shell.activateById(PANEL_ID) };
+      Notification.warning(notice, { autoClose: false, actions: [open] });
+    }
+  }
+}
+
 async function activate(
   app: JupyterFrontEnd,
   tracker: INotebookTracker | null,
@@ -60,59 +134,13 @@ async function activate(
   const config = readPageConfig();
   if (!config) return;
   const settings = registry ? await registry.load(PLUGIN_ID).catch(() => null) : null;
-  let current: PanelSettings = readSettings(settings?.composite);
-  const widget = new PanelWidget();
-  widget.id = PANEL_ID;
-  widget.title.label = badgeLabel(0);
-  widget.title.caption = "neta: your runs, what waits for you, and a prompt";
-  widget.addClass("neta-panel-widget");
-  const lifetime = new AbortController();
-  widget.disposed.connect(() => lifetime.abort());
-  const saved: SavedPanel = { followed: null, open: false };
-  const store = panelStore(stateDb, config.baseUrl);
-  let restoring = true;
-  const save = (change: Partial<SavedPanel>): void => {
-    Object.assign(saved, change);
-    if (!restoring) store.save({ ...saved });
-  };
-  const host: PanelHost = {
-    config,
-    activeNotebook: () => activeNotebook(tracker),
-    asksChanged: (count, arrived) => {
-      widget.title.label = badgeLabel(count);
-      widget.title.dataset = { ...widget.title.dataset, "neta-asks": String(count) };
-      const notice = askNotice(arrived);
-      if (notice && current.notifyAsks && !widget.isVisible) {
-        Notification.warning(notice, { autoClose: false, actions: [{ label: "Open neta", callback: () => app.shell.activateById(PANEL_ID) }] });
-      }
-    },
-    followedChanged: (requestId) => save({ followed: requestId }),
-  };
-  const panel = new NetaPanel(host, lifetime.signal);
-  panel.askBox.setBindDefault(current.bindToNotebook);
-  widget.node.append(panel.element);
-  widget.onShown = () => {
-    save({ open: true });
-    panel.askBox.refreshTarget();
-    void panel.refresh();
-  };
-  widget.onHidden = () => save({ open: false });
-  tracker?.currentChanged.connect(() => panel.askBox.refreshTarget());
-  settings?.changed.connect(() => {
-    current = readSettings(settings.composite);
-    panel.setPollMs(current.pollSeconds * 1000);
-  });
-  app.shell.add(widget, current.area, { rank: 900 });
-  restorer?.add(widget, PANEL_ID);
-  addCommands(app, palette, panel);
-  panel.start(current.pollSeconds * 1000);
-  // Not awaited: the page is restored only once every plugin has activated, this one included.
-  void app.restored
-    .then(() => restore(app, store, panel))
-    .finally(() => {
-      restoring = false;
-      save({ open: widget.isVisible, followed: panel.followedId });
-    });
+  const initial = readSettings(settings?.composite);
+  const lab = new LabPanel(app, config, tracker, panelStore(stateDb, config.baseUrl), initial);
+  settings?.changed.connect(() => lab.setSettings(readSettings(settings.composite)));
+  app.shell.add(lab.widget, initial.area, { rank: 900 });
+  restorer?.add(lab.widget, PANEL_ID);
+  addCommands(app, palette, lab.panel);
+  lab.start();
 }
 
 /**
