@@ -16,7 +16,7 @@ import pytest
 
 import tests.browser_lab  # noqa: F401 (skips the module without Chromium)
 from benchmarks.b6_lab import open_notebook, run_cells, write_notebook
-from tests.browser.panel_lab import FOLLOWED, PANEL, open_panel, panel_server, run_row
+from tests.browser.panel_lab import FOLLOWED, open_panel, panel_server, run_row
 from tests.browser_lab import shot
 from tests.cli_helpers import cli
 from tests.server_process import ServerProcess
@@ -174,12 +174,7 @@ def test_an_ask_of_a_cells_run_is_approved_from_the_panel_and_the_cell_goes_on(
     cell_prompt = page.locator(".jp-Cell [data-testid=neta-permission]")
     cell_prompt.wait_for(timeout=90_000)
 
-    # The panel is closed: a notification says a run asks, and its button opens the panel.
-    toast = page.locator(".Toastify__toast:has-text('A neta run asks to run python')")
-    toast.wait_for(timeout=60_000)
-    toast.locator("button:has-text('Open neta')").click()
-    panel = page.locator(PANEL)
-    panel.wait_for(state="visible", timeout=30_000)
+    panel = open_panel(page)
     if app == "lab":
         tab = page.locator("li.lm-TabBar-tab[data-id=neta-panel]")
         page.wait_for_function(

@@ -14,7 +14,7 @@ import pytest
 
 import tests.browser_lab  # noqa: F401 (skips the module without Chromium)
 from benchmarks.b6_lab import open_notebook, write_notebook
-from tests.browser.panel_lab import FOLLOWED, open_panel, panel_server, run_row
+from tests.browser.panel_lab import FOLLOWED, PANEL, panel_server, run_row
 from tests.browser.test_subagents import ASK_TO_READ, script
 from tests.browser_lab import shot
 from tests.server_process import ServerProcess
@@ -57,7 +57,17 @@ def test_a_sub_agents_ask_is_approved_in_the_panel_and_its_parent_shows_the_sub_
         )
     assert started.status_code == 200, started.text
     page = open_notebook(browser, lab, "empty.ipynb")
-    panel = open_panel(page)
+
+    # Nothing on the page shows the run: with the panel closed, a notification says a run asks,
+    # and its button opens the panel.
+    toast = page.locator(".Toastify__toast:has-text('A neta run asks to run read_file')")
+    toast.wait_for(timeout=90_000)
+    toast.locator("button:has-text('Open neta')").click()
+    panel = page.locator(PANEL)
+    panel.wait_for(state="visible", timeout=30_000)
+    assert panel.locator("[data-testid=neta-panel-asks-heading]").inner_text() == (
+        "Waiting for you (1)"
+    )
 
     # The sub-agent's ask waits in the panel; the list shows the parent, not the child.
     ask = panel.locator("[data-testid=neta-panel-ask]")

@@ -82,10 +82,14 @@ class LabPanel {
     widget.node.append(this.panel.element);
     widget.onShown = () => {
       this.save({ open: true });
+      this.panel.setVisible(true);
       this.panel.askBox.refreshTarget();
       void this.panel.refresh();
     };
-    widget.onHidden = () => this.save({ open: false });
+    widget.onHidden = () => {
+      this.save({ open: false });
+      this.panel.setVisible(false);
+    };
     tracker?.currentChanged.connect(() => this.panel.askBox.refreshTarget());
   }
 
@@ -115,12 +119,19 @@ class LabPanel {
     const title = this.widget.title;
     title.label = badgeLabel(count);
     title.dataset = { ...title.dataset, "neta-asks": String(count) };
-    const notice = askNotice(arrived);
+    // A run whose prompt the page shows already (in its cell's widget) needs no notice.
+    const notice = askNotice(arrived.filter((run) => !shownElsewhere(run.requestId, this.widget.node)));
     if (notice && this.settings.notifyAsks && !this.widget.isVisible) {
       const open = { label: "Open neta", callback: () => this.app.shell.activateById(PANEL_ID) };
       Notification.warning(notice, { autoClose: false, actions: [open] });
     }
   }
+}
+
+/** Whether a view of run `requestId` is on the page outside `panel` (a cell's widget, say). */
+function shownElsewhere(requestId: string, panel: HTMLElement): boolean {
+  const views = document.querySelectorAll(`[data-request-id="${CSS.escape(requestId)}"]`);
+  return [...views].some((view) => !panel.contains(view));
 }
 
 async function activate(

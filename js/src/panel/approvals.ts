@@ -19,6 +19,9 @@ export class ApprovalsView {
   private readonly heading: HTMLElement;
   private readonly list: HTMLElement;
   private readonly shown = new Map<string, Shown>();
+  private waiting: readonly RunRow[] = [];
+  /** The panel is on screen: only then are the runs' views made (each follows its run). */
+  private visible = false;
 
   constructor(
     private readonly connections: Connections,
@@ -30,12 +33,19 @@ export class ApprovalsView {
     this.element.hidden = true;
   }
 
-  get count(): number {
-    return this.shown.size;
+  /** Show the runs in `waiting` (and only those), once the panel is on screen. */
+  update(waiting: readonly RunRow[]): void {
+    this.waiting = waiting;
+    this.render();
   }
 
-  /** Show the runs in `waiting` (and only those). */
-  update(waiting: readonly RunRow[]): void {
+  setVisible(visible: boolean): void {
+    this.visible = visible;
+    this.render();
+  }
+
+  private render(): void {
+    const waiting = this.visible ? this.waiting : [];
     const ids = new Set(waiting.map((run) => run.requestId));
     for (const [id, shown] of this.shown) {
       if (ids.has(id)) continue;

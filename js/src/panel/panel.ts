@@ -78,6 +78,11 @@ export class NetaPanel {
     void this.poll();
   }
 
+  /** The panel is on screen, or not: the waiting runs' views are made only while it is. */
+  setVisible(visible: boolean): void {
+    this.approvals.setVisible(visible);
+  }
+
   setPollMs(pollMs: number): void {
     this.pollMs = pollMs;
   }
