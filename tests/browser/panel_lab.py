@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import neta_jupyter
+from benchmarks.b6_lab import open_notebook
 from tests.server_process import ServerProcess
 
 LABEXTENSION = Path(neta_jupyter.__file__).parent / "labextension"
@@ -52,3 +53,14 @@ def open_panel(page: Any) -> Any:
 def run_row(page: Any, origin: str, text: str) -> Any:
     """The panel's row of the run from ``origin`` whose prompt holds ``text``."""
     return page.locator(f"[data-testid=neta-panel-run][data-origin={origin}]:has-text({text!r})")
+
+
+def open_in(browser: Any, lab: ServerProcess, app: str, name: str) -> Any:
+    """The notebook open in JupyterLab or in Notebook 7, its kernel ready."""
+    if app == "lab":
+        return open_notebook(browser, lab, name)
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.goto(f"{lab.url}notebooks/{name}?token={lab.token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status=idle]", timeout=90_000)
+    return page

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import tests.browser_lab  # noqa: F401 (skips the module without Chromium)
-from benchmarks.b6_lab import open_notebook, run_cells, write_notebook
-from tests.browser.panel_lab import FOLLOWED, open_panel, panel_server, run_row
+from benchmarks.b6_lab import run_cells, write_notebook
+from tests.browser.panel_lab import FOLLOWED, open_in, open_panel, panel_server, run_row
 from tests.browser_lab import shot
 from tests.cli_helpers import cli
 from tests.server_process import ServerProcess
@@ -51,17 +51,6 @@ def gated_script(tmp_path: Path) -> Path:
     script = tmp_path / "gated.json"
     script.write_text(json.dumps({"turns": [{"toolCalls": [call]}, {"text": "The gate opened."}]}))
     return script
-
-
-def open_in(browser: Any, lab: ServerProcess, app: str, name: str) -> Any:
-    """The notebook open in JupyterLab or in Notebook 7, its kernel ready."""
-    if app == "lab":
-        return open_notebook(browser, lab, name)
-    page = browser.new_page(viewport={"width": 1300, "height": 1000})
-    page.goto(f"{lab.url}notebooks/{name}?token={lab.token}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status=idle]", timeout=90_000)
-    return page
 
 
 def followed_status(status: str) -> str:
@@ -219,17 +208,16 @@ def test_an_ask_of_a_cells_run_is_approved_from_the_panel_and_the_cell_goes_on(
     shot(page, f"browser-panel-approved-{app}")
 
 
-def test_in_notebook_7_a_run_from_the_panel_reads_the_notebooks_kernel_and_answers(
-    lab: ServerProcess, browser: Any
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_a_run_from_the_panel_reads_the_active_notebooks_kernel_and_answers(
+    lab: ServerProcess, browser: Any, app: str
 ) -> None:
     write_notebook(
         lab.root / "vars.ipynb",
         "import pandas as pd\nsales = pd.DataFrame({'units': [3, 5, 7], 'price': [2.0, 4.0, 6.0]})",
     )
     lab.start()
-    page = browser.new_page(viewport={"width": 1300, "height": 1000})
-    page.goto(f"{lab.url}notebooks/vars.ipynb?token={lab.token}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    page = open_in(browser, lab, app, "vars.ipynb")
     run_cells(page, 1)
     page.wait_for_selector(".jp-InputPrompt:has-text('[1]')", timeout=90_000)
 
@@ -249,7 +237,7 @@ def test_in_notebook_7_a_run_from_the_panel_reads_the_notebooks_kernel_and_answe
     row = run_row(page, "panel", "which variables do I have?")
     row.wait_for(timeout=60_000)
     assert "vars.ipynb" in row.inner_text()
-    shot(page, "browser-panel-notebook7-ask")
+    shot(page, f"browser-panel-{app}-ask")
 
     # The answer goes into the open notebook as a markdown cell, with the run as its provenance.
     panel.locator("[data-testid=neta-panel-insert-markdown]").click()

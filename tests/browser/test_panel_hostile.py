@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import tests.browser_lab  # noqa: F401 (skips the module without Chromium)
-from benchmarks.b6_lab import open_notebook, run_cells
-from tests.browser.panel_lab import FOLLOWED, open_panel, panel_server
+from benchmarks.b6_lab import run_cells
+from tests.browser.panel_lab import FOLLOWED, open_in, open_panel, panel_server
 from tests.browser.test_hostile import (
     FOREIGN,
     RecordingServer,
@@ -78,7 +78,9 @@ def lab(tmp_path: Path) -> Iterator[ServerProcess]:
     server.stop()
 
 
+@pytest.mark.parametrize("app", ["lab", "notebook"])
 def test_hostile_output_in_the_panel_changes_nothing_outside_its_box_and_loads_nothing(
+    app: str,
     lab: ServerProcess,
     browser: Any,
     attacker: RecordingServer,
@@ -87,7 +89,7 @@ def test_hostile_output_in_the_panel_changes_nothing_outside_its_box_and_loads_n
 ) -> None:
     notebook(lab, "hostile.ipynb", tmp_path, attacker.port, allowed.port, "hostile")
     lab.start()
-    page = open_notebook(browser, lab, "hostile.ipynb")
+    page = open_in(browser, lab, app, "hostile.ipynb")
     panel = open_panel(page)
     before = page.evaluate(PAGE)
     run_cells(page, 2)
@@ -109,7 +111,7 @@ def test_hostile_output_in_the_panel_changes_nothing_outside_its_box_and_loads_n
         assert topmost_is_itself(page, f"{scope} [data-testid=neta-deny]"), scope
     assert foreign_elements(page) == []
     assert escaped_positions(page) == []
-    shot(page, "browser-panel-hostile")
+    shot(page, f"browser-panel-hostile-{app}")
 
     # Approved from the panel, the run ends with more hostile text: still nothing changes.
     approve = ask.locator("[data-testid=neta-approve]")
