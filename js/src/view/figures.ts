@@ -9,9 +9,10 @@ import { formatBytes } from "./format";
 
 /**
  * Tools whose pictures are a notebook cell's outputs, drawn in the notebook under that cell: the
- * card shows a thumbnail of each, not the picture a second time.
+ * card shows a thumbnail of each, not the picture a second time. An inserted cell has pictures
+ * only when the same call ran it.
  */
-const PICTURES_IN_NOTEBOOK = new Set(["run_cell"]);
+const PICTURES_IN_NOTEBOOK = new Set(["run_cell", "insert_cell"]);
 
 /** A line that only marks where a picture was, e.g. `[image: figure-1.png]`. */
 const PLACEHOLDER = /^\[image: ([^\]\n]+)\]$/;
@@ -23,8 +24,10 @@ const PLACEHOLDER = /^\[image: ([^\]\n]+)\]$/;
  */
 export function shownFileName(name: string, card: ToolCard): string {
   let shown = name.startsWith(`${card.toolCallId}-`) ? name.slice(card.toolCallId.length + 1) : name;
-  const cellId = cellOf(card.argsText);
-  if (cellId && shown.startsWith(`${cellId}-`)) shown = shown.slice(cellId.length + 1);
+  // An inserted cell's id is known from its edit, not from the call's arguments.
+  const cellIds = [cellOf(card.argsText), ...card.edits.map((edit) => edit.cellId)];
+  const cellId = cellIds.find((id) => id && shown.startsWith(`${id}-`));
+  if (cellId) shown = shown.slice(cellId.length + 1);
   return shown || name;
 }
 
