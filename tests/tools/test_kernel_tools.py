@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from httpx_sse import aconnect_sse
+from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.session import Session
 
 from neta_jupyter.providers import ScriptedToolCall, ScriptedTurn
@@ -275,10 +276,12 @@ async def test_variables_come_from_the_prompt_when_a_queued_cell_gets_the_kernel
     async with kernel_of(jp_serverapp) as (kernel_id, bridge):
         await bridge.execute_quietly("sales = 1")  # the bridge is open: nothing delays the read
         kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id)
-        front_end = kernel.client(
-            session=Session(
-                key=kernel.session.key, signature_scheme=kernel.session.signature_scheme
-            )
+        # A blocking client: waiting on it does not let the server's loop read the kernel's
+        # "busy", so the agent's read is sent while the server still believes the kernel idle.
+        front_end = BlockingKernelClient()
+        front_end.load_connection_info(kernel.get_connection_info())
+        front_end.session = Session(
+            key=kernel.session.key, signature_scheme=kernel.session.signature_scheme
         )
         front_end.start_channels()
         ctx = ToolContext(
@@ -291,9 +294,11 @@ async def test_variables_come_from_the_prompt_when_a_queued_cell_gets_the_kernel
         )
         try:
             # Sent before the server has seen the kernel go busy, as a front end's Run All does.
-            front_end.execute(
+            cell = front_end.execute(
                 f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
             )
+            _until_running(front_end, cell)
+            assert not bridge.is_busy(), "the server must not have seen the cell start yet"
             listing = await list_variables.run("{}", ctx)
             assert "as of when the prompt ran" in listing.output
             assert "sales: int = 1" in listing.output
@@ -303,3 +308,12 @@ async def test_variables_come_from_the_prompt_when_a_queued_cell_gets_the_kernel
             front_end.stop_channels()
         # The read that was left queued ran once the cell ended, harmlessly.
         assert (await bridge.execute_quietly("print(sales)")).output == "1\n"
+
+
+def _until_running(client: BlockingKernelClient, msg_id: str) -> None:
+    """Block (without yielding to the server's loop) until the kernel runs ``msg_id``."""
+    while True:
+        msg = client.get_iopub_msg(timeout=60)
+        state = msg["content"].get("execution_state")
+        if msg["parent_header"].get("msg_id") == msg_id and state == "busy":
+            return
