@@ -158,7 +158,7 @@ def comment_calls(turn: _Turn) -> Iterator[_Call]:
 def _refused_source(output: str) -> str | None:
     """The cell's current source, as a refused edit's result shows it."""
     _, found, rest = output.partition(" and this source:\n")
-    source, _, _ = rest.rpartition("\nNothing was changed.")
+    source, _, _ = rest.rpartition("\nNothing was changed")
     return source if found and source else None
 
 

@@ -88,15 +88,20 @@ def _retry(name: str, exc: CellChanged) -> str:
     """The refusal, and how to try again."""
     if exc.source is None:
         return str(exc)
-    again = (
-        "and the whole new source, written from the source above"
-        if name == "edit_cell"
-        else "if it should still go"
-    )
-    return (
-        f"{exc}\nNothing was changed. Call {name} again with cell_id {exc.cell_id!r} {again} "
-        "(no source_hash needed)."
-    )
+    # Worded as the next reply, not as advice: a 1.5B model given "call edit_cell again with…"
+    # repeated that sentence to the user as its answer; told what its next reply must be, it
+    # made the edit (docs/models.md).
+    if name == "edit_cell":
+        then = (
+            f"Your next reply must be the edit_cell call with cell_id {exc.cell_id!r} and the "
+            "whole new source: the source above, changed as the user asked"
+        )
+    else:
+        then = (
+            f"If it should still be done, your next reply must be the {name} call with cell_id "
+            f"{exc.cell_id!r} again"
+        )
+    return f"{exc}\nNothing was changed yet. {then} (no source_hash needed)."
 
 
 async def _attempt(ctx: ToolContext, name: str, change: Awaitable[NotebookEdit]) -> str:

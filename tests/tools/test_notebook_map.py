@@ -65,7 +65,7 @@ async def test_an_edit_without_a_hash_of_a_cell_the_user_changed_since_is_refuse
     refused, landed = outputs_of(events)
     assert "cell changed since you read it" in refused
     assert "rate = 0.25  # the user's value" in refused
-    assert "call edit_cell again" in refused.lower() and "no source_hash needed" in refused
+    assert "next reply must be the edit_cell call" in refused and "no source_hash needed" in refused
     assert "applied" in landed
     failed = [e for e in events if e["eventType"] == "TOOL_FAILED"]
     assert len(failed) == 1 and len(edits_of(events)) == 1
