@@ -13,7 +13,7 @@ from typing import Protocol
 from ..providers import ModelProfile
 from .activation.loop import RunLoop
 from .activation.process import ProcessLog, ProcessReporter
-from .config import COMPACT_NOTEBOOK_TOOLS, COMPACT_TOOLS
+from .config import COMPACT_BOUND_TOOLS, COMPACT_NOTEBOOK_TOOLS, COMPACT_TOOLS
 from .data.runs import Run, snapshot_problem
 from .data.snapshots import SnapshotInvalid
 from .host import NotebookFactory, RunHost
@@ -48,7 +48,10 @@ def assemble_loop(runtime: LoopHost, run: Run, emitter: RunEmitter) -> RunLoop:
         notebook = dataclasses.replace(notebook, seen=run.state.cells_seen)
     profile = runtime.models.profile(run.model)
     config = runtime.config
-    base = config.compact_system_prompt if profile.compact else config.system_prompt
+    base = config.system_prompt
+    if profile.compact:
+        bound = notebook is not None
+        base = config.compact_notebook_prompt if bound else config.compact_system_prompt
     return RunLoop(
         run,
         store=runtime.store,
@@ -78,8 +81,11 @@ def tool_names(run: Run, profile: ModelProfile) -> list[str] | None:
         return run.options.tools
     if profile.tools is not None:
         return list(profile.tools)
-    # Notebook tools are offered only to a run bound to a notebook (ToolRegistry.select).
-    return [*COMPACT_TOOLS, *COMPACT_NOTEBOOK_TOOLS] if profile.compact else None
+    if not profile.compact:
+        return None
+    if run.options.notebook_path:
+        return [*COMPACT_BOUND_TOOLS, *COMPACT_NOTEBOOK_TOOLS]
+    return list(COMPACT_TOOLS)
 
 
 async def prepare_tools(runtime: LoopHost, run: Run, emitter: RunEmitter) -> None:

@@ -31,8 +31,25 @@ t = pd.read_csv('table.csv')\\nprint(len(t))"}
 plt.show()"}"""
 """For small models and context windows (an endpoint's ``compact: true``)."""
 
+COMPACT_NOTEBOOK_PROMPT = """\
+You work in the user's Jupyter notebook. You see their files, Python variables and notebook \
+cells only through tools: call a tool first, then answer from its result in one or two sentences.
+- What a file says: read_file {"path": "notes.txt"}
+- The user's variables: list_variables {}; one dataframe: inspect_variable {"name": "df"}
+- Something the user wants in the notebook (a computation, a plot): insert_cell \
+{"source": "print(df['x'].mean())", "run": true}; a note or a finding: insert_cell \
+{"cell_type": "markdown", "source": "<the note, with the figures it states>"}
+- A cell to fix or change: edit_cell {"cell_id": "load", "source": "<its whole source, \
+corrected>"}, then run_cell {"cell_id": "load"}
+Name cells by their ids when you talk about them."""
+"""The compact prompt of a run bound to a notebook: its code goes into cells the user sees."""
+
 COMPACT_TOOLS = ("list_files", "read_file", "list_variables", "inspect_variable", "python")
 """The tools a compact endpoint's models are offered."""
+COMPACT_BOUND_TOOLS = ("list_files", "read_file", "list_variables", "inspect_variable")
+"""The compact tools of a run bound to a notebook: code goes into cells, not ``python`` (given
+python, Qwen2.5-Coder 1.5B fixed a failing cell and wrote a markdown cell by running hidden code
+instead; docs/models.md)."""
 COMPACT_NOTEBOOK_TOOLS = (
     "read_notebook",
     "insert_cell",
@@ -93,6 +110,7 @@ class RuntimeConfig:
     permission_rules: list[PermissionRule] = field(default_factory=lambda: list(DEFAULT_RULES))
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     compact_system_prompt: str = COMPACT_SYSTEM_PROMPT
+    compact_notebook_prompt: str = COMPACT_NOTEBOOK_PROMPT
     """The system prompt of models whose endpoint says ``compact: true``."""
     max_event_output: int = 16_000
     """Characters of tool output carried in one event; the rest goes to an attachment."""

@@ -12,7 +12,7 @@ import pytest
 
 from neta_jupyter.providers import ModelProfile, ScriptedTurn
 from neta_jupyter.runtime import Runtime
-from neta_jupyter.runtime.config import COMPACT_SYSTEM_PROMPT
+from neta_jupyter.runtime.config import COMPACT_NOTEBOOK_PROMPT, COMPACT_SYSTEM_PROMPT
 from tests.helpers import ApiClient, script, types
 from tests.notebook_room import collaboration_config, saved_cells, write_notebook
 from tests.tools.test_notebook_tools import call, edits_of, outputs_of, run_to_end
@@ -165,18 +165,29 @@ async def test_a_notebook_bound_run_has_the_map_of_its_notebook_in_its_context(
     assert "## The user's notebook" not in unbound and intro not in unbound
 
 
-async def test_a_compact_endpoints_run_in_a_notebook_is_offered_the_notebook_tools(
-    api: ApiClient, runtime: Runtime, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_compact_endpoints_run_in_a_notebook_writes_code_into_cells(
+    api: ApiClient,
+    runtime: Runtime,
+    jp_root_dir: Path,
+    jp_serverapp: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Bound to a notebook: the notebook tools, no python, and a prompt with notebook examples."""
     write_notebook(jp_root_dir / "small.ipynb", ("code", "x = 1"))
+    kernel_id = await jp_serverapp.kernel_manager.start_kernel()
     monkeypatch.setattr(runtime.models, "profile", lambda _spec: ModelProfile(compact=True))
     model = script(runtime, ScriptedTurn(text="bound"), ScriptedTurn(text="unbound"))
-    events = await run_to_end(api, "look", "small.ipynb")
-    assert types(events)[-1] == "MESSAGE_COMPLETED"
-    started = await api.start("look", model="scripted", approve="auto")
-    assert types(await api.segment(started["requestId"]))[-1] == "MESSAGE_COMPLETED"
+    try:
+        events = await run_to_end(api, "look", "small.ipynb", kernelId=kernel_id)
+        assert types(events)[-1] == "MESSAGE_COMPLETED"
+        started = await api.start("look", model="scripted", approve="auto", kernelId=kernel_id)
+        assert types(await api.segment(started["requestId"]))[-1] == "MESSAGE_COMPLETED"
+    finally:
+        await jp_serverapp.kernel_manager.shutdown_kernel(kernel_id)
     bound, unbound = ([t.name for t in r.tools] for r in model.requests)
     notebook = ["read_notebook", "insert_cell", "edit_cell", "delete_cell", "move_cell", "run_cell"]
-    assert bound == ["list_files", "read_file", *notebook]  # no kernel: no kernel tools (python)
-    assert unbound == ["list_files", "read_file"]
-    assert model.requests[0].system.startswith(COMPACT_SYSTEM_PROMPT)
+    reading = ["list_files", "read_file", "list_variables", "inspect_variable"]
+    assert bound == [*reading, *notebook]
+    assert unbound == [*reading, "python"]
+    assert model.requests[0].system.startswith(COMPACT_NOTEBOOK_PROMPT)
+    assert model.requests[1].system.startswith(COMPACT_SYSTEM_PROMPT)
