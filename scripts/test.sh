@@ -30,4 +30,5 @@ if [[ "${SMOKE:-1}" != "0" ]]; then
 fi
 
 echo "==> Python tests"
-.venv/bin/python -m pytest -p no:cacheprovider "$@"
+# The slowest tests are listed: what to look at first when the suite grows slow.
+.venv/bin/python -m pytest -p no:cacheprovider --durations=40 "$@"
