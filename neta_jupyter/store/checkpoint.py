@@ -11,8 +11,9 @@ import threading
 from .health import Episode, storage_error
 
 _NICENESS = 10
-WAL_RESTART_BYTES = 2 << 20
-"""A log this large is copied whole and started again from its beginning (RESTART)."""
+WAL_RESTART_FRAMES = 512
+"""A log of this many frames (2 MiB of 4 KiB pages) is copied whole and started again from its
+beginning (RESTART)."""
 _BUSY_TIMEOUT_MS = 5000
 _RESTART_PATIENCE_MS = 50
 
@@ -75,22 +76,18 @@ class Checkpointer(threading.Thread):
             # Everything is copied: truncating now holds writers back only for a moment.
             busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             self._truncate = bool(busy)
-        elif self._wal_bytes() >= WAL_RESTART_BYTES:
+        elif frames >= WAL_RESTART_FRAMES:
             # A copied log is started again from its beginning only by a writer that began after
             # the copy: while a run streams without a pause, no writer does, and the log grew by
             # 30 MB in 16 s (on a small disk, until the disk was full). RESTART waits for the
             # moment, holding the event loop's writer back for a few milliseconds, never long.
+            # Counted in frames since the log last started, not by the file's size, which stays
+            # at its largest: by size, every checkpoint after the first large log would restart.
             conn.execute(f"PRAGMA busy_timeout={_RESTART_PATIENCE_MS}")
             try:
                 conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
             finally:
                 conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-
-    def _wal_bytes(self) -> int:
-        try:
-            return os.stat(self._path + "-wal").st_size
-        except OSError:
-            return 0
 
     def _failed(self, exc: sqlite3.Error) -> None:
         fault = storage_error(exc)
