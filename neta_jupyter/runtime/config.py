@@ -113,8 +113,9 @@ class RuntimeConfig:
     permission_rules: list[PermissionRule] = field(default_factory=lambda: list(DEFAULT_RULES))
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     compact_system_prompt: str = COMPACT_SYSTEM_PROMPT
-    compact_notebook_prompt: str = COMPACT_NOTEBOOK_PROMPT
     """The system prompt of models whose endpoint says ``compact: true``."""
+    compact_notebook_prompt: str = COMPACT_NOTEBOOK_PROMPT
+    """Theirs in a run bound to a notebook."""
     max_event_output: int = 16_000
     """Characters of tool output carried in one event; the rest goes to an attachment."""
     max_attachment_bytes: int = 20 * 1024 * 1024

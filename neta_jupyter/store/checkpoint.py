@@ -77,10 +77,10 @@ class Checkpointer(threading.Thread):
             busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             self._truncate = bool(busy)
         elif frames >= WAL_RESTART_FRAMES:
-            # A copied log is started again from its beginning only by a writer that began after
-            # the copy: while a run streams without a pause, no writer does, and the log grew by
-            # 30 MB in 16 s (on a small disk, until the disk was full). RESTART waits for the
-            # moment, holding the event loop's writer back for a few milliseconds, never long.
+            # While a run streamed without a pause, PASSIVE checkpoints copied the whole log time
+            # after time, yet SQLite never started it again from its beginning: it grew by 30 MB
+            # in 16 s (on a small disk, until the disk was full). RESTART makes it start again,
+            # holding the event loop's writer back for a few milliseconds, never long.
             # Counted in frames since the log last started, not by the file's size, which stays
             # at its largest: by size, every checkpoint after the first large log would restart.
             conn.execute(f"PRAGMA busy_timeout={_RESTART_PATIENCE_MS}")
