@@ -15,7 +15,7 @@ from neta_jupyter.store import Store
 
 EVENTS = 6000
 WAL_BOUND = 8 << 20
-"""Bytes the log may reach: a few checkpoints' worth (it reached 24 MB for these events)."""
+"""Bytes the log may reach: a few checkpoints' worth (it reached 27 MB for these events)."""
 
 
 async def test_a_run_streaming_without_a_pause_keeps_the_log_bounded(tmp_path: Path) -> None:
