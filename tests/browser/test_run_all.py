@@ -63,7 +63,7 @@ def runs_of(lab: ServerProcess) -> list[dict[str, Any]]:
 def approve_each_until_done(page: Any, lab: ServerProcess, prompts: int) -> list[str]:
     """Approve every prompt as it appears until the notebook's ``prompts`` runs have completed;
     what the queued widgets said meanwhile."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import Error as PlaywrightError
 
     said: list[str] = []
     deadline = time.monotonic() + 600  # a hang, not slowness: a loaded machine is slow
@@ -80,8 +80,10 @@ def approve_each_until_done(page: Any, lab: ServerProcess, prompts: int) -> list
         approve = page.locator("[data-testid=neta-approve]:visible")
         if approve.count():
             # A prompt arms only once it has been in view a moment: scroll to it, as a user does.
-            approve.first.scroll_into_view_if_needed()
-            with contextlib.suppress(PlaywrightTimeout):
+            # The prompt just answered leaves once its run moves on, and JupyterLab re-creates a
+            # cell's view at times: a button gone between finding and clicking is looked for again.
+            with contextlib.suppress(PlaywrightError):  # the timeout too: clicked before it armed
+                approve.first.scroll_into_view_if_needed(timeout=5_000)
                 approve.first.click(timeout=5_000)
         time.sleep(0.3)
 
