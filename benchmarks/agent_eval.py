@@ -7,6 +7,8 @@ meanwhile, delete, summarise, write a markdown cell. A temporary folder gets the
 local Python kernel gets the variables; each task is one run through the embedded runtime (every
 tool, calls approved automatically; a notebook task's run is bound to the notebook and that
 kernel), checked for the expected fact in the answer, or in the notebook as saved and the kernel.
+The report also counts the passed tasks whose run ended with the model's answer rather than at
+the step limit or stopped for repeating a call (the fact holds, but the user got no answer).
 Prints pass or fail per task, the pass rate, and how many failed calls the model followed with
 another call (a retry) rather than an answer. A measurement, not a test: it needs a model server.
 
@@ -45,6 +47,8 @@ from . import notebook_tasks as nb
 from .agent_tasks import KERNEL_SETUP, Outcome, Task, tasks, write_files
 
 TERMINAL = {"MESSAGE_COMPLETED", "MESSAGE_FAILED", "MESSAGE_SUSPENDED"}
+ANSWERED = "completed STOP"
+"""The ending of a run the model ended with its answer."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,10 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         mine = [(t, ok, o) for t, ok, o in results if t.notebook == chosen]
         if mine:
             passed = sum(ok for _, ok, _ in mine)
+            answered = sum(ok and o.ending == ANSWERED for _, ok, o in mine)
             failed, retried = sum(o.failed for *_, o in mine), sum(o.retried for *_, o in mine)
             print(
-                f"\n{suite} tasks: {passed}/{len(mine)} passed with {args.model}; "
-                f"{failed} failed calls, {retried} followed by another call"
+                f"\n{suite} tasks: {passed}/{len(mine)} passed with {args.model}, {answered} of "
+                f"them ending with an answer; {failed} failed calls, {retried} followed by "
+                "another call"
             )
     if args.json:
         rows = [{"task": t.name, "passed": ok, **asdict(o)} for t, ok, o in results]

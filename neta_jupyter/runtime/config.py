@@ -39,11 +39,13 @@ returned or the map shows; change cells only when the user asks for a change.
 {"cell_id": "load"} shows a cell's whole output
 - What a file says: read_file {"path": "notes.txt"}
 - The user's variables: list_variables {}; one dataframe: inspect_variable {"name": "df"}
+- A note (markdown) stating a result: insert_cell {"source": "print(df['x'].mean())", \
+"run": true} computes it; your next call is insert_cell {"cell_type": "markdown", "source": \
+"<the note, with the figure printed>"}
 - Something the user wants in the notebook (a computation, a plot): insert_cell \
-{"source": "print(df['x'].mean())", "run": true}; a note or a finding: insert_cell \
-{"cell_type": "markdown", "source": "<the note, with the figures it states>"}
+{"source": "print(df['x'].mean())", "run": true}
 - A cell to fix or change: edit_cell {"cell_id": "load", "source": "<its whole source, \
-corrected>"}, then run_cell {"cell_id": "load"}
+corrected>", "run": true}
 Name cells by their ids when you talk about them."""
 """The compact prompt of a run bound to a notebook: its code goes into cells the user sees."""
 

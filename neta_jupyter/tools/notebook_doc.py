@@ -54,6 +54,26 @@ class CellChanged(NotebookError):
         )
 
 
+class Unchanged(NotebookError):
+    """An edit whose new source is the cell's source as it is: it would change nothing."""
+
+    def __init__(self, cell_id: str, error: str | None, *, written_by_run: bool) -> None:
+        if written_by_run:
+            # Told to send a change, a 1.5B model sent its applied edit again and again.
+            super().__init__(
+                f"cell {cell_id} already holds this source: your edit of it was applied. Do not "
+                "send it again: answer the user now."
+            )
+            return
+        failed = f" Its last run failed with {error}." if error else ""
+        # Worded as the next reply, as a refused stale edit is (tools/notebook_tools.py).
+        super().__init__(
+            f"cell {cell_id} already has this source, so nothing was changed.{failed} Your next "
+            f"reply must be the edit_cell call with cell_id {cell_id!r} and its whole source with "
+            "the change made."
+        )
+
+
 class NotSeen(CellChanged):
     """The caller named no hash and has not seen the cell as it is now."""
 

@@ -21,6 +21,7 @@ from .notebook_doc import (
     NotebookError,
     NotebookHost,
     NotSeen,
+    Unchanged,
     find,
     new_cell,
     new_edit_id,
@@ -130,6 +131,10 @@ class NotebookEditor:
         """Replace the cell's source, if it still has the source the agent read."""
         async with self.host.open() as cells:
             index, before = _checked_seen(cells, cell_id, expected, self.seen)
+            if source == before:
+                cell = cells.cell(index)
+                mine = _written_by(cell) == self.origin.request_id
+                raise Unchanged(cell_id, _last_error(cell), written_by_run=mine)
             cells.set_source(index, source)
             cells.set_metadata(index, "neta", self.origin.provenance())
             kind = str(cells.cell(index).get("cell_type", "code"))
@@ -167,6 +172,20 @@ class NotebookEditor:
         edit.index_before, edit.index_after = index, target
         await self.host.record(edit)
         return edit
+
+
+def _written_by(cell: dict[str, Any]) -> str | None:
+    """The run whose edit the cell holds (its provenance), if any."""
+    neta = (cell.get("metadata") or {}).get("neta")
+    return str(neta.get("requestId")) if isinstance(neta, dict) else None
+
+
+def _last_error(cell: dict[str, Any]) -> str | None:
+    """``KeyError: 'x'``, when the cell's last run raised."""
+    for output in cell.get("outputs") or []:
+        if output.get("output_type") == "error":
+            return f"{output.get('ename')}: {output.get('evalue')}"
+    return None
 
 
 async def revert(host: NotebookHost, edit: NotebookEdit) -> NotebookEdit:

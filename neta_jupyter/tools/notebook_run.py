@@ -178,18 +178,26 @@ async def run_code(ctx: ToolContext, cell_id: str, code: str) -> ToolResult:
                 ctx, kernel, cell_id, code, ctx.execution_timeout, progress.output
             )
         except ToolError as exc:
-            raise CellFailed(f"{exc}\n{_fix_hint(cell_id)}") from exc
+            raise CellFailed(cell_id, str(exc)) from exc
 
 
 class CellFailed(ToolError):
     """The cell ran and raised (the error is in the notebook under it too)."""
 
+    def __init__(self, cell_id: str, error: str) -> None:
+        super().__init__(f"{error}\n{_fix_hint(cell_id)}")
+        self.error = error
+        """The error as the kernel told it, its traceback included."""
+        lines = [line for line in error.splitlines() if line.strip()]
+        self.summary = lines[-1].strip() if lines else "an error"
+        """Its last line: ``KeyError: 'revenu'``."""
+
 
 def _fix_hint(cell_id: str) -> str:
     return (
         f"Cell {cell_id} failed; its error is under it in the notebook. To fix it, call "
-        f'edit_cell {{"cell_id": "{cell_id}", "source": <the corrected whole source>}}, then '
-        "run_cell again."
+        f'edit_cell {{"cell_id": "{cell_id}", "source": <the corrected whole source>, '
+        '"run": true}.'
     )
 
 

@@ -50,6 +50,9 @@ After = Annotated[
     str | None, Field(description="put it after the cell with this id (instead of position)")
 ]
 Where = Annotated[Position, Field(description="top or end, when after_cell_id is not given")]
+Run = Annotated[
+    bool, Field(description="true to also run the code cell now (its output comes back)")
+]
 
 
 def editor(ctx: ToolContext) -> NotebookEditor:
@@ -81,6 +84,11 @@ def _next(edit: NotebookEdit) -> str:
     """What the model may want to do after the edit."""
     if edit.cell_type != "code" or edit.kind not in ("insert", "edit"):
         return ""
+    if edit.kind == "edit":
+        # Advised to run it, a 1.5B model ran the cell and then went on adding cells of its own;
+        # told nothing, it sent the same edit again (docs/models.md). A fix that should run
+        # says "run": true.
+        return " Tell the user what you changed."
     return f' Run it with run_cell {{"cell_id": "{edit.cell_id}"}} to see its output.'
 
 
@@ -104,14 +112,18 @@ def _retry(name: str, exc: CellChanged) -> str:
     return f"{exc}\nNothing was changed yet. {then} (no source_hash needed)."
 
 
-async def _attempt(ctx: ToolContext, name: str, change: Awaitable[NotebookEdit]) -> str:
+async def _applied(ctx: ToolContext, name: str, change: Awaitable[NotebookEdit]) -> NotebookEdit:
+    """The change made, or a failure that says how to try again."""
     try:
-        edit: NotebookEdit = await change
+        return await change
     except CellChanged as exc:
         raise ToolError(_retry(name, exc)) from exc
     except NotebookError as exc:
         raise ToolError(str(exc)) from exc
-    return publish(ctx, name, edit)
+
+
+async def _attempt(ctx: ToolContext, name: str, change: Awaitable[NotebookEdit]) -> str:
+    return publish(ctx, name, await _applied(ctx, name, change))
 
 
 @tool(readonly=True, host="notebook")
@@ -141,9 +153,7 @@ async def insert_cell(
     cell_type: Annotated[CellType, Field(description="code or markdown")] = "code",
     after_cell_id: After = None,
     position: Where = "end",
-    run: Annotated[
-        bool, Field(description="true to also run the new code cell now (its output comes back)")
-    ] = False,
+    run: Run = False,
 ) -> str | ToolResult:
     """Add a cell to the user's notebook (after a cell, or at the top or the end).
 
@@ -157,20 +167,34 @@ async def insert_cell(
         raise ToolError(str(exc)) from exc
     if not run or cell_type != "code":
         return publish(ctx, "insert_cell", edit)
+    return await _and_run(ctx, "insert_cell", edit, source)
+
+
+async def _and_run(
+    ctx: ToolContext, name: str, edit: NotebookEdit, source: str
+) -> str | ToolResult:
+    """Publish the applied ``edit`` of a code cell, then run the cell's new ``source``."""
     edit.cell_type = None  # no "run it" advice: it runs now
-    inserted = publish(ctx, "insert_cell", edit)
+    applied = publish(ctx, name, edit)
     try:
         result = await run_code(ctx, edit.cell_id, source)
     except CellFailed as exc:
-        raise ToolError(f"{inserted} It ran and failed:\n{exc}") from exc
+        # The run's own cell failed: what to do next is worded as the next reply, which a
+        # 1.5B model followed where it answered after advice (docs/models.md).
+        again = (
+            f"Your next reply must be the edit_cell call with cell_id {edit.cell_id!r}, its "
+            'whole source corrected, and "run": true.'
+        )
+        failed = f"It ran and failed with {exc.summary}:\n{exc.error}"
+        raise ToolError(f"{applied} {failed}\n{again}") from exc
     except ToolError as exc:
-        return f"{inserted} It was not run: {exc}"
-    result.output = f"{inserted} It ran; its output:\n{result.output}"
+        return f"{applied} It was not run: {exc}"
+    result.output = f"{applied} It ran; its output:\n{result.output}"
     return result
 
 
 def _runs(arguments: dict[str, Any]) -> str | None:
-    """An insert that runs its code cell is also a ``run_cell``."""
+    """An insert or an edit that runs its code cell is also a ``run_cell``."""
     runs = arguments.get("run") is True and arguments.get("cell_type", "code") == "code"
     return "run_cell" if runs else None
 
@@ -181,14 +205,20 @@ async def edit_cell(
     cell_id: CellId,
     source: Annotated[str, Field(description="the cell's whole new source")],
     source_hash: Hash = None,
-) -> str:
-    """Replace a cell's whole source with ``source``.
+    run: Run = False,
+) -> str | ToolResult:
+    """Replace a cell's whole source with ``source``; with run=true a code cell then runs.
 
     Refused, with the cell's current source, when it changed since you last saw it: then call
     edit_cell again with a source written from that one.
     """
     ctx.report(f"Editing cell {cell_id}")
-    return await _attempt(ctx, "edit_cell", editor(ctx).edit(cell_id, source, source_hash))
+    if not run:
+        return await _attempt(ctx, "edit_cell", editor(ctx).edit(cell_id, source, source_hash))
+    edit = await _applied(ctx, "edit_cell", editor(ctx).edit(cell_id, source, source_hash))
+    if edit.cell_type != "code":
+        return publish(ctx, "edit_cell", edit)
+    return await _and_run(ctx, "edit_cell", edit, source)
 
 
 @tool(host="notebook")
@@ -249,7 +279,7 @@ def notebook_tools() -> list[Tool]:
         # An edit or a delete carries the hash of the source it acts on and is refused when the
         # cell changed, which binds it to what its prompt showed; asking again first would only
         # add a prompt before that refusal. A move does not depend on the source.
-        dataclasses.replace(edit_cell, preview=_edit_preview),
+        dataclasses.replace(edit_cell, preview=_edit_preview, also_does=_runs),
         dataclasses.replace(delete_cell, preview=_edit_preview),
         move_cell,
         dataclasses.replace(run_cell, preview=run_preview, binding=cell_binding),
