@@ -92,6 +92,13 @@ def source_text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
 
 
+def cell_error(cell: dict[str, Any]) -> tuple[str, str] | None:
+    """The name and value of the error the cell's last run raised, if it did."""
+    outputs = cell.get("outputs") or []
+    error = next((o for o in outputs if o.get("output_type") == "error"), None)
+    return None if error is None else (str(error.get("ename")), str(error.get("evalue", "")))
+
+
 def source_hash(source: str) -> str:
     """The short hash of a cell's source the agent passes back with an edit."""
     return hashlib.sha256(source.encode()).hexdigest()[:10]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .kernel_tools import strip_ansi
-from .notebook_doc import CellList, NotebookError, source_hash, source_text
+from .notebook_doc import CellList, NotebookError, cell_error, source_hash, source_text
 from .registry import RunNotebook
 
 MAX_MAPPED_CELLS = 80
@@ -26,12 +26,10 @@ WHOLE_CHARS = 240
 def _state(cell: dict[str, Any]) -> str:
     if cell.get("cell_type") != "code":
         return str(cell.get("cell_type", "code"))
-    outputs = cell.get("outputs") or []
-    error = next((o for o in outputs if o.get("output_type") == "error"), None)
-    if error is not None:
-        evalue = strip_ansi(str(error.get("evalue", "")))[:FIRST_LINE]
-        return f"code, failed: {error.get('ename')}: {evalue}"
-    if cell.get("execution_count") is None and not outputs:
+    if (error := cell_error(cell)) is not None:
+        ename, evalue = error
+        return f"code, failed: {ename}: {strip_ansi(evalue)[:FIRST_LINE]}"
+    if cell.get("execution_count") is None and not cell.get("outputs"):
         return "code, not run"
     return "code, ran"
 

@@ -22,6 +22,7 @@ from .notebook_doc import (
     NotebookHost,
     NotSeen,
     Unchanged,
+    cell_error,
     find,
     new_cell,
     new_edit_id,
@@ -134,7 +135,9 @@ class NotebookEditor:
             if source == before:
                 cell = cells.cell(index)
                 mine = _written_by(cell) == self.origin.request_id
-                raise Unchanged(cell_id, _last_error(cell), written_by_run=mine)
+                error = cell_error(cell)
+                failed = f"{error[0]}: {error[1]}" if error else None
+                raise Unchanged(cell_id, failed, written_by_run=mine)
             cells.set_source(index, source)
             cells.set_metadata(index, "neta", self.origin.provenance())
             kind = str(cells.cell(index).get("cell_type", "code"))
@@ -178,14 +181,6 @@ def _written_by(cell: dict[str, Any]) -> str | None:
     """The run whose edit the cell holds (its provenance), if any."""
     neta = (cell.get("metadata") or {}).get("neta")
     return str(neta.get("requestId")) if isinstance(neta, dict) else None
-
-
-def _last_error(cell: dict[str, Any]) -> str | None:
-    """``KeyError: 'x'``, when the cell's last run raised."""
-    for output in cell.get("outputs") or []:
-        if output.get("output_type") == "error":
-            return f"{output.get('ename')}: {output.get('evalue')}"
-    return None
 
 
 async def revert(host: NotebookHost, edit: NotebookEdit) -> NotebookEdit:

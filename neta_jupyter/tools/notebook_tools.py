@@ -213,10 +213,8 @@ async def edit_cell(
     edit_cell again with a source written from that one.
     """
     ctx.report(f"Editing cell {cell_id}")
-    if not run:
-        return await _attempt(ctx, "edit_cell", editor(ctx).edit(cell_id, source, source_hash))
     edit = await _applied(ctx, "edit_cell", editor(ctx).edit(cell_id, source, source_hash))
-    if edit.cell_type != "code":
+    if not run or edit.cell_type != "code":
         return publish(ctx, "edit_cell", edit)
     return await _and_run(ctx, "edit_cell", edit, source)
 

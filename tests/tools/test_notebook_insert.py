@@ -25,21 +25,32 @@ def jp_server_config(jp_root_dir: Path, tmp_path: Path) -> dict[str, Any]:
     return collaboration_config(jp_root_dir, tmp_path)
 
 
+async def run_in_kernel(
+    api: ApiClient, runtime: Runtime, serverapp: Any, prompt: str, path: str, *turns: ScriptedTurn
+) -> list[dict[str, Any]]:
+    """The events of a run of ``turns`` on ``path``, in a kernel started for it and shut down."""
+    km = serverapp.kernel_manager
+    kernel_id = await km.start_kernel()
+    try:
+        script(runtime, *turns)
+        return await run_to_end(api, prompt, path, kernelId=kernel_id)
+    finally:
+        await km.shutdown_kernel(kernel_id, now=True)
+
+
 async def test_an_inserted_cell_runs_in_the_same_call_and_keeps_its_outputs(
     api: ApiClient, runtime: Runtime, jp_root_dir: Path, jp_serverapp: Any
 ) -> None:
     write_notebook(jp_root_dir / "add.ipynb", ("code", "x = 1"))
-    km = jp_serverapp.kernel_manager
-    kernel_id = await km.start_kernel()
-    try:
-        script(
-            runtime,
-            call("insert_cell", source="print('answer', 6 * 7)", run=True),
-            ScriptedTurn(text="done"),
-        )
-        events = await run_to_end(api, "add it", "add.ipynb", kernelId=kernel_id)
-    finally:
-        await km.shutdown_kernel(kernel_id, now=True)
+    events = await run_in_kernel(
+        api,
+        runtime,
+        jp_serverapp,
+        "add it",
+        "add.ipynb",
+        call("insert_cell", source="print('answer', 6 * 7)", run=True),
+        ScriptedTurn(text="done"),
+    )
     assert types(events)[-1] == "MESSAGE_COMPLETED"
     (result,) = outputs_of(events)
     assert "insert of cell" in result and "answer 42" in result
@@ -75,18 +86,16 @@ async def test_a_cell_that_fails_says_how_to_fix_it_and_the_inserted_cell_stays(
     api: ApiClient, runtime: Runtime, jp_root_dir: Path, jp_serverapp: Any
 ) -> None:
     (user_cell,) = write_notebook(jp_root_dir / "fail.ipynb", ("code", "1 / 0"))
-    km = jp_serverapp.kernel_manager
-    kernel_id = await km.start_kernel()
-    try:
-        script(
-            runtime,
-            call("run_cell", cell_id=user_cell),
-            call("insert_cell", source="{}['missing']", run=True),
-            ScriptedTurn(text="done"),
-        )
-        events = await run_to_end(api, "run and add", "fail.ipynb", kernelId=kernel_id)
-    finally:
-        await km.shutdown_kernel(kernel_id, now=True)
+    events = await run_in_kernel(
+        api,
+        runtime,
+        jp_serverapp,
+        "run and add",
+        "fail.ipynb",
+        call("run_cell", cell_id=user_cell),
+        call("insert_cell", source="{}['missing']", run=True),
+        ScriptedTurn(text="done"),
+    )
     ran, inserted = outputs_of(events)
     assert types(events).count("TOOL_FAILED") == 2
     assert "ZeroDivisionError" in ran and f'edit_cell {{"cell_id": "{user_cell}"' in ran
@@ -100,17 +109,15 @@ async def test_an_edited_cell_runs_in_the_same_call_and_keeps_its_id(
     api: ApiClient, runtime: Runtime, jp_root_dir: Path, jp_serverapp: Any
 ) -> None:
     (cell,) = write_notebook(jp_root_dir / "fix.ipynb", ("code", "print('answer', 6 * 6)"))
-    km = jp_serverapp.kernel_manager
-    kernel_id = await km.start_kernel()
-    try:
-        script(
-            runtime,
-            call("edit_cell", cell_id=cell, source="print('answer', 6 * 7)", run=True),
-            ScriptedTurn(text="done"),
-        )
-        events = await run_to_end(api, "fix it", "fix.ipynb", kernelId=kernel_id)
-    finally:
-        await km.shutdown_kernel(kernel_id, now=True)
+    events = await run_in_kernel(
+        api,
+        runtime,
+        jp_serverapp,
+        "fix it",
+        "fix.ipynb",
+        call("edit_cell", cell_id=cell, source="print('answer', 6 * 7)", run=True),
+        ScriptedTurn(text="done"),
+    )
     assert types(events)[-1] == "MESSAGE_COMPLETED"
     (result,) = outputs_of(events)
     assert f"edit of cell {cell} applied" in result and "It ran; its output" in result
